@@ -1,0 +1,104 @@
+// Package clients identifies the API client behind every XRPC request.
+// Every XRPC call carries a client key (the X-Client-Key header, else the
+// client_key query parameter); an Identifier turns it into a Client.
+package clients
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/lexview/lexview/appview/respond"
+)
+
+// Error strings the specification fixes.
+const (
+	msgMissing = "Missing client identification"
+	msgInvalid = "Invalid client"
+)
+
+// ErrInvalidClient is returned by an Identifier for an unknown or inactive
+// client key.
+var ErrInvalidClient = errors.New("invalid client")
+
+// Client is an identified API client.
+type Client struct {
+	ID   string
+	Key  string
+	Name string
+	// ParentID is set for third-party (child) clients.
+	ParentID string
+}
+
+// Identifier resolves a client key presented on a request.
+type Identifier interface {
+	// Identify returns the client holding key. It returns ErrInvalidClient
+	// (possibly wrapped) when the key is unknown or the client inactive;
+	// any other error is a server failure.
+	Identify(ctx context.Context, key string, r *http.Request) (*Client, error)
+}
+
+// IdentifierFunc adapts a function to the Identifier interface.
+type IdentifierFunc func(ctx context.Context, key string, r *http.Request) (*Client, error)
+
+// Identify implements Identifier.
+func (f IdentifierFunc) Identify(ctx context.Context, key string, r *http.Request) (*Client, error) {
+	return f(ctx, key, r)
+}
+
+// KeyFromRequest returns the client key of r: the X-Client-Key header, else
+// the client_key query parameter.
+func KeyFromRequest(r *http.Request) string {
+	if k := r.Header.Get("X-Client-Key"); k != "" {
+		return k
+	}
+	return r.URL.Query().Get("client_key")
+}
+
+type ctxKey struct{}
+
+// WithClient returns a context carrying c.
+func WithClient(ctx context.Context, c *Client) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// FromContext returns the client identified for the request, if any.
+func FromContext(ctx context.Context) (*Client, bool) {
+	c, ok := ctx.Value(ctxKey{}).(*Client)
+	return c, ok
+}
+
+// Middleware requires a valid client key on every request it wraps and puts
+// the identified Client in the request context.
+func Middleware(id Identifier, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := KeyFromRequest(r)
+			if key == "" {
+				respond.Error(w, http.StatusUnauthorized, msgMissing)
+				return
+			}
+			c, err := id.Identify(r.Context(), key, r)
+			switch {
+			case errors.Is(err, ErrInvalidClient):
+				respond.Error(w, http.StatusUnauthorized, msgInvalid)
+				return
+			case err != nil:
+				respond.Internal(w, r, log, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
+		})
+	}
+}
+
+// Unverified is an Identifier that accepts any non-empty key as an
+// anonymous client. It exists for embedders that run Lexview behind their
+// own gateway; it performs no authentication.
+type Unverified struct{}
+
+// Identify implements Identifier.
+func (Unverified) Identify(_ context.Context, key string, _ *http.Request) (*Client, error) {
+	return &Client{Key: key}, nil
+}

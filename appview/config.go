@@ -1,0 +1,169 @@
+package appview
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bluesky-social/indigo/atproto/identity"
+
+	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/storage"
+)
+
+// Defaults for Config fields left at their zero value.
+const (
+	DefaultDatabaseURL           = "sqlite://data/appview.db"
+	DefaultHost                  = "127.0.0.1"
+	DefaultPort                  = 3000
+	DefaultJetstreamURL          = "wss://jetstream2.us-east.bsky.network/subscribe"
+	DefaultRelayURL              = "https://bsky.network"
+	DefaultPLCURL                = "https://plc.directory"
+	DefaultRateLimitCapacity     = 100
+	DefaultRateLimitRefillRate   = 2.0
+	DefaultEventLogRetentionDays = 30
+
+	// SessionSecretPlaceholder is the documented example value, refused
+	// at start-up.
+	SessionSecretPlaceholder = "change-me-in-production"
+	minSessionSecretLen      = 32
+)
+
+// Config configures an App. Every field is optional; the zero value runs
+// an instance on ./data/appview.db. Each environment variable the command
+// reads has a field here, so a library user never needs the environment.
+type Config struct {
+	// Store is the storage backend. When nil, DatabaseURL is opened, and
+	// the App closes it on Shutdown.
+	Store storage.Store
+	// DatabaseURL is sqlite://PATH or postgres://...; used when Store is nil.
+	DatabaseURL string
+
+	// Host and Port are where Run listens. Port -1 picks a free port
+	// (the environment's PORT=0 maps to it); 0 means DefaultPort.
+	Host string
+	Port int
+	// PublicURL is the public base URL; default http://Host:Port.
+	PublicURL string
+
+	// SessionSecret signs dashboard cookies. Empty means a random
+	// per-process secret (with a warning); the placeholder value and values
+	// shorter than 32 bytes are refused.
+	SessionSecret string
+	// TokenEncryptionKey is base64 of 32 bytes sealing secrets at rest.
+	TokenEncryptionKey string
+
+	// JetstreamURL is the live event stream; "off" disables ingestion.
+	JetstreamURL string
+	// RelayURL is used for repository discovery in backfill.
+	RelayURL string
+	// PLCURL is the DID PLC directory.
+	PLCURL string
+
+	// DefaultRateLimitCapacity and DefaultRateLimitRefillRate are the
+	// per-client token bucket defaults.
+	DefaultRateLimitCapacity   int
+	DefaultRateLimitRefillRate float64
+
+	// EventLogRetentionDays purges older event-log entries. 0 means the
+	// default (30); a negative value keeps everything.
+	EventLogRetentionDays int
+
+	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
+	MetricsAddr string
+
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
+	// client with timeouts.
+	HTTPClient *http.Client
+	// Directory resolves DIDs and handles; default an indigo directory on
+	// PLCURL with an in-memory cache.
+	Directory identity.Directory
+	// ClientIdentifier identifies the API client of each XRPC request;
+	// default accepts any non-empty key (clients.Unverified).
+	ClientIdentifier clients.Identifier
+}
+
+// withDefaults returns a copy of c with every unset field filled in.
+func (c Config) withDefaults() Config {
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = DefaultDatabaseURL
+	}
+	if c.Host == "" {
+		c.Host = DefaultHost
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.PublicURL == "" {
+		port := c.Port
+		if port < 0 {
+			port = 0
+		}
+		c.PublicURL = "http://" + c.Host + ":" + strconv.Itoa(port)
+	}
+	if c.JetstreamURL == "" {
+		c.JetstreamURL = DefaultJetstreamURL
+	}
+	if c.RelayURL == "" {
+		c.RelayURL = DefaultRelayURL
+	}
+	if c.PLCURL == "" {
+		c.PLCURL = DefaultPLCURL
+	}
+	if c.DefaultRateLimitCapacity == 0 {
+		c.DefaultRateLimitCapacity = DefaultRateLimitCapacity
+	}
+	if c.DefaultRateLimitRefillRate == 0 {
+		c.DefaultRateLimitRefillRate = DefaultRateLimitRefillRate
+	}
+	if c.EventLogRetentionDays == 0 {
+		c.EventLogRetentionDays = DefaultEventLogRetentionDays
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if c.Directory == nil {
+		base := &identity.BaseDirectory{
+			PLCURL:                 c.PLCURL,
+			HTTPClient:             *c.HTTPClient,
+			SkipHandleVerification: true,
+			TryAuthoritativeDNS:    false,
+			UserAgent:              "lexview/" + Version,
+		}
+		c.Directory = identity.NewCacheDirectory(base, 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
+	}
+	if c.ClientIdentifier == nil {
+		c.ClientIdentifier = clients.Unverified{}
+	}
+	return c
+}
+
+// validate refuses settings that must not run.
+func (c Config) validate() error {
+	if c.SessionSecret == SessionSecretPlaceholder {
+		return errors.New("SESSION_SECRET is the documented placeholder; set a random value of at least 32 bytes")
+	}
+	if c.SessionSecret != "" && len(c.SessionSecret) < minSessionSecretLen {
+		return fmt.Errorf("SESSION_SECRET must be at least %d bytes, got %d", minSessionSecretLen, len(c.SessionSecret))
+	}
+	if c.DefaultRateLimitCapacity < 0 || c.DefaultRateLimitRefillRate < 0 {
+		return errors.New("rate-limit defaults must not be negative")
+	}
+	if c.Port > 65535 || c.Port < -1 {
+		return fmt.Errorf("port %d out of range", c.Port)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package xrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Identities resolves accounts for the default query behaviour.
+type Identities interface {
+	// ResolveHandle returns the DID a handle points to.
+	ResolveHandle(ctx context.Context, h syntax.Handle) (syntax.DID, error)
+	// PDSEndpoint returns the base URL of the PDS hosting did's repository.
+	PDSEndpoint(ctx context.Context, did syntax.DID) (string, error)
+}
+
+var (
+	tokURI      = []byte(`"uri"`)
+	tokType     = []byte(`"$type"`)
+	tokMimeType = []byte(`"mimeType"`)
+)
+
+// appendRecord appends the served form of rec to buf: the record's fields
+// plus `uri`, a `$type` (the collection, when the record lacks one), and a
+// `url` on every blob pointing at the author's PDS.
+//
+// Most records need no rewriting, and take a fast path that splices `uri`
+// into the stored JSON without decoding it.
+func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, error) {
+	v := bytes.TrimSpace(rec.Value)
+	if len(v) >= 2 && v[0] == '{' && !bytes.Contains(v, tokURI) && bytes.Contains(v, tokType) &&
+		!bytes.Contains(v, tokMimeType) {
+		buf = append(buf, `{"uri":`...)
+		buf = appendJSONString(buf, rec.URI)
+		rest := bytes.TrimSpace(v[1:])
+		if len(rest) > 0 && rest[0] != '}' {
+			buf = append(buf, ',')
+		}
+		return append(buf, rest...), nil
+	}
+	var fields map[string]any
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return buf, fmt.Errorf("record %s: stored value is not a JSON object: %v", rec.URI, err)
+	}
+	fields["uri"] = rec.URI
+	if _, ok := fields["$type"]; !ok {
+		fields["$type"] = rec.Collection
+	}
+	if bytes.Contains(v, tokMimeType) {
+		links.addURLs(fields, rec.DID)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return buf, fmt.Errorf("record %s: %w", rec.URI, err)
+	}
+	return append(buf, bytes.TrimRight(out.Bytes(), "\n")...), nil
+}
+
+// appendJSONString appends s as a JSON string. AT URIs are plain ASCII, so
+// the common case copies bytes; anything else goes through the encoder.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// blobLinker builds blob URLs from resolved PDS endpoints.
+type blobLinker struct{ ids Identities }
+
+// forRequest returns a per-request resolver that looks each DID up once.
+func (l *blobLinker) forRequest(ctx context.Context) *blobLinks {
+	return &blobLinks{ctx: ctx, ids: l.ids}
+}
+
+type blobLinks struct {
+	ctx  context.Context
+	ids  Identities
+	pdss map[string]string
+}
+
+// pds returns did's PDS base URL, or "" when it cannot be resolved.
+func (b *blobLinks) pds(did string) string {
+	if b.ids == nil {
+		return ""
+	}
+	if p, ok := b.pdss[did]; ok {
+		return p
+	}
+	if b.pdss == nil {
+		b.pdss = map[string]string{}
+	}
+	p := ""
+	if d, err := syntax.ParseDID(did); err == nil {
+		if endpoint, err := b.ids.PDSEndpoint(b.ctx, d); err == nil {
+			p = strings.TrimRight(endpoint, "/")
+		}
+	}
+	b.pdss[did] = p
+	return p
+}
+
+// addURLs walks v and gives every blob a `url`.
+func (b *blobLinks) addURLs(v any, did string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if cid := blobCID(x); cid != "" {
+			if pds := b.pds(did); pds != "" {
+				x["url"] = pds + "/xrpc/com.atproto.sync.getBlob?did=" + url.QueryEscape(did) + "&cid=" + url.QueryEscape(cid)
+			}
+			return
+		}
+		for _, e := range x {
+			b.addURLs(e, did)
+		}
+	case []any:
+		for _, e := range x {
+			b.addURLs(e, did)
+		}
+	}
+}
+
+// blobCID returns the CID of a blob object (current or legacy form), or "".
+func blobCID(m map[string]any) string {
+	if _, ok := m["mimeType"].(string); !ok {
+		return ""
+	}
+	if t, _ := m["$type"].(string); t == "blob" {
+		ref, _ := m["ref"].(map[string]any)
+		link, _ := ref["$link"].(string)
+		return link
+	}
+	if _, typed := m["$type"]; !typed {
+		cid, _ := m["cid"].(string)
+		return cid
+	}
+	return ""
+}

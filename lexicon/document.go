@@ -1,0 +1,112 @@
+// Package lexicon parses and checks Lexicon schema documents and keeps the
+// registry: the immutable snapshot of every lexicon an instance serves,
+// swapped atomically when lexicons change.
+package lexicon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	indigolex "github.com/bluesky-social/indigo/atproto/lexicon"
+	"github.com/bluesky-social/indigo/atproto/syntax"
+)
+
+// Kind classifies a lexicon by the type of its main definition.
+type Kind string
+
+// The kinds of lexicon. KindOther covers documents whose main definition is
+// absent or of another type (subscriptions, permission sets, shared defs).
+const (
+	KindRecord    Kind = "record"
+	KindQuery     Kind = "query"
+	KindProcedure Kind = "procedure"
+	KindOther     Kind = "other"
+)
+
+// MaxDocumentSize bounds a lexicon document.
+const MaxDocumentSize = 1 << 20
+
+// Document is a parsed, checked lexicon document.
+type Document struct {
+	ID   syntax.NSID
+	Kind Kind
+	// Raw is the document as uploaded.
+	Raw json.RawMessage
+}
+
+// ParseError reports why a document was refused. Its message is meant for
+// the uploader.
+type ParseError struct{ Msg string }
+
+func (e *ParseError) Error() string { return e.Msg }
+
+func parseErr(format string, args ...any) error {
+	return &ParseError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsParseError reports whether err is (or wraps) a ParseError.
+func IsParseError(err error) bool {
+	var pe *ParseError
+	return errors.As(err, &pe)
+}
+
+// Parse checks a lexicon document: it must be a JSON object with `lexicon`
+// equal to 1, an `id` that is a valid NSID, and definitions that pass the
+// Lexicon language rules.
+func Parse(raw []byte) (*Document, error) {
+	if len(raw) > MaxDocumentSize {
+		return nil, parseErr("lexicon document exceeds %d bytes", MaxDocumentSize)
+	}
+	var head struct {
+		Lexicon json.RawMessage            `json:"lexicon"`
+		ID      *string                    `json:"id"`
+		Defs    map[string]json.RawMessage `json:"defs"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&head); err != nil {
+		return nil, parseErr("malformed lexicon JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, parseErr("malformed lexicon JSON: trailing data after the document")
+	}
+	if head.ID == nil || *head.ID == "" {
+		return nil, parseErr("lexicon id is required")
+	}
+	if string(head.Lexicon) != "1" {
+		return nil, parseErr("lexicon must be 1")
+	}
+	id, err := syntax.ParseNSID(*head.ID)
+	if err != nil {
+		return nil, parseErr("invalid NSID %q", *head.ID)
+	}
+	var sf indigolex.SchemaFile
+	if err := json.Unmarshal(raw, &sf); err != nil {
+		return nil, parseErr("invalid lexicon schema: %v", err)
+	}
+	if err := sf.FinishParse(); err != nil {
+		return nil, parseErr("invalid lexicon schema: %v", err)
+	}
+	if err := sf.CheckSchema(); err != nil {
+		return nil, parseErr("invalid lexicon schema: %v", err)
+	}
+	return &Document{ID: id, Kind: classify(head.Defs["main"]), Raw: json.RawMessage(bytes.Clone(raw))}, nil
+}
+
+func classify(main json.RawMessage) Kind {
+	if main == nil {
+		return KindOther
+	}
+	var def struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(main, &def) != nil {
+		return KindOther
+	}
+	switch Kind(def.Type) {
+	case KindRecord, KindQuery, KindProcedure:
+		return Kind(def.Type)
+	}
+	return KindOther
+}

@@ -1,0 +1,136 @@
+// Package sqlstore holds the storage code shared by the SQLite and PostgreSQL
+// backends. Queries are written once with "?" placeholders; a Dialect
+// rewrites them and supplies the few operations whose SQL differs.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Dialect is what differs between the SQL backends.
+type Dialect interface {
+	// Name is "sqlite" or "postgres".
+	Name() string
+	// Placeholder returns the n-th (1-based) bind placeholder.
+	Placeholder(n int) string
+	// Time converts a time into the value stored in time columns.
+	Time(t time.Time) any
+	// LockMigrations serialises migrators; it runs first in each
+	// migration transaction.
+	LockMigrations(ctx context.Context, tx *sql.Tx) error
+	// UpsertRecords writes records (at most one per URI) inside tx. Rows
+	// with a newer non-empty rev than the incoming one are kept.
+	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error
+	// DeleteRecords removes records by URI inside tx.
+	DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error
+}
+
+// DB implements storage.Store on top of database/sql.
+type DB struct {
+	dialect    Dialect
+	writer     *sql.DB
+	reader     *sql.DB
+	migrations fs.FS
+	q          queries
+}
+
+// Open wraps a writer and a reader pool (they may be the same *sql.DB).
+// migrations holds the dialect's numbered *.sql files.
+func Open(d Dialect, writer, reader *sql.DB, migrations fs.FS) *DB {
+	return &DB{dialect: d, writer: writer, reader: reader, migrations: migrations, q: newQueries(d)}
+}
+
+// Dialect reports the backend name.
+func (db *DB) Dialect() string { return db.dialect.Name() }
+
+// Writer is the connection pool that writes.
+func (db *DB) Writer() *sql.DB { return db.writer }
+
+// Reader is the connection pool that reads.
+func (db *DB) Reader() *sql.DB { return db.reader }
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.writer.Close()
+	if db.reader != db.writer {
+		err = errors.Join(err, db.reader.Close())
+	}
+	return err
+}
+
+// Bind rewrites "?" placeholders into the dialect's form. Question marks
+// inside single-quoted literals are left alone.
+func Bind(d Dialect, q string) string {
+	var b strings.Builder
+	n, quoted := 0, false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+			b.WriteByte(c)
+		case c == '?' && !quoted:
+			n++
+			b.WriteString(d.Placeholder(n))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// QuestionPlaceholder is the Placeholder of dialects that use "?".
+func QuestionPlaceholder(int) string { return "?" }
+
+// DollarPlaceholder is the Placeholder of dialects that use "$n".
+func DollarPlaceholder(n int) string { return "$" + strconv.Itoa(n) }
+
+// inTx runs fn in a write transaction.
+func (db *DB) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Time is a scan target for time columns stored either natively or as
+// integer microseconds since the Unix epoch.
+type Time struct{ T time.Time }
+
+// Scan implements sql.Scanner.
+func (t *Time) Scan(v any) error {
+	switch x := v.(type) {
+	case time.Time:
+		t.T = x.UTC()
+	case int64:
+		t.T = time.UnixMicro(x).UTC()
+	case nil:
+		t.T = time.Time{}
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T into a time", v)
+	}
+	return nil
+}
+
+// MicrosTime stores t as integer microseconds since the Unix epoch.
+func MicrosTime(t time.Time) any { return t.UnixMicro() }
+
+// NativeTime stores t as a UTC time truncated to microseconds.
+func NativeTime(t time.Time) any { return t.UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,101 @@
+// Package postgres is the PostgreSQL (17 or newer) storage backend of
+// Lexview, built on lib/pq. Records are stored as jsonb and times as
+// timestamptz, so filters and indexes work natively.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/internal/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrationLockID is the advisory lock key that serialises migrators.
+const migrationLockID = 0x6c657876 // "lexv"
+
+// Store is the PostgreSQL implementation of storage.Store.
+type Store struct {
+	*sqlstore.DB
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Options tunes Open. The zero value is a good default.
+type Options struct {
+	// MaxConns caps the connection pool; 0 means 20.
+	MaxConns int
+}
+
+// Open connects to the database at a postgres:// URL. It does not migrate;
+// call Migrate.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 20
+	}
+	db, err := sql.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return &Store{DB: sqlstore.Open(dialect{}, db, db, sub)}, nil
+}
+
+// dialect is PostgreSQL's variant of the shared SQL.
+type dialect struct{}
+
+func (dialect) Name() string             { return "postgres" }
+func (dialect) Placeholder(n int) string { return sqlstore.DollarPlaceholder(n) }
+func (dialect) Time(t time.Time) any     { return sqlstore.NativeTime(t) }
+
+func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockID)
+	return err
+}
+
+// upsertRecords writes a whole batch in one statement from parallel arrays.
+const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at)
+	SELECT u, d, c, k, ci, rv, rec::jsonb, timestamptz 'epoch' + us * interval '1 microsecond'
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
+		AS t(u, d, c, k, ci, rv, rec, us)
+	ON CONFLICT (uri) DO UPDATE SET
+		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
+	WHERE records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev`
+
+func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
+	n := len(recs)
+	uris, dids, cols, rkeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	cids, revs, values, times := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, r := range recs {
+		uris[i], dids[i], cols[i], rkeys[i] = r.URI, r.DID, r.Collection, r.RKey
+		cids[i], revs[i], values[i], times[i] = r.CID, r.Rev, string(r.Value), r.IndexedAt.UnixMicro()
+	}
+	_, err := tx.ExecContext(ctx, upsertRecords, pq.Array(uris), pq.Array(dids), pq.Array(cols), pq.Array(rkeys),
+		pq.Array(cids), pq.Array(revs), pq.Array(values), pq.Array(times))
+	return err
+}
+
+func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM records WHERE uri = ANY($1::text[])`, pq.Array(uris))
+	return err
+}

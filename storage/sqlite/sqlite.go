@@ -1,0 +1,153 @@
+// Package sqlite is the embedded storage backend of Lexview, built on
+// mattn/go-sqlite3. It runs in WAL mode with one writer connection and a
+// pool of read-only connections, so reads never wait for the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/internal/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Store is the SQLite implementation of storage.Store.
+type Store struct {
+	*sqlstore.DB
+	path string
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Options tunes Open. The zero value is a good default.
+type Options struct {
+	// Readers is the size of the read pool; 0 means 2×GOMAXPROCS, at least 4.
+	Readers int
+	// BusyTimeout is how long a connection waits for a lock; 0 means 10s.
+	BusyTimeout time.Duration
+}
+
+// Open opens (creating if needed) the database file at path. It does not
+// migrate; call Migrate.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: a file path is required, got %q", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: create directory: %w", err)
+		}
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-16000",
+		opts.BusyTimeout.Milliseconds())
+
+	writer, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open writer: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+	if err := writer.PingContext(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	reader, err := sql.Open("sqlite3", base+"?"+common+"&_query_only=true")
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open readers: %w", err)
+	}
+	reader.SetMaxOpenConns(opts.Readers)
+	reader.SetMaxIdleConns(opts.Readers)
+	reader.SetConnMaxIdleTime(0)
+
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return &Store{DB: sqlstore.Open(dialect{}, writer, reader, sub), path: path}, nil
+}
+
+// OpenURL opens a sqlite://PATH database URL.
+func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
+	path, ok := strings.CutPrefix(rawURL, "sqlite://")
+	if !ok {
+		return nil, fmt.Errorf("sqlite: URL must start with sqlite://, got %q", rawURL)
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	return Open(ctx, path, Options{})
+}
+
+// Path is the database file's location.
+func (s *Store) Path() string { return s.path }
+
+// dialect is SQLite's variant of the shared SQL.
+type dialect struct{}
+
+func (dialect) Name() string             { return "sqlite" }
+func (dialect) Placeholder(n int) string { return sqlstore.QuestionPlaceholder(n) }
+func (dialect) Time(t time.Time) any     { return sqlstore.MicrosTime(t) }
+func (dialect) LockMigrations(context.Context, *sql.Tx) error {
+	return nil // the writer pool has one connection and takes immediate locks
+}
+
+const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (uri) DO UPDATE SET
+		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
+	WHERE records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev`
+
+func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
+	stmt, err := tx.PrepareContext(ctx, upsertRecord)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range recs {
+		if _, err := stmt.ExecContext(ctx, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev,
+			string(r.Value), r.IndexedAt.UnixMicro()); err != nil {
+			return fmt.Errorf("%s: %w", r.URI, err)
+		}
+	}
+	return nil
+}
+
+func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error {
+	stmt, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE uri = ?`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, uri := range uris {
+		if _, err := stmt.ExecContext(ctx, uri); err != nil {
+			return fmt.Errorf("%s: %w", uri, err)
+		}
+	}
+	return nil
+}

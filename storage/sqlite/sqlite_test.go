@@ -1,0 +1,73 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/sqlite"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+func TestSuite(t *testing.T) {
+	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+}
+
+func TestPragmas(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sub", "dir", "p.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	var fk int
+	if err := s.Reader().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v", mode, err)
+	}
+	if err := s.Writer().QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		t.Fatalf("foreign_keys = %d, %v", fk, err)
+	}
+	if _, err := s.Reader().ExecContext(ctx, "DELETE FROM records"); err == nil {
+		t.Fatal("reader pool accepted a write")
+	}
+	if got := s.Writer().Stats().MaxOpenConnections; got != 1 {
+		t.Fatalf("writer pool allows %d connections", got)
+	}
+}
+
+func TestQueryPlansUseIndexes(t *testing.T) {
+	s := storagetest.SQLite(t).(*sqlite.Store)
+	ctx := context.Background()
+	cases := map[string]string{
+		"collection page":      "SELECT uri FROM records WHERE collection = ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"collection deep page": "SELECT uri FROM records WHERE collection = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"did page":             "SELECT uri FROM records WHERE collection = ? AND did = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"by uri":               "SELECT uri FROM records WHERE uri = ?",
+	}
+	for name, q := range cases {
+		rows, err := s.Reader().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "c", "d", 1, 1, "u")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		if strings.Contains(joined, "SCAN records") || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("%s: plan scans or sorts: %s", name, joined)
+		}
+	}
+}

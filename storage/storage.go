@@ -1,0 +1,135 @@
+// Package storage defines what Lexview stores and the interfaces a storage
+// backend implements. Two implementations ship with Lexview: storage/sqlite
+// (the embedded default) and storage/postgres. Both pass the shared suite in
+// storage/storagetest.
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned when a requested item does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the whole storage surface of a Lexview instance. Consumers should
+// depend on the narrower interfaces it embeds, or on their own.
+type Store interface {
+	RecordStore
+	LexiconStore
+	CursorStore
+
+	// Dialect names the backend ("sqlite" or "postgres").
+	Dialect() string
+	// Migrate applies pending schema migrations. It is idempotent and safe
+	// to call concurrently from several processes.
+	Migrate(ctx context.Context) error
+	// Close releases the backend's connections.
+	Close() error
+}
+
+// Record is one indexed atproto record.
+type Record struct {
+	URI        string          // at://did/collection/rkey
+	DID        string          // repository DID
+	Collection string          // collection NSID
+	RKey       string          // record key
+	CID        string          // CID of the record block
+	Rev        string          // repository revision (TID) that wrote it; may be empty
+	Value      json.RawMessage // the record's JSON
+	IndexedAt  time.Time       // when Lexview indexed this version
+}
+
+// RecordOp is one change to apply to the record index: an upsert of Record,
+// or, when Delete is set, the removal of Record.URI.
+type RecordOp struct {
+	Delete bool
+	Record Record
+}
+
+// Batch is a set of record changes applied in one transaction. Operations on
+// the same URI take effect in slice order (the last one wins). When Cursor is
+// set, it is stored in the same transaction, so that a crash never separates
+// the records from the stream position that produced them.
+type Batch struct {
+	Ops    []RecordOp
+	Cursor *StreamCursor
+}
+
+// StreamCursor is the position reached in a named event stream.
+type StreamCursor struct {
+	Name  string
+	Value int64
+}
+
+// Position is a keyset position in a newest-first record listing.
+type Position struct {
+	IndexedAt time.Time
+	URI       string
+}
+
+// ListQuery selects a page of records of one collection, newest first.
+type ListQuery struct {
+	Collection string
+	DID        string    // optional: only this repository's records
+	Limit      int       // page size, at least 1
+	After      *Position // optional: continue after this position
+}
+
+// Page is one page of a listing. Next is set only when more records exist.
+type Page struct {
+	Records []Record
+	Next    *Position
+}
+
+// RecordStore reads and writes indexed records.
+type RecordStore interface {
+	// ApplyBatch applies record changes (and an optional stream cursor) in
+	// one transaction. Upserts are idempotent: writing the same record twice
+	// leaves one row. A write carrying an older Rev than the stored row does
+	// not overwrite it.
+	ApplyBatch(ctx context.Context, b Batch) error
+	// GetRecord returns the record at uri or ErrNotFound.
+	GetRecord(ctx context.Context, uri string) (Record, error)
+	// ListRecords returns a page of a collection, newest first.
+	ListRecords(ctx context.Context, q ListQuery) (Page, error)
+	// CountRecords counts the records of a collection ("" counts all).
+	CountRecords(ctx context.Context, collection string) (int64, error)
+}
+
+// Lexicon is a stored lexicon document with its Lexview settings.
+type Lexicon struct {
+	ID               string          // NSID
+	Revision         int             // 1 on first upload, +1 on each re-upload
+	Type             string          // record, query, procedure or other
+	JSON             json.RawMessage // the raw lexicon document
+	Backfill         bool            // index history when added
+	TargetCollection string          // collection a query or procedure works on; "" for none
+	Script           string          // Lua handler source; "" for the default behaviour
+	IndexHook        string          // Lua hook run on record events; "" for none
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// LexiconStore persists lexicons.
+type LexiconStore interface {
+	// PutLexicon inserts or replaces a lexicon. The store assigns Revision
+	// (1 when new, previous+1 otherwise), CreatedAt and UpdatedAt, and
+	// reports whether the lexicon was new.
+	PutLexicon(ctx context.Context, l Lexicon) (stored Lexicon, created bool, err error)
+	// GetLexicon returns one lexicon or ErrNotFound.
+	GetLexicon(ctx context.Context, id string) (Lexicon, error)
+	// ListLexicons returns every lexicon ordered by id.
+	ListLexicons(ctx context.Context) ([]Lexicon, error)
+	// DeleteLexicon removes a lexicon or returns ErrNotFound.
+	DeleteLexicon(ctx context.Context, id string) error
+}
+
+// CursorStore keeps event-stream positions.
+type CursorStore interface {
+	// GetStreamCursor returns the stored position of a stream, or
+	// ErrNotFound when none was stored yet.
+	GetStreamCursor(ctx context.Context, name string) (int64, error)
+}

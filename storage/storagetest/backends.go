@@ -1,0 +1,117 @@
+// Package storagetest holds the test suite every storage.Store
+// implementation must pass, and helpers that open fresh SQLite and
+// PostgreSQL stores for tests anywhere in Lexview.
+package storagetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/postgres"
+	"github.com/lexview/lexview/storage/sqlite"
+)
+
+// PostgresURLEnv names the variable holding the server the tests use.
+const PostgresURLEnv = "APPVIEW_TEST_POSTGRES_URL"
+
+// Backend opens a fresh, migrated, empty store for a test.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) storage.Store
+}
+
+// Backends returns every backend. Each test that stores anything should
+// run against all of them.
+func Backends() []Backend {
+	return []Backend{
+		{Name: "sqlite", Open: func(t testing.TB) storage.Store { return SQLite(t) }},
+		{Name: "postgres", Open: func(t testing.TB) storage.Store { return Postgres(t) }},
+	}
+}
+
+// ForEach runs fn as a subtest once per backend.
+func ForEach(t *testing.T, fn func(t *testing.T, open func(t testing.TB) storage.Store)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open) })
+	}
+}
+
+// SQLite opens a migrated SQLite store in a temporary directory.
+func SQLite(t testing.TB) storage.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate sqlite: %v", err)
+	}
+	return s
+}
+
+// Postgres opens a migrated store on a new, empty database created on the
+// server named by APPVIEW_TEST_POSTGRES_URL, and drops it afterwards. Without
+// that variable the test is skipped, except under CI=true, where it fails.
+func Postgres(t testing.TB) storage.Store {
+	t.Helper()
+	dbURL := PostgresURL(t)
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate postgres: %v", err)
+	}
+	return s
+}
+
+// PostgresURL creates an empty database for the test and returns its URL.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	server := os.Getenv(PostgresURLEnv)
+	if server == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: PostgreSQL is required in CI", PostgresURLEnv)
+		}
+		t.Skipf("%s not set; skipping PostgreSQL", PostgresURLEnv)
+	}
+	admin, err := sql.Open("postgres", server)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer admin.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "lexview_test_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin, err := sql.Open("postgres", server)
+		if err != nil {
+			return
+		}
+		defer admin.Close()
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatalf("parse %s: %v", PostgresURLEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}

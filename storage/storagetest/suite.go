@@ -1,0 +1,391 @@
+package storagetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Run runs the storage suite against stores made by open. Each subtest gets
+// a fresh store.
+func Run(t *testing.T, open func(t testing.TB) storage.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s storage.Store)
+	}{
+		{"MigrateIsIdempotentAndConcurrent", testMigrate},
+		{"RecordRoundTrip", testRecordRoundTrip},
+		{"UpsertIsIdempotent", testUpsertIdempotent},
+		{"BatchKeepsOrderPerURI", testBatchOrder},
+		{"OlderRevNeverOverwrites", testRevOrdering},
+		{"LargeBatch", testLargeBatch},
+		{"ListNewestFirstWithKeyset", testListKeyset},
+		{"ListTiesAndDIDFilter", testListTiesAndDID},
+		{"StreamCursorWithBatch", testStreamCursor},
+		{"LexiconRevisions", testLexiconRevisions},
+		{"LexiconListAndDelete", testLexiconListDelete},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+var base = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+
+// Rec builds a test record in collection for did with rkey.
+func Rec(did, collection, rkey string, at time.Time, fields map[string]any) storage.Record {
+	v := map[string]any{"$type": collection}
+	for k, x := range fields {
+		v[k] = x
+	}
+	raw, _ := json.Marshal(v)
+	return storage.Record{
+		URI:        fmt.Sprintf("at://%s/%s/%s", did, collection, rkey),
+		DID:        did,
+		Collection: collection,
+		RKey:       rkey,
+		CID:        "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+		Value:      raw,
+		IndexedAt:  at,
+	}
+}
+
+func apply(t *testing.T, s storage.Store, ops ...storage.RecordOp) {
+	t.Helper()
+	if err := s.ApplyBatch(context.Background(), storage.Batch{Ops: ops}); err != nil {
+		t.Fatalf("ApplyBatch: %v", err)
+	}
+}
+
+func put(r storage.Record) storage.RecordOp { return storage.RecordOp{Record: r} }
+func del(uri string) storage.RecordOp {
+	return storage.RecordOp{Delete: true, Record: storage.Record{URI: uri}}
+}
+
+func count(t *testing.T, s storage.Store, collection string) int64 {
+	t.Helper()
+	n, err := s.CountRecords(context.Background(), collection)
+	if err != nil {
+		t.Fatalf("CountRecords: %v", err)
+	}
+	return n
+}
+
+func sameJSON(t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("stored JSON does not parse: %v (%s)", err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("want JSON does not parse: %v", err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("JSON differs:\n got %s\nwant %s", got, want)
+	}
+}
+
+func testMigrate(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- s.Migrate(ctx) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+	if n := count(t, s, ""); n != 0 {
+		t.Fatalf("fresh store has %d records", n)
+	}
+}
+
+func testRecordRoundTrip(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	r := Rec("did:plc:alice", "app.test.post", "3kabc", base, map[string]any{
+		"text": "héllo ✓ \u2028 \"quoted\"", "n": 42, "nested": map[string]any{"list": []any{1, "two", nil}},
+	})
+	r.Rev = "3kaaaaaaaaaa2"
+	apply(t, s, put(r))
+	got, err := s.GetRecord(ctx, r.URI)
+	if err != nil {
+		t.Fatalf("GetRecord: %v", err)
+	}
+	if got.URI != r.URI || got.DID != r.DID || got.Collection != r.Collection || got.RKey != r.RKey ||
+		got.CID != r.CID || got.Rev != r.Rev {
+		t.Fatalf("metadata differs: got %+v want %+v", got, r)
+	}
+	if !got.IndexedAt.Equal(base) {
+		t.Fatalf("IndexedAt = %v, want %v (microsecond precision)", got.IndexedAt, base)
+	}
+	sameJSON(t, got.Value, r.Value)
+	if _, err := s.GetRecord(ctx, "at://did:plc:alice/app.test.post/missing"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetRecord(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+func testUpsertIdempotent(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	r := Rec("did:plc:alice", "app.test.post", "1", base, map[string]any{"v": 1})
+	apply(t, s, put(r))
+	apply(t, s, put(r))
+	r2 := Rec("did:plc:alice", "app.test.post", "1", base.Add(time.Second), map[string]any{"v": 2})
+	r2.CID = "bafyreidifferent"
+	apply(t, s, put(r2))
+	if n := count(t, s, "app.test.post"); n != 1 {
+		t.Fatalf("count = %d after three upserts of one URI", n)
+	}
+	got, err := s.GetRecord(ctx, r.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, got.Value, r2.Value)
+	if got.CID != r2.CID || !got.IndexedAt.Equal(r2.IndexedAt) {
+		t.Fatalf("update not applied: %+v", got)
+	}
+}
+
+func testBatchOrder(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	a := Rec("did:plc:a", "app.test.post", "a", base, nil)
+	b := Rec("did:plc:a", "app.test.post", "b", base, nil)
+	b2 := Rec("did:plc:a", "app.test.post", "b", base, map[string]any{"edited": true})
+	// a: create then delete -> absent. b: delete, create, update -> b2.
+	apply(t, s, put(a), del(b.URI), put(b), del(a.URI), put(b2))
+	if _, err := s.GetRecord(ctx, a.URI); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("created-then-deleted record exists: %v", err)
+	}
+	got, err := s.GetRecord(ctx, b.URI)
+	if err != nil {
+		t.Fatalf("deleted-then-created record missing: %v", err)
+	}
+	sameJSON(t, got.Value, b2.Value)
+	// Deleting an absent record is not an error.
+	apply(t, s, del("at://did:plc:a/app.test.post/never"))
+}
+
+func testRevOrdering(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	newer := Rec("did:plc:a", "app.test.post", "r", base, map[string]any{"v": "new"})
+	newer.Rev = "3kbbbbbbbbbb2"
+	older := Rec("did:plc:a", "app.test.post", "r", base.Add(time.Minute), map[string]any{"v": "old"})
+	older.Rev = "3kaaaaaaaaaa2"
+	apply(t, s, put(newer))
+	apply(t, s, put(older))
+	got, err := s.GetRecord(ctx, newer.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rev != newer.Rev {
+		t.Fatalf("older rev overwrote newer: stored rev %s", got.Rev)
+	}
+	sameJSON(t, got.Value, newer.Value)
+}
+
+func testLargeBatch(t *testing.T, s storage.Store) {
+	ops := make([]storage.RecordOp, 0, 1000)
+	for i := range 1000 {
+		ops = append(ops, put(Rec(fmt.Sprintf("did:plc:u%d", i%7), "app.test.bulk", fmt.Sprintf("k%04d", i), base, map[string]any{"i": i})))
+	}
+	apply(t, s, ops...)
+	if n := count(t, s, "app.test.bulk"); n != 1000 {
+		t.Fatalf("count = %d, want 1000", n)
+	}
+	if n := count(t, s, "app.test.other"); n != 0 {
+		t.Fatalf("other collection count = %d", n)
+	}
+}
+
+// listAll pages through q and returns the URIs in order.
+func listAll(t *testing.T, s storage.Store, q storage.ListQuery) []string {
+	t.Helper()
+	var uris []string
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("pagination does not terminate")
+		}
+		page, err := s.ListRecords(context.Background(), q)
+		if err != nil {
+			t.Fatalf("ListRecords: %v", err)
+		}
+		if len(page.Records) > q.Limit {
+			t.Fatalf("page of %d exceeds limit %d", len(page.Records), q.Limit)
+		}
+		for _, r := range page.Records {
+			uris = append(uris, r.URI)
+		}
+		if page.Next == nil {
+			return uris
+		}
+		if len(page.Records) != q.Limit {
+			t.Fatalf("short page (%d of %d) still has a next position", len(page.Records), q.Limit)
+		}
+		// Positions survive the opaque cursor round trip.
+		p, err := storage.DecodeCursor("scope", storage.EncodeCursor("scope", *page.Next))
+		if err != nil {
+			t.Fatalf("cursor round trip: %v", err)
+		}
+		q.After = &p
+	}
+}
+
+func testListKeyset(t *testing.T, s storage.Store) {
+	var ops []storage.RecordOp
+	var want []string
+	for i := range 25 {
+		r := Rec("did:plc:a", "app.test.post", fmt.Sprintf("k%02d", i), base.Add(time.Duration(i)*time.Millisecond), nil)
+		ops = append(ops, put(r))
+		want = append([]string{r.URI}, want...) // newest first
+	}
+	ops = append(ops, put(Rec("did:plc:a", "app.test.other", "x", base.Add(time.Hour), nil)))
+	apply(t, s, ops...)
+	for _, limit := range []int{1, 7, 25, 100} {
+		got := listAll(t, s, storage.ListQuery{Collection: "app.test.post", Limit: limit})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: got %v\nwant %v", limit, got, want)
+		}
+	}
+	page, err := s.ListRecords(context.Background(), storage.ListQuery{Collection: "app.test.post", Limit: 25})
+	if err != nil || page.Next != nil {
+		t.Fatalf("exact final page must have no next position: %v %v", page.Next, err)
+	}
+	page, err = s.ListRecords(context.Background(), storage.ListQuery{Collection: "app.test.none", Limit: 5})
+	if err != nil || len(page.Records) != 0 || page.Next != nil {
+		t.Fatalf("empty collection: %+v %v", page, err)
+	}
+}
+
+func testListTiesAndDID(t *testing.T, s storage.Store) {
+	// Every record shares one timestamp, so order falls to the URI.
+	var ops []storage.RecordOp
+	var alice []string
+	for i := range 30 {
+		did := "did:plc:bob"
+		if i%3 == 0 {
+			did = "did:plc:alice"
+		}
+		r := Rec(did, "app.test.post", fmt.Sprintf("k%02d", i), base, nil)
+		ops = append(ops, put(r))
+		if did == "did:plc:alice" {
+			alice = append([]string{r.URI}, alice...)
+		}
+	}
+	apply(t, s, ops...)
+	all := listAll(t, s, storage.ListQuery{Collection: "app.test.post", Limit: 4})
+	if len(all) != 30 {
+		t.Fatalf("listed %d of 30 tied records", len(all))
+	}
+	seen := map[string]bool{}
+	for i, u := range all {
+		if seen[u] {
+			t.Fatalf("duplicate %s", u)
+		}
+		seen[u] = true
+		if i > 0 && all[i-1] < u {
+			t.Fatalf("ties not ordered by URI descending: %s before %s", all[i-1], u)
+		}
+	}
+	got := listAll(t, s, storage.ListQuery{Collection: "app.test.post", DID: "did:plc:alice", Limit: 3})
+	if !reflect.DeepEqual(got, alice) {
+		t.Fatalf("did filter: got %v want %v", got, alice)
+	}
+}
+
+func testStreamCursor(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, err := s.GetStreamCursor(ctx, "jetstream"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetStreamCursor on empty store = %v", err)
+	}
+	r := Rec("did:plc:a", "app.test.post", "c", base, nil)
+	for _, v := range []int64{100, 250} {
+		err := s.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{put(r)}, Cursor: &storage.StreamCursor{Name: "jetstream", Value: v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetStreamCursor(ctx, "jetstream")
+		if err != nil || got != v {
+			t.Fatalf("cursor = %d, %v; want %d", got, err, v)
+		}
+	}
+	// A cursor alone (no records) is stored too.
+	if err := s.ApplyBatch(ctx, storage.Batch{Cursor: &storage.StreamCursor{Name: "jetstream", Value: 300}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetStreamCursor(ctx, "jetstream"); got != 300 {
+		t.Fatalf("cursor-only batch: %d", got)
+	}
+}
+
+var lexDoc = json.RawMessage(`{"lexicon": 1, "id": "app.test.post", "defs": {"main": {"type": "record", "key": "tid", "record": {"type": "object", "properties": {}}}}}`)
+
+func testLexiconRevisions(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	l := storage.Lexicon{ID: "app.test.post", Type: "record", JSON: lexDoc, Backfill: true}
+	first, created, err := s.PutLexicon(ctx, l)
+	if err != nil || !created || first.Revision != 1 {
+		t.Fatalf("first put: rev %d created %v err %v", first.Revision, created, err)
+	}
+	if first.CreatedAt.IsZero() || !first.CreatedAt.Equal(first.UpdatedAt) {
+		t.Fatalf("timestamps: %+v", first)
+	}
+	time.Sleep(2 * time.Millisecond)
+	l.Backfill = false
+	l.TargetCollection = "app.test.post"
+	l.Script = "function handle() return {} end"
+	second, created, err := s.PutLexicon(ctx, l)
+	if err != nil || created || second.Revision != 2 {
+		t.Fatalf("second put: rev %d created %v err %v", second.Revision, created, err)
+	}
+	if !second.CreatedAt.Equal(first.CreatedAt) || !second.UpdatedAt.After(first.UpdatedAt) {
+		t.Fatalf("re-upload timestamps: first %+v second %+v", first, second)
+	}
+	got, err := s.GetLexicon(ctx, l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != 2 || got.Backfill || got.TargetCollection != "app.test.post" || got.Script != l.Script ||
+		got.IndexHook != "" || got.Type != "record" {
+		t.Fatalf("stored lexicon: %+v", got)
+	}
+	sameJSON(t, got.JSON, lexDoc)
+}
+
+func testLexiconListDelete(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	for _, id := range []string{"b.test.q", "a.test.q"} {
+		if _, _, err := s.PutLexicon(ctx, storage.Lexicon{ID: id, Type: "query", JSON: json.RawMessage(`{"lexicon":1,"id":"` + id + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := s.ListLexicons(ctx)
+	if err != nil || len(list) != 2 || list[0].ID != "a.test.q" || list[1].ID != "b.test.q" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if err := s.DeleteLexicon(ctx, "a.test.q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteLexicon(ctx, "a.test.q"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("second delete = %v", err)
+	}
+	if _, err := s.GetLexicon(ctx, "a.test.q"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("get deleted = %v", err)
+	}
+	again, created, err := s.PutLexicon(ctx, storage.Lexicon{ID: "a.test.q", Type: "query", JSON: json.RawMessage(`{"lexicon":1,"id":"a.test.q"}`)})
+	if err != nil || !created || again.Revision != 1 {
+		t.Fatalf("re-create after delete: %+v %v %v", again, created, err)
+	}
+}
