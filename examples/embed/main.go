@@ -1,0 +1,103 @@
+// Command embed shows Lexview embedded in a Go program: it registers a
+// record lexicon and a query lexicon, stores a few records through the
+// storage API, and serves the generated XRPC API until interrupted.
+//
+//	go run ./examples/embed -db /tmp/notes.db
+//	curl -H 'X-Client-Key: demo' 'http://127.0.0.1:3000/xrpc/com.example.listNotes?limit=2'
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+const noteLexicon = `{
+  "lexicon": 1,
+  "id": "com.example.note",
+  "defs": {"main": {"type": "record", "key": "tid", "record": {
+    "type": "object", "required": ["text", "createdAt"],
+    "properties": {"text": {"type": "string", "maxLength": 1000}, "createdAt": {"type": "string", "format": "datetime"}}
+  }}}
+}`
+
+const listNotesLexicon = `{
+  "lexicon": 1,
+  "id": "com.example.listNotes",
+  "defs": {"main": {"type": "query", "parameters": {"type": "params", "properties": {
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+    "cursor": {"type": "string"}, "did": {"type": "string", "format": "did"}
+  }}}}
+}`
+
+func main() {
+	db := flag.String("db", "data/embed-example.db", "SQLite database file")
+	port := flag.Int("port", 3000, "port to listen on (0 picks a free one)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *db, *port); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, dbPath string, port int) error {
+	if port == 0 {
+		port = -1 // appview.Config: any free port
+	}
+	app, err := appview.New(appview.Config{
+		DatabaseURL:  "sqlite://" + dbPath,
+		Port:         port,
+		JetstreamURL: "off", // this example indexes only what it stores itself
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+
+	// Register the lexicons: routes appear at once.
+	for _, up := range []lexicon.Upload{
+		{Document: json.RawMessage(noteLexicon)},
+		{Document: json.RawMessage(listNotesLexicon), TargetCollection: "com.example.note"},
+	} {
+		if _, _, err := app.Lexicons().Put(ctx, up); err != nil {
+			return fmt.Errorf("register lexicon: %w", err)
+		}
+	}
+
+	// Store records through the storage API, in one batch.
+	var batch storage.Batch
+	for i, text := range []string{"first note", "second note", "third note"} {
+		rkey := fmt.Sprintf("3kexample%04d", i)
+		value, _ := json.Marshal(map[string]any{
+			"$type": "com.example.note", "text": text, "createdAt": time.Now().UTC().Format(time.RFC3339),
+		})
+		batch.Ops = append(batch.Ops, storage.RecordOp{Record: storage.Record{
+			URI: "at://did:plc:example/com.example.note/" + rkey, DID: "did:plc:example",
+			Collection: "com.example.note", RKey: rkey,
+			CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Value: value,
+			IndexedAt: time.Now().Add(time.Duration(i) * time.Millisecond),
+		}})
+	}
+	if err := app.Store().ApplyBatch(ctx, batch); err != nil {
+		return fmt.Errorf("store records: %w", err)
+	}
+
+	ln, err := app.Listen()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("serving on http://%s\n", ln.Addr())
+	return app.Serve(ctx, ln)
+}
