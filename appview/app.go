@@ -17,8 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lexview/lexview/appview/admin"
+	"github.com/lexview/lexview/appview/admin/lexicons"
 	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/respond"
+	"github.com/lexview/lexview/appview/serviceauth"
+	"github.com/lexview/lexview/appview/session"
 	"github.com/lexview/lexview/appview/xrpc"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -36,6 +41,10 @@ type App struct {
 	store         storage.Store
 	ownsStore     bool
 	lexicons      *lexicon.Registry
+	clients       *clients.Registry
+	clientManager *clients.Manager
+	events        *eventlog.Log
+	admin         *admin.Mux
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -89,6 +98,15 @@ func New(cfg Config) (*App, error) {
 	if err := a.lexicons.Load(ctx); err != nil {
 		return fail(err)
 	}
+	a.events = eventlog.New(a.store, cfg.Now, a.log)
+	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
+	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
+	a.clientManager = clients.NewManager(a.store, a.clients, cfg.Now)
+	if cfg.ClientIdentifier == nil {
+		cfg.ClientIdentifier = a.clients
+		a.cfg.ClientIdentifier = a.clients
+	}
+	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil
 }
@@ -115,13 +133,32 @@ func (a *App) routes() http.Handler {
 		Lexicons:         a.lexicons,
 		Records:          a.store,
 		Identities:       directoryIdentities{a.cfg.Directory},
-		ClientMiddleware: clients.Middleware(a.cfg.ClientIdentifier, a.log),
+		ClientMiddleware: clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log),
 		Logger:           a.log,
 	}))
+	mux.Handle("/admin/", a.admin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")
 	})
 	return respond.Recover(a.log, mux)
+}
+
+// adminAPI assembles the admin API: authentication, the permission gate
+// and every handler module.
+func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
+	verifier := &serviceauth.Verifier{Directory: a.cfg.Directory, Now: a.cfg.Now, Audiences: a.cfg.ServiceAuthAudiences}
+	auth := admin.NewAuthenticator(a.store, verifier, session.NewCodec(a.sessionSecret, a.cfg.Now), a.events, a.cfg.Now, a.log)
+	m := admin.NewMux(auth, a.log)
+	deps := admin.Deps{
+		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
+		Defaults: limits, Now: a.cfg.Now, Log: a.log,
+	}
+	for _, mount := range []func(*admin.Mux, admin.Deps){
+		lexicons.Mount,
+	} {
+		mount(m, deps)
+	}
+	return m
 }
 
 // ServeHTTP implements http.Handler: the whole HTTP surface of the App.
@@ -136,6 +173,10 @@ func (a *App) Store() storage.Store { return a.store }
 // Lexicons is the App's lexicon registry: add, replace and remove lexicons
 // through it, and routes change at once.
 func (a *App) Lexicons() *lexicon.Registry { return a.lexicons }
+
+// Clients manages the instance's API clients (the admin API uses the same
+// code).
+func (a *App) Clients() *clients.Manager { return a.clientManager }
 
 // Config returns the effective configuration, defaults filled in.
 func (a *App) Config() Config { return a.cfg }
@@ -153,7 +194,21 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.started = true
 	a.bg, a.cancel = context.WithCancel(ctx)
+	if days := a.cfg.EventLogRetentionDays; days > 0 {
+		a.goWorker(func(ctx context.Context) {
+			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)
+		})
+	}
 	return nil
+}
+
+// goWorker runs fn in the background until Shutdown; the caller holds mu.
+func (a *App) goWorker(fn func(ctx context.Context)) {
+	a.workers.Add(1)
+	go func() {
+		defer a.workers.Done()
+		fn(a.bg)
+	}()
 }
 
 // Listen opens the listener on the configured host and port.

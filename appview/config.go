@@ -86,8 +86,12 @@ type Config struct {
 	// PLCURL with an in-memory cache.
 	Directory identity.Directory
 	// ClientIdentifier identifies the API client of each XRPC request;
-	// default accepts any non-empty key (clients.Unverified).
+	// default: the API clients stored in the instance (admin API).
 	ClientIdentifier clients.Identifier
+
+	// ServiceAuthAudiences, when set, restricts the `aud` of service-auth
+	// JWTs accepted by the admin API (for example the instance's did:web).
+	ServiceAuthAudiences []string
 }
 
 // withDefaults returns a copy of c with every unset field filled in.
@@ -144,9 +148,6 @@ func (c Config) withDefaults() Config {
 			UserAgent:              "lexview/" + Version,
 		}
 		c.Directory = identity.NewCacheDirectory(base, 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
-	}
-	if c.ClientIdentifier == nil {
-		c.ClientIdentifier = clients.Unverified{}
 	}
 	return c
 }

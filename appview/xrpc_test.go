@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -48,6 +49,7 @@ func plcStandIn(t testing.TB, pds string, dids ...string) *httptest.Server {
 type testEnv struct {
 	app *appview.App
 	srv *httptest.Server
+	key string // an API client key
 }
 
 func newEnv(t *testing.T, store storage.Store, cfg appview.Config) *testEnv {
@@ -68,8 +70,18 @@ func newEnv(t *testing.T, store storage.Store, cfg appview.Config) *testEnv {
 		srv.Close()
 		app.Shutdown(context.Background())
 	})
-	return &testEnv{app: app, srv: srv}
+	client, _, err := app.Clients().Create(context.Background(), clients.NewClient{
+		Name: "test", ClientIDURL: "https://app.test/client-metadata.json", ClientURI: "https://app.test",
+		RedirectURIs: []string{"https://app.test/callback"}, CreatedBy: "did:plc:admin",
+		RateLimitCapacity: ptr(100000),
+	})
+	if err != nil {
+		t.Fatalf("create API client: %v", err)
+	}
+	return &testEnv{app: app, srv: srv, key: client.Key}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func (e *testEnv) putLexicon(t *testing.T, doc string, target string) *lexicon.Lexicon {
 	t.Helper()
@@ -84,7 +96,7 @@ func (e *testEnv) putLexicon(t *testing.T, doc string, target string) *lexicon.L
 func (e *testEnv) call(t *testing.T, method, path string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, e.srv.URL+path, nil)
-	req.Header.Set("X-Client-Key", "hvc_test")
+	req.Header.Set("X-Client-Key", e.key)
 	return do(t, req)
 }
 
@@ -278,9 +290,14 @@ func TestDefaultQueries(t *testing.T) {
 			if status != 401 || body["error"] != "Missing client identification" {
 				t.Fatalf("no key: %d %v", status, body)
 			}
-			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1&client_key=hvc_q", nil)
+			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1&client_key="+env.key, nil)
 			if status, body = do(t, req); status != 200 {
 				t.Fatalf("client_key parameter: %d %v", status, body)
+			}
+			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1", nil)
+			req.Header.Set("X-Client-Key", "hvc_unknown")
+			if status, body = do(t, req); status != 401 || body["error"] != "Invalid client" {
+				t.Fatalf("unknown key: %d %v", status, body)
 			}
 		})
 

@@ -20,6 +20,11 @@ type Store interface {
 	RecordStore
 	LexiconStore
 	CursorStore
+	AdminStore
+	APIClientStore
+	EventStore
+	SettingsStore
+	OperatorStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -7,7 +7,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/lexview/lexview/appview/respond"
 )
@@ -16,6 +21,8 @@ import (
 const (
 	msgMissing = "Missing client identification"
 	msgInvalid = "Invalid client"
+	// msgRateLimited answers a request whose client's bucket is empty.
+	msgRateLimited = "rate limit exceeded"
 )
 
 // ErrInvalidClient is returned by an Identifier for an unknown or inactive
@@ -29,6 +36,15 @@ type Client struct {
 	Name string
 	// ParentID is set for third-party (child) clients.
 	ParentID string
+
+	limiter *rate.Limiter // the client's bucket, when rate limited
+}
+
+// Limiter takes a token from a client's rate-limit bucket.
+type Limiter interface {
+	// Allow reports whether the request may proceed, and if not, how long
+	// until it could.
+	Allow(c *Client) (ok bool, retryAfter time.Duration)
 }
 
 // Identifier resolves a client key presented on a request.
@@ -69,9 +85,10 @@ func FromContext(ctx context.Context) (*Client, bool) {
 	return c, ok
 }
 
-// Middleware requires a valid client key on every request it wraps and puts
-// the identified Client in the request context.
-func Middleware(id Identifier, log *slog.Logger) func(http.Handler) http.Handler {
+// Middleware requires a valid client key on every request it wraps, takes
+// a token from the client's bucket (when lim is not nil; an empty bucket
+// answers 429 with Retry-After), and puts the Client in the request context.
+func Middleware(id Identifier, lim Limiter, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := KeyFromRequest(r)
@@ -87,6 +104,14 @@ func Middleware(id Identifier, log *slog.Logger) func(http.Handler) http.Handler
 			case err != nil:
 				respond.Internal(w, r, log, err)
 				return
+			}
+			if lim != nil {
+				if ok, wait := lim.Allow(c); !ok {
+					secs := int64(math.Ceil(wait.Seconds()))
+					w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+					respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
+					return
+				}
 			}
 			next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
 		})

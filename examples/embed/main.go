@@ -3,7 +3,9 @@
 // storage API, and serves the generated XRPC API until interrupted.
 //
 //	go run ./examples/embed -db /tmp/notes.db
-//	curl -H 'X-Client-Key: demo' 'http://127.0.0.1:3000/xrpc/com.example.listNotes?limit=2'
+//	curl -H 'X-Client-Key: hvc_...' 'http://127.0.0.1:3000/xrpc/com.example.listNotes?limit=2'
+//
+// It prints the API client key to use on its first line of output.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -94,10 +97,21 @@ func run(ctx context.Context, dbPath string, port int) error {
 		return fmt.Errorf("store records: %w", err)
 	}
 
+	// Every XRPC caller is an API client: create one for this demo.
+	client, _, err := app.Clients().Create(ctx, clients.NewClient{
+		Name: "embed example", ClientIDURL: "https://example.com/client-metadata.json",
+		ClientURI: "https://example.com", RedirectURIs: []string{"https://example.com/callback"},
+		CreatedBy: "did:plc:example",
+	})
+	if err != nil {
+		return fmt.Errorf("create API client: %w", err)
+	}
+
 	ln, err := app.Listen()
 	if err != nil {
 		return err
 	}
+	fmt.Printf("client key: %s\n", client.Key)
 	fmt.Printf("serving on http://%s\n", ln.Addr())
 	return app.Serve(ctx, ln)
 }

@@ -32,14 +32,20 @@ func TestExampleRuns(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	keyLine, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading client key: %v", err)
+	}
+	key := strings.TrimSpace(strings.TrimPrefix(keyLine, "client key: "))
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("reading address: %v", err)
 	}
 	base := strings.TrimSpace(strings.TrimPrefix(line, "serving on "))
 
 	req, _ := http.NewRequest("GET", base+"/xrpc/com.example.listNotes?limit=2", nil)
-	req.Header.Set("X-Client-Key", "demo")
+	req.Header.Set("X-Client-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

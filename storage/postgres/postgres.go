@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -66,6 +67,23 @@ type dialect struct{}
 func (dialect) Name() string             { return "postgres" }
 func (dialect) Placeholder(n int) string { return sqlstore.DollarPlaceholder(n) }
 func (dialect) Time(t time.Time) any     { return sqlstore.NativeTime(t) }
+func (dialect) TypedParams() bool        { return true }
+
+func (dialect) IsUniqueViolation(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+func (dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, error) {
+	info := storage.DBInfo{Dialect: "postgres", FreeDiskBytes: -1}
+	err := db.Reader().QueryRowContext(ctx,
+		`SELECT current_database(), pg_database_size(current_database()), current_setting('server_version')`).
+		Scan(&info.Location, &info.SizeBytes, &info.Version)
+	if err != nil {
+		return info, fmt.Errorf("database info: %w", err)
+	}
+	return info, nil
+}
 
 func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockID)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -14,9 +15,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/internal/sqlstore"
@@ -88,7 +90,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{DB: sqlstore.Open(dialect{}, writer, reader, sub), path: path}, nil
+	return &Store{DB: sqlstore.Open(dialect{path: path}, writer, reader, sub), path: path}, nil
 }
 
 // OpenURL opens a sqlite://PATH database URL.
@@ -107,11 +109,35 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 func (s *Store) Path() string { return s.path }
 
 // dialect is SQLite's variant of the shared SQL.
-type dialect struct{}
+type dialect struct{ path string }
 
 func (dialect) Name() string             { return "sqlite" }
 func (dialect) Placeholder(n int) string { return sqlstore.QuestionPlaceholder(n) }
 func (dialect) Time(t time.Time) any     { return sqlstore.MicrosTime(t) }
+func (dialect) TypedParams() bool        { return false }
+
+func (dialect) IsUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)
+}
+
+func (d dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, error) {
+	info := storage.DBInfo{Dialect: "sqlite", Location: d.path, FreeDiskBytes: -1}
+	if err := db.Reader().QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&info.Version); err != nil {
+		return info, fmt.Errorf("sqlite version: %w", err)
+	}
+	if st, err := os.Stat(d.path); err == nil {
+		info.SizeBytes = st.Size()
+	}
+	if st, err := os.Stat(d.path + "-wal"); err == nil {
+		info.WALSizeBytes = st.Size()
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(d.path), &fs); err == nil {
+		info.FreeDiskBytes = int64(fs.Bavail) * int64(fs.Bsize)
+	}
+	return info, nil
+}
 func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 	return nil // the writer pool has one connection and takes immediate locks
 }

@@ -22,6 +22,12 @@ type Dialect interface {
 	Name() string
 	// Placeholder returns the n-th (1-based) bind placeholder.
 	Placeholder(n int) string
+	// TypedParams reports whether "?::type" casts are kept by Bind.
+	TypedParams() bool
+	// IsUniqueViolation reports whether err is a unique-constraint failure.
+	IsUniqueViolation(err error) bool
+	// DBInfo describes the database.
+	DBInfo(ctx context.Context, db *DB) (storage.DBInfo, error)
 	// Time converts a time into the value stored in time columns.
 	Time(t time.Time) any
 	// LockMigrations serialises migrators; it runs first in each
@@ -67,8 +73,10 @@ func (db *DB) Close() error {
 	return err
 }
 
-// Bind rewrites "?" placeholders into the dialect's form. Question marks
-// inside single-quoted literals are left alone.
+// Bind rewrites "?" placeholders into the dialect's form. A placeholder may
+// carry a type cast ("?::jsonb"), kept by dialects with typed parameters and
+// dropped by the others. Question marks inside single-quoted literals are
+// left alone.
 func Bind(d Dialect, q string) string {
 	var b strings.Builder
 	n, quoted := 0, false
@@ -81,6 +89,16 @@ func Bind(d Dialect, q string) string {
 		case c == '?' && !quoted:
 			n++
 			b.WriteString(d.Placeholder(n))
+			if strings.HasPrefix(q[i+1:], "::") {
+				j := i + 3
+				for j < len(q) && (q[j] == '_' || q[j] >= 'a' && q[j] <= 'z' || q[j] >= 'A' && q[j] <= 'Z' || q[j] >= '0' && q[j] <= '9') {
+					j++
+				}
+				if d.TypedParams() {
+					b.WriteString(q[i+1 : j])
+				}
+				i = j - 1
+			}
 		default:
 			b.WriteByte(c)
 		}

@@ -1,0 +1,31 @@
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// Deps are what admin handler modules work with.
+type Deps struct {
+	Store    storage.Store
+	Lexicons *lexicon.Registry
+	Clients  *clients.Registry
+	// ClientManager creates, edits and deletes API clients.
+	ClientManager *clients.Manager
+	Events        *eventlog.Log
+	// Defaults are the instance's rate-limit defaults.
+	Defaults clients.Limits
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// Audit records an admin action by p in the event log.
+func (d Deps) Audit(ctx context.Context, p *Principal, eventType, subject string, detail any) {
+	d.Events.Record(ctx, eventlog.Entry{Type: eventType, ActorDID: p.DID(), Subject: subject, Detail: detail})
+}

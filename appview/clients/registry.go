@@ -1,0 +1,207 @@
+package clients
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Store is what the registry reads.
+type Store interface {
+	GetAPIClientByKey(ctx context.Context, key string) (storage.APIClient, error)
+}
+
+// Limits are token-bucket settings.
+type Limits struct {
+	Capacity   int     // bucket size
+	RefillRate float64 // tokens per second
+}
+
+// negativeTTL is how long an unknown key is remembered as unknown.
+const negativeTTL = 10 * time.Second
+
+// maxEntries bounds the cache; unknown keys are dropped first.
+const maxEntries = 100_000
+
+// Registry identifies API clients from the store, caches them, and keeps
+// one rate-limit bucket per client key. It implements Identifier and
+// Limiter.
+type Registry struct {
+	store    Store
+	defaults Limits
+	now      func() time.Time
+	log      *slog.Logger
+
+	mu      sync.RWMutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	client    *Client // nil when the key is unknown or inactive
+	row       storage.APIClient
+	limiter   *rate.Limiter
+	stale     bool
+	checkedAt time.Time
+}
+
+// NewRegistry returns a registry over store with default bucket limits.
+func NewRegistry(store Store, defaults Limits, now func() time.Time, log *slog.Logger) *Registry {
+	return &Registry{store: store, defaults: defaults, now: now, log: log, entries: map[string]*entry{}}
+}
+
+// Identify implements Identifier. A known, active client is served from
+// memory without allocating.
+func (reg *Registry) Identify(ctx context.Context, key string, r *http.Request) (*Client, error) {
+	reg.mu.RLock()
+	e := reg.entries[key]
+	reload := e == nil || e.stale || (e.client == nil && reg.now().Sub(e.checkedAt) > negativeTTL)
+	reg.mu.RUnlock()
+	if reload {
+		var err error
+		if e, err = reg.load(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	if e.client == nil {
+		return nil, ErrInvalidClient
+	}
+	if r != nil {
+		reg.checkCredentials(ctx, e, r)
+	}
+	return e.client, nil
+}
+
+// load reads a key from the store and caches the result, carrying an
+// existing bucket's tokens over to the new settings.
+func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
+	row, err := reg.store.GetAPIClientByKey(ctx, key)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	fresh := &entry{checkedAt: reg.now()}
+	if err == nil && row.IsActive {
+		fresh.row = row
+		lim := reg.limitsOf(row)
+		fresh.client = &Client{ID: row.ID, Key: row.Key, Name: row.Name, ParentID: row.ParentID}
+		fresh.limiter = rate.NewLimiter(rate.Limit(lim.RefillRate), lim.Capacity)
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if old := reg.entries[key]; old != nil && old.limiter != nil && fresh.limiter != nil {
+		old.limiter.SetLimit(fresh.limiter.Limit())
+		old.limiter.SetBurst(fresh.limiter.Burst())
+		fresh.limiter = old.limiter
+	}
+	if fresh.client != nil {
+		fresh.client.limiter = fresh.limiter
+	}
+	if len(reg.entries) >= maxEntries {
+		for k, e := range reg.entries {
+			if e.client == nil {
+				delete(reg.entries, k)
+			}
+		}
+	}
+	reg.entries[key] = fresh
+	return fresh, nil
+}
+
+func (reg *Registry) limitsOf(row storage.APIClient) Limits {
+	l := reg.defaults
+	if row.RateLimitCapacity != nil {
+		l.Capacity = *row.RateLimitCapacity
+	}
+	if row.RateLimitRefillRate != nil {
+		l.RefillRate = *row.RateLimitRefillRate
+	}
+	return l
+}
+
+// checkCredentials validates the Origin, else the secret, best effort: a
+// mismatch is logged, not refused.
+func (reg *Registry) checkCredentials(ctx context.Context, e *entry, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !originAllowed(e.row, origin) {
+			reg.log.WarnContext(ctx, "API client origin mismatch", "client_id", e.row.ID, "origin", origin)
+		}
+		return
+	}
+	if secret := r.Header.Get("X-Client-Secret"); secret != "" {
+		sum := sha256.Sum256([]byte(secret))
+		want, _ := hex.DecodeString(e.row.SecretHash)
+		if subtle.ConstantTimeCompare(sum[:], want) != 1 {
+			reg.log.WarnContext(ctx, "API client secret mismatch", "client_id", e.row.ID)
+		}
+	}
+}
+
+// originAllowed matches an Origin against the client's home URL and, for
+// public clients, its allowed origins.
+func originAllowed(c storage.APIClient, origin string) bool {
+	if sameOrigin(origin, c.ClientURI) {
+		return true
+	}
+	return slices.ContainsFunc(c.AllowedOrigins, func(o string) bool { return sameOrigin(origin, o) })
+}
+
+func sameOrigin(origin, u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Host == "" {
+		return false
+	}
+	return strings.EqualFold(origin, pu.Scheme+"://"+pu.Host)
+}
+
+// Allow implements Limiter: it takes a token from c's bucket, or reports
+// how long until one is available.
+func (reg *Registry) Allow(c *Client) (bool, time.Duration) {
+	lim := c.limiter
+	if lim == nil {
+		return true, 0
+	}
+	now := reg.now()
+	if lim.AllowN(now, 1) {
+		return true, 0
+	}
+	perSec := float64(lim.Limit())
+	if perSec <= 0 {
+		return false, time.Hour
+	}
+	missing := 1 - lim.TokensAt(now)
+	return false, time.Duration(math.Ceil(missing/perSec*1e9)) * time.Nanosecond
+}
+
+// Invalidate makes the next request of each key re-read its client, so
+// that edits (limits, activation) apply at once; bucket levels carry over.
+func (reg *Registry) Invalidate(keys ...string) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, k := range keys {
+		if e := reg.entries[k]; e != nil {
+			e.stale = true
+		}
+	}
+}
+
+// Forget drops the cached clients and buckets of keys (deleted clients).
+func (reg *Registry) Forget(keys ...string) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, k := range keys {
+		delete(reg.entries, k)
+	}
+}
