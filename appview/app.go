@@ -174,6 +174,9 @@ func (a *App) Store() storage.Store { return a.store }
 // through it, and routes change at once.
 func (a *App) Lexicons() *lexicon.Registry { return a.lexicons }
 
+// AdminRoutes lists the mounted admin routes ("METHOD /admin/...").
+func (a *App) AdminRoutes() []string { return a.admin.Mounted() }
+
 // Clients manages the instance's API clients (the admin API uses the same
 // code).
 func (a *App) Clients() *clients.Manager { return a.clientManager }
