@@ -295,6 +295,12 @@ func TestDefaultQueries(t *testing.T) {
 				t.Fatalf("client_key parameter: %d %v", status, body)
 			}
 			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1", nil)
+			req.Header.Set("X-Client-Key", env.key)
+			req.Header.Set("Authorization", "Bearer hv_someadminkey")
+			if status, body = do(t, req); status != 401 || body["error"] == nil {
+				t.Fatalf("admin key on XRPC: %d %v", status, body)
+			}
+			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1", nil)
 			req.Header.Set("X-Client-Key", "hvc_unknown")
 			if status, body = do(t, req); status != 401 || body["error"] != "Invalid client" {
 				t.Fatalf("unknown key: %d %v", status, body)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/lexicon"
@@ -90,7 +91,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
 		return
 	}
+	if isAdminKey(r.Header.Get("Authorization")) {
+		respond.Error(w, http.StatusUnauthorized, "admin API keys are not accepted on XRPC")
+		return
+	}
 	h.routed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
+}
+
+// isAdminKey reports whether an Authorization header carries an admin
+// (hv_) API key, which is never valid on XRPC.
+func isAdminKey(authz string) bool {
+	scheme, cred, _ := strings.Cut(authz, " ")
+	return strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(strings.TrimSpace(cred), "hv_")
 }
 
 // routable reports whether a lexicon of kind answers method. HEAD is served

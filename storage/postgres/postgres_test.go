@@ -13,6 +13,10 @@ func TestSuite(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
+func TestAccessSuite(t *testing.T) {
+	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+}
+
 func TestNativeColumnTypes(t *testing.T) {
 	s := storagetest.Postgres(t).(*postgres.Store)
 	want := map[string]string{

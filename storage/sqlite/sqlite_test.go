@@ -15,6 +15,10 @@ func TestSuite(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
+func TestAccessSuite(t *testing.T) {
+	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+}
+
 func TestPragmas(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sub", "dir", "p.db"), sqlite.Options{})
