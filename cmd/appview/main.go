@@ -2,6 +2,7 @@
 //
 //	appview serve     run migrations, then serve HTTP until SIGINT/SIGTERM
 //	appview migrate   apply pending migrations and exit
+//	appview records import FILE   store records from a JSON-lines file
 //	appview version   print the version
 //
 // Configuration comes from the environment (and a .env file in the working
@@ -25,6 +26,9 @@ const usage = `usage: appview <command>
 commands:
   serve     run migrations, then serve HTTP until SIGINT or SIGTERM
   migrate   apply pending database migrations and exit
+  records import FILE
+            store records from a JSON-lines file ("-" for stdin), one
+            {"uri", "cid", "record"} object per line
   version   print the version
 `
 
@@ -46,6 +50,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "serve", "migrate":
+	case "records":
+		if len(args) != 3 || args[1] != "import" {
+			fmt.Fprint(stderr, "usage: appview records import FILE\n")
+			return 2
+		}
 	default:
 		fmt.Fprintf(stderr, "appview: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -73,6 +82,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = migrate(ctx, cfg)
 	case "serve":
 		err = serve(ctx, cfg)
+	case "records":
+		if cfg.DatabaseURL == "" {
+			cfg.DatabaseURL = appview.DefaultDatabaseURL
+		}
+		err = recordsImport(ctx, cfg, args[2], stdout)
 	}
 	if err != nil {
 		log.Error("appview "+cmd+" failed", "err", err)
