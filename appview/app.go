@@ -18,7 +18,11 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/admin"
+	"github.com/lexview/lexview/appview/admin/apiclients"
+	"github.com/lexview/lexview/appview/admin/events"
 	"github.com/lexview/lexview/appview/admin/lexicons"
+	"github.com/lexview/lexview/appview/admin/operator"
+	"github.com/lexview/lexview/appview/admin/users"
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/respond"
@@ -99,6 +103,9 @@ func New(cfg Config) (*App, error) {
 		return fail(err)
 	}
 	a.events = eventlog.New(a.store, cfg.Now, a.log)
+	if err := a.runScheduledVacuum(ctx); err != nil {
+		return fail(fmt.Errorf("scheduled vacuum: %w", err))
+	}
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
 	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clientManager = clients.NewManager(a.store, a.clients, cfg.Now)
@@ -152,9 +159,18 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
 		Defaults: limits, Now: a.cfg.Now, Log: a.log,
+		Features: map[string]bool{
+			"jetstream":        a.cfg.JetstreamURL != "off",
+			"metrics":          a.cfg.MetricsAddr != "",
+			"token_encryption": a.cfg.TokenEncryptionKey != "",
+		},
 	}
 	for _, mount := range []func(*admin.Mux, admin.Deps){
 		lexicons.Mount,
+		events.Mount,
+		operator.Mount,
+		apiclients.Mount,
+		users.Mount,
 	} {
 		mount(m, deps)
 	}

@@ -23,6 +23,9 @@ type Deps struct {
 	Defaults clients.Limits
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Features reports which optional subsystems the instance runs, by
+	// name (GET /admin/feature-flags).
+	Features map[string]bool
 }
 
 // Audit records an admin action by p in the event log.

@@ -66,7 +66,7 @@ func (f IdentifierFunc) Identify(ctx context.Context, key string, r *http.Reques
 // KeyFromRequest returns the client key of r: the X-Client-Key header, else
 // the client_key query parameter.
 func KeyFromRequest(r *http.Request) string {
-	if k := r.Header.Get("X-Client-Key"); k != "" {
+	if k := header(r.Header, "X-Client-Key"); k != "" {
 		return k
 	}
 	return r.URL.Query().Get("client_key")

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func (m *Manager) Create(ctx context.Context, nc NewClient) (storage.APIClient, 
 	if nc.Scopes == "" {
 		nc.Scopes = "atproto"
 	}
-	if err := validate(nc.Name, nc.ClientIDURL, nc.ClientURI, nc.RedirectURIs, nc.Scopes, nc.AllowedOrigins,
+	if err := validate(nc.Name, nc.ClientIDURL, nc.ClientURI, nc.RedirectURIs, nc.Scopes, nc.Type, nc.AllowedOrigins,
 		nc.RateLimitCapacity, nc.RateLimitRefillRate); err != nil {
 		return storage.APIClient{}, "", err
 	}
@@ -121,7 +122,7 @@ func (m *Manager) List(ctx context.Context, parentID string) ([]storage.APIClien
 // Update validates and saves c's mutable fields; changes to limits and
 // activation apply to the next request. Deactivation cascades to children.
 func (m *Manager) Update(ctx context.Context, c storage.APIClient) error {
-	if err := validate(c.Name, c.ClientIDURL, c.ClientURI, c.RedirectURIs, c.Scopes, c.AllowedOrigins,
+	if err := validate(c.Name, c.ClientIDURL, c.ClientURI, c.RedirectURIs, c.Scopes, c.Type, c.AllowedOrigins,
 		c.RateLimitCapacity, c.RateLimitRefillRate); err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func randomToken(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func validate(name, clientIDURL, clientURI string, redirects []string, scopes string, origins []string,
+func validate(name, clientIDURL, clientURI string, redirects []string, scopes, typ string, origins []string,
 	capacity *int, refill *float64) error {
 	if strings.TrimSpace(name) == "" {
 		return invalid("name is required")
@@ -180,6 +181,9 @@ func validate(name, clientIDURL, clientURI string, redirects []string, scopes st
 	if !strings.Contains(" "+scopes+" ", " atproto ") {
 		return invalid("scopes must include atproto")
 	}
+	if len(origins) > 0 && typ != storage.ClientPublic {
+		return invalid("allowed_origins is only for public clients")
+	}
 	for _, o := range origins {
 		if p, err := url.Parse(o); err != nil || p.Host == "" || (p.Path != "" && p.Path != "/") {
 			return invalid("invalid origin %q", o)
@@ -187,6 +191,9 @@ func validate(name, clientIDURL, clientURI string, redirects []string, scopes st
 	}
 	if capacity != nil && *capacity < 1 {
 		return invalid("rate_limit_capacity must be at least 1")
+	}
+	if capacity != nil && *capacity > math.MaxInt32 {
+		return invalid("rate_limit_capacity must be at most %d", math.MaxInt32)
 	}
 	if refill != nil && *refill <= 0 {
 		return invalid("rate_limit_refill_rate must be positive")

@@ -48,6 +48,9 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	entries map[string]*entry
+	// gen counts Invalidate and Forget calls, so that a load racing with
+	// one of them does not cache what it read as fresh.
+	gen uint64
 }
 
 type entry struct {
@@ -88,6 +91,9 @@ func (reg *Registry) Identify(ctx context.Context, key string, r *http.Request) 
 // load reads a key from the store and caches the result, carrying an
 // existing bucket's tokens over to the new settings.
 func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
+	reg.mu.RLock()
+	gen := reg.gen
+	reg.mu.RUnlock()
 	row, err := reg.store.GetAPIClientByKey(ctx, key)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
@@ -101,9 +107,16 @@ func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	if old := reg.entries[key]; old != nil && old.limiter != nil && fresh.limiter != nil {
-		old.limiter.SetLimit(fresh.limiter.Limit())
-		old.limiter.SetBurst(fresh.limiter.Burst())
+	// An edit that landed while the row was being read may not be in it:
+	// serve this request from it, but read again on the next.
+	fresh.stale = reg.gen != gen
+	if old := reg.entries[key]; old != nil && old.limiter != nil {
+		// The bucket outlives edits and deactivation, keeping its level.
+		if fresh.limiter != nil {
+			now := reg.now()
+			old.limiter.SetLimitAt(now, fresh.limiter.Limit())
+			old.limiter.SetBurstAt(now, fresh.limiter.Burst())
+		}
 		fresh.limiter = old.limiter
 	}
 	if fresh.client != nil {
@@ -134,19 +147,28 @@ func (reg *Registry) limitsOf(row storage.APIClient) Limits {
 // checkCredentials validates the Origin, else the secret, best effort: a
 // mismatch is logged, not refused.
 func (reg *Registry) checkCredentials(ctx context.Context, e *entry, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" {
+	if origin := header(r.Header, "Origin"); origin != "" {
 		if !originAllowed(e.row, origin) {
 			reg.log.WarnContext(ctx, "API client origin mismatch", "client_id", e.row.ID, "origin", origin)
 		}
 		return
 	}
-	if secret := r.Header.Get("X-Client-Secret"); secret != "" {
+	if secret := header(r.Header, "X-Client-Secret"); secret != "" {
 		sum := sha256.Sum256([]byte(secret))
 		want, _ := hex.DecodeString(e.row.SecretHash)
 		if subtle.ConstantTimeCompare(sum[:], want) != 1 {
 			reg.log.WarnContext(ctx, "API client secret mismatch", "client_id", e.row.ID)
 		}
 	}
+}
+
+// header is h.Get(key) for a key already in canonical form, without
+// canonicalising it again (this is on every XRPC request).
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // originAllowed matches an Origin against the client's home URL and, for
@@ -190,6 +212,7 @@ func (reg *Registry) Allow(c *Client) (bool, time.Duration) {
 func (reg *Registry) Invalidate(keys ...string) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
+	reg.gen++
 	for _, k := range keys {
 		if e := reg.entries[k]; e != nil {
 			e.stale = true
@@ -201,6 +224,7 @@ func (reg *Registry) Invalidate(keys ...string) {
 func (reg *Registry) Forget(keys ...string) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
+	reg.gen++
 	for _, k := range keys {
 		delete(reg.entries, k)
 	}

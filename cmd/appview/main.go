@@ -3,6 +3,8 @@
 //	appview serve     run migrations, then serve HTTP until SIGINT/SIGTERM
 //	appview migrate   apply pending migrations and exit
 //	appview records import FILE   store records from a JSON-lines file
+//	appview admin bootstrap --did DID [--force-new-key]
+//	                  make DID the super user and print an admin API key
 //	appview version   print the version
 //
 // Configuration comes from the environment (and a .env file in the working
@@ -29,6 +31,9 @@ commands:
   records import FILE
             store records from a JSON-lines file ("-" for stdin), one
             {"uri", "cid", "record"} object per line
+  admin bootstrap --did DID [--force-new-key]
+            make DID the super user (when no admin user exists yet) and
+            print an admin API key holding every permission
   version   print the version
 `
 
@@ -49,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "serve", "migrate":
+	case "serve", "migrate", "admin":
 	case "records":
 		if len(args) != 3 || args[1] != "import" {
 			fmt.Fprint(stderr, "usage: appview records import FILE\n")
@@ -78,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch cmd {
+	case "admin":
+		return adminCommand(ctx, cfg, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrate(ctx, cfg)
 	case "serve":

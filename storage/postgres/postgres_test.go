@@ -11,6 +11,7 @@ import (
 
 func TestSuite(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
 func TestAccessSuite(t *testing.T) {

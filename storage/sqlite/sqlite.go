@@ -108,6 +108,19 @@ func OpenURL(ctx context.Context, rawURL string) (*Store, error) {
 // Path is the database file's location.
 func (s *Store) Path() string { return s.path }
 
+// Vacuum rebuilds the database file on the writer connection, returning
+// free pages to the file system, then truncates the write-ahead log. It
+// blocks other writers while it runs.
+func (s *Store) Vacuum(ctx context.Context) error {
+	if _, err := s.Writer().ExecContext(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("sqlite: vacuum: %w", err)
+	}
+	if _, err := s.Writer().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return fmt.Errorf("sqlite: checkpoint after vacuum: %w", err)
+	}
+	return nil
+}
+
 // dialect is SQLite's variant of the shared SQL.
 type dialect struct{ path string }
 

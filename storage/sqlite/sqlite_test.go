@@ -13,6 +13,7 @@ import (
 
 func TestSuite(t *testing.T) {
 	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
 func TestAccessSuite(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -37,11 +38,6 @@ func (db *DB) AppendEvents(ctx context.Context, events []storage.Event) error {
 	})
 }
 
-// likeEscape escapes LIKE wildcards with backslashes.
-func likeEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
 // ListEvents implements storage.EventStore.
 func (db *DB) ListEvents(ctx context.Context, f storage.EventFilter) ([]storage.Event, bool, error) {
 	var where []string
@@ -50,8 +46,11 @@ func (db *DB) ListEvents(ctx context.Context, f storage.EventFilter) ([]storage.
 		where, args = append(where, `event_type = ?`), append(args, f.Type)
 	}
 	if f.Category != "" {
-		where = append(where, `(event_type = ? OR event_type LIKE ? ESCAPE '\')`)
-		args = append(args, f.Category, likeEscape(f.Category)+".%")
+		// A prefix compared with substr, not LIKE: SQLite's LIKE ignores
+		// ASCII case, so "Lexicon.x" would match category "lexicon" there.
+		prefix := f.Category + "."
+		where = append(where, `(event_type = ? OR substr(event_type, 1, ?::integer) = ?)`)
+		args = append(args, f.Category, utf8.RuneCountInString(prefix), prefix)
 	}
 	if f.Severity != "" {
 		where, args = append(where, `severity = ?`), append(args, f.Severity)

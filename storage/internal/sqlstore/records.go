@@ -31,7 +31,7 @@ func newQueries(d Dialect) queries {
 				where += ` AND did = ?`
 			}
 			if after == 1 {
-				where += ` AND (indexed_at < ? OR (indexed_at = ? AND uri < ?))`
+				where += ` AND indexed_at <= ? AND (indexed_at < ? OR uri < ?)` // the bare <= bounds the index range
 			}
 			q.list[byDID][after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
 				` ORDER BY indexed_at DESC, uri DESC LIMIT ?`)

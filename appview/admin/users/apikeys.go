@@ -1,0 +1,153 @@
+package users
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lexview/lexview/appview/admin"
+	"github.com/lexview/lexview/appview/respond"
+	"github.com/lexview/lexview/storage"
+)
+
+// MaxKeyName bounds an API key's name, in characters.
+const MaxKeyName = 100
+
+// keyPrefixLen is how many leading characters of a secret are kept for
+// recognising a key.
+const keyPrefixLen = 8
+
+// MintKey creates an admin API key for the admin user userID holding perms,
+// stores only its hash, and returns the secret ("hv_" and 43 characters of
+// base64url randomness), which cannot be recovered afterwards. The caller
+// checks that perms are known and that the user may hold them.
+func MintKey(ctx context.Context, store storage.AdminStore, userID, name string, perms []string, now time.Time) (string, storage.AdminAPIKey, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", storage.AdminAPIKey{}, fmt.Errorf("mint API key: %w", err)
+	}
+	secret := admin.KeyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	perms = slices.Clone(perms)
+	slices.Sort(perms)
+	key := storage.AdminAPIKey{
+		ID: storage.NewID(), UserID: userID, Name: name, Prefix: secret[:keyPrefixLen], Hash: admin.HashKey(secret),
+		Permissions: slices.Compact(perms), CreatedAt: now,
+	}
+	if err := store.CreateAdminAPIKey(ctx, key); err != nil {
+		return "", storage.AdminAPIKey{}, fmt.Errorf("mint API key: %w", err)
+	}
+	return secret, key, nil
+}
+
+type createKeyRequest struct {
+	Name        string    `json:"name"`
+	Permissions *[]string `json:"permissions"`
+}
+
+// createdKey is the one response that shows a key's secret.
+type createdKey struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Key         string   `json:"key"`
+	Permissions []string `json:"permissions"`
+	CreatedAt   string   `json:"created_at"`
+}
+
+// listedKey is the list shape of a key: never the secret or its hash.
+type listedKey struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	KeyPrefix   string   `json:"key_prefix"`
+	Permissions []string `json:"permissions"`
+	UserID      string   `json:"user_id"`
+	UserDID     *string  `json:"user_did"`
+	CreatedAt   string   `json:"created_at"`
+	LastUsedAt  *string  `json:"last_used_at"`
+}
+
+func (h handlers) createKey(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
+	var req createKeyRequest
+	if !admin.Decode(w, r, &req) {
+		return
+	}
+	name := strings.TrimSpace(req.Name)
+	if name == "" || req.Permissions == nil {
+		respond.Error(w, http.StatusBadRequest, "invalid request body")
+		return
+	}
+	if utf8.RuneCountInString(name) > MaxKeyName {
+		respond.Errorf(w, http.StatusBadRequest, "name must be at most %d characters", MaxKeyName)
+		return
+	}
+	if len(*req.Permissions) == 0 {
+		respond.Error(w, http.StatusBadRequest, "permissions must not be empty")
+		return
+	}
+	perms, ok := known(w, *req.Permissions)
+	if !ok || !mayGrant(w, p, perms) {
+		return
+	}
+	secret, key, err := MintKey(r.Context(), h.Store, p.User.ID, name, perms.Sorted(), h.Now())
+	if err != nil {
+		respond.Internal(w, r, h.Log, err)
+		return
+	}
+	h.Audit(r.Context(), p, "api_key.created", key.ID, map[string]any{
+		"name": key.Name, "key_prefix": key.Prefix, "permissions": key.Permissions, "user_id": key.UserID,
+	})
+	respond.JSON(w, http.StatusCreated, createdKey{
+		ID: key.ID, Name: key.Name, Key: secret, Permissions: key.Permissions, CreatedAt: admin.Timestamp(key.CreatedAt),
+	})
+}
+
+func (h handlers) listKeys(w http.ResponseWriter, r *http.Request, _ *admin.Principal) {
+	keys, err := h.Store.ListAdminAPIKeys(r.Context())
+	if err != nil {
+		respond.Internal(w, r, h.Log, err)
+		return
+	}
+	users, err := h.Store.ListAdminUsers(r.Context())
+	if err != nil {
+		respond.Internal(w, r, h.Log, err)
+		return
+	}
+	dids := make(map[string]string, len(users))
+	for _, u := range users {
+		dids[u.ID] = u.DID
+	}
+	out := make([]listedKey, len(keys))
+	for i, k := range keys {
+		perms := slices.Clone(k.Permissions)
+		slices.Sort(perms)
+		out[i] = listedKey{
+			ID: k.ID, Name: k.Name, KeyPrefix: k.Prefix, Permissions: perms, UserID: k.UserID,
+			CreatedAt: admin.Timestamp(k.CreatedAt), LastUsedAt: admin.NullableTimestamp(k.LastUsedAt),
+		}
+		if did, ok := dids[k.UserID]; ok {
+			out[i].UserDID = &did
+		}
+	}
+	respond.JSON(w, http.StatusOK, out)
+}
+
+func (h handlers) deleteKey(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
+	id := r.PathValue("id")
+	err := h.Store.DeleteAdminAPIKey(r.Context(), id)
+	if errors.Is(err, storage.ErrNotFound) {
+		respond.Error(w, http.StatusNotFound, "API key not found")
+		return
+	}
+	if err != nil {
+		respond.Internal(w, r, h.Log, err)
+		return
+	}
+	h.Audit(r.Context(), p, "api_key.revoked", id, nil)
+	w.WriteHeader(http.StatusNoContent)
+}

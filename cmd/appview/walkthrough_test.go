@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// TestREADMEWalkthrough runs the README's five-minute walkthrough against
+// the real binary, on SQLite and on PostgreSQL: bootstrap an admin key,
+// upload a record and a query lexicon, create an API client, import
+// records, query them with the client key, and run the bucket dry.
+func TestREADMEWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "appview")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	databases := map[string]func(t *testing.T) string{
+		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "appview.db") },
+		"postgres": func(t *testing.T) string { return storagetest.PostgresURL(t) },
+	}
+	for name, dbURL := range databases {
+		t.Run(name, func(t *testing.T) { walkthrough(t, bin, dbURL(t)) })
+	}
+}
+
+func walkthrough(t *testing.T, bin, dbURL string) {
+	dir := t.TempDir()
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "JETSTREAM_URL=off", "PORT=0", "LOG_FORMAT=json",
+		"PLC_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	command := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env, cmd.Dir = env, dir
+		return cmd
+	}
+
+	// 1. Mint the first admin key.
+	out, err := command("admin", "bootstrap", "--did", "did:plc:walkthrough").Output()
+	if err != nil {
+		t.Fatalf("admin bootstrap: %v", err)
+	}
+	adminKey := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(adminKey, "hv_") {
+		t.Fatalf("bootstrap printed %q", out)
+	}
+	if err := command("admin", "bootstrap", "--did", "did:plc:walkthrough").Run(); err == nil {
+		t.Fatal("a second bootstrap succeeded")
+	}
+
+	// 2. Start the server and read its address from the log.
+	serve := command("serve")
+	stderr, _ := serve.StderrPipe()
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer serve.Process.Kill()
+	base := listenAddr(t, stderr)
+
+	call := func(method, path, auth string, body any, headers ...string) (int, map[string]any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			raw, _ := json.Marshal(body)
+			rd = bytes.NewReader(raw)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+
+	// 3. Upload a record lexicon and a query lexicon.
+	status, body := call("POST", "/admin/lexicons", adminKey, map[string]any{"lexicon_json": json.RawMessage(
+		`{"lexicon":1,"id":"com.example.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`)})
+	if status != 201 {
+		t.Fatalf("upload record lexicon: %d %v", status, body)
+	}
+	status, body = call("POST", "/admin/lexicons", adminKey, map[string]any{"target_collection": "com.example.note",
+		"lexicon_json": json.RawMessage(`{"lexicon":1,"id":"com.example.listNotes","defs":{"main":{"type":"query"}}}`)})
+	if status != 201 {
+		t.Fatalf("upload query lexicon: %d %v", status, body)
+	}
+
+	// 4. Create an API client with a small bucket.
+	status, body = call("POST", "/admin/api-clients", adminKey, map[string]any{
+		"name": "walkthrough", "client_id_url": "https://notes.example/client-metadata.json",
+		"client_uri": "https://notes.example", "redirect_uris": []string{"https://notes.example/callback"},
+		"rate_limit_capacity": 5, "rate_limit_refill_rate": 0.01,
+	})
+	if status != 201 {
+		t.Fatalf("create API client: %d %v", status, body)
+	}
+	clientKey, _ := body["client_key"].(string)
+
+	// 5. Store records.
+	var lines strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&lines, `{"uri":"at://did:plc:walkthrough/com.example.note/3kwalk%04d","cid":%q,"record":{"$type":"com.example.note","text":"note %d"}}`+"\n", i, testCID, i)
+	}
+	records := filepath.Join(dir, "notes.jsonl")
+	os.WriteFile(records, []byte(lines.String()), 0o600)
+	if out, err := command("records", "import", records).CombinedOutput(); err != nil {
+		t.Fatalf("records import: %v\n%s", err, out)
+	}
+
+	// 6. Query with the client key, until the bucket is empty.
+	status, body = call("GET", "/xrpc/com.example.listNotes?limit=2", "", nil, "X-Client-Key", clientKey)
+	if status != 200 || len(body["records"].([]any)) != 2 || body["cursor"] == nil {
+		t.Fatalf("query: %d %v", status, body)
+	}
+	limited := false
+	for range 10 {
+		if status, body = call("GET", "/xrpc/com.example.listNotes", "", nil, "X-Client-Key", clientKey); status == 429 {
+			limited = body["error"] == "rate limit exceeded"
+			break
+		}
+	}
+	if !limited {
+		t.Fatalf("bucket never emptied: last %d %v", status, body)
+	}
+
+	// 7. Stop gracefully.
+	serve.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- serve.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve exit: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
+
+// listenAddr reads JSON log lines until the listening address appears.
+func listenAddr(t *testing.T, stderr io.Reader) string {
+	t.Helper()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "lexview listening" {
+				found <- line.Addr
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		return addr
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not report its address")
+		return ""
+	}
+}
