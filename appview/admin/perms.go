@@ -106,10 +106,17 @@ func All() []Permission {
 	return out
 }
 
+// known indexes Catalog for Valid.
+var known = func() map[Permission]bool {
+	m := make(map[Permission]bool, len(Catalog))
+	for _, p := range Catalog {
+		m[p.Name] = true
+	}
+	return m
+}()
+
 // Valid reports whether p is a known permission.
-func Valid(p Permission) bool {
-	return slices.ContainsFunc(Catalog, func(i PermissionInfo) bool { return i.Name == p })
-}
+func Valid(p Permission) bool { return known[p] }
 
 // Templates are named permission sets for new users. Their contents are
 // documented in docs/admin-api.md.

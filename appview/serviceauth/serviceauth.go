@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/atcrypto"
@@ -34,6 +36,9 @@ type Verifier struct {
 	Now func() time.Time
 	// Audiences, when non-empty, lists the accepted `aud` values.
 	Audiences []string
+
+	mu        sync.Mutex
+	refreshed map[syntax.DID]time.Time // last forced refresh per issuer
 }
 
 // Claims are the verified claims of a token.
@@ -52,7 +57,7 @@ type header struct {
 type payload struct {
 	Iss string          `json:"iss"`
 	Aud json.RawMessage `json:"aud"`
-	Exp *json.Number    `json:"exp"`
+	Exp json.RawMessage `json:"exp"`
 	Lxm string          `json:"lxm"`
 }
 
@@ -83,7 +88,8 @@ func (v *Verifier) Parse(token string) (Claims, []byte, []byte, error) {
 	if h.Alg != "ES256" && h.Alg != "ES256K" {
 		return c, nil, nil, invalid("unsupported alg %q", h.Alg)
 	}
-	if slices.Contains(refusedTypes, strings.ToLower(h.Typ)) {
+	typ := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(h.Typ)), "application/")
+	if slices.Contains(refusedTypes, typ) {
 		return c, nil, nil, invalid("token type %q is not service auth", h.Typ)
 	}
 	var p payload
@@ -94,15 +100,21 @@ func (v *Verifier) Parse(token string) (Claims, []byte, []byte, error) {
 	if err != nil {
 		return c, nil, nil, invalid("iss is not a DID")
 	}
-	if p.Exp == nil {
+	if len(p.Exp) == 0 || string(p.Exp) == "null" {
 		return c, nil, nil, invalid("exp is required")
 	}
-	exp, err := p.Exp.Float64()
-	if err != nil || exp <= 0 || exp > 1<<40 {
+	var expNum json.Number
+	if p.Exp[0] == '"' || json.Unmarshal(p.Exp, &expNum) != nil {
+		return c, nil, nil, invalid("exp is not a number")
+	}
+	expF, err := expNum.Float64()
+	if err != nil || expF <= 0 || expF > 1<<40 {
 		return c, nil, nil, invalid("exp is not a timestamp")
 	}
-	now := v.now()
-	if float64(now.Unix()) >= exp {
+	// Expiry is at the start of the exp second: a token at its exact
+	// expiry second is already expired.
+	exp := int64(expF)
+	if v.now().Unix() >= exp {
 		return c, nil, nil, invalid("token expired")
 	}
 	aud, err := audience(p.Aud)
@@ -116,7 +128,7 @@ func (v *Verifier) Parse(token string) (Claims, []byte, []byte, error) {
 	if err != nil || len(sig) != 64 {
 		return c, nil, nil, invalid("malformed signature")
 	}
-	c = Claims{Issuer: iss, Audience: aud, Method: p.Lxm, Expires: time.Unix(int64(exp), 0).UTC()}
+	c = Claims{Issuer: iss, Audience: aud, Method: p.Lxm, Expires: time.Unix(exp, 0).UTC()}
 	signed := []byte(parts[0] + "." + parts[1])
 	return c, signed, sig, nil
 }
@@ -131,7 +143,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	}
 	alg := algOf(token)
 	err = v.checkSignature(ctx, c.Issuer, alg, signed, sig)
-	if errors.Is(err, errBadSignature) {
+	if errors.Is(err, errBadSignature) && v.mayRefresh(c.Issuer) {
 		_ = v.Directory.Purge(ctx, c.Issuer.AtIdentifier())
 		err = v.checkSignature(ctx, c.Issuer, alg, signed, sig)
 	}
@@ -139,6 +151,26 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 		return Claims{}, err
 	}
 	return c, nil
+}
+
+// refreshInterval is the least time between two forced DID document
+// refreshes of one issuer, so forged tokens cannot hammer the directory.
+const refreshInterval = 30 * time.Second
+
+// mayRefresh reports whether the issuer's DID document may be refetched
+// now, and if so records the refresh.
+func (v *Verifier) mayRefresh(did syntax.DID) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.now()
+	if last, ok := v.refreshed[did]; ok && now.Sub(last) < refreshInterval {
+		return false
+	}
+	if v.refreshed == nil || len(v.refreshed) > 10_000 {
+		v.refreshed = map[syntax.DID]time.Time{}
+	}
+	v.refreshed[did] = now
+	return true
 }
 
 var errBadSignature = fmt.Errorf("%w: signature does not verify", ErrInvalidToken)
@@ -191,6 +223,9 @@ func decodeSegment(seg string, dst any) error {
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {
 		return errors.New("not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON object")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,7 +106,7 @@ func TestAlgorithms(t *testing.T) {
 func TestTokenTypes(t *testing.T) {
 	f := newFixture(t)
 	a := f.plc.NewAccount(t, false, "https://pds.test")
-	for _, typ := range []string{"at+jwt", "AT+JWT", "At+Jwt", "refresh+jwt", "Refresh+JWT", "dpop+jwt", "DPOP+JWT"} {
+	for _, typ := range []string{"at+jwt", "AT+JWT", "At+Jwt", "refresh+jwt", "Refresh+JWT", "dpop+jwt", "DPOP+JWT", "application/at+jwt", " dpop+jwt "} {
 		mustRefuse(t, f.verifier, "typ "+typ, a.JWT(t, map[string]any{"typ": typ}, claims(a, nil)))
 	}
 	for _, typ := range []string{"JWT", "jwt"} {
@@ -124,9 +125,11 @@ func TestExpiry(t *testing.T) {
 	mustRefuse(t, f.verifier, "exp zero", a.JWT(t, nil, claims(a, map[string]any{"exp": 0})))
 	mustRefuse(t, f.verifier, "exp huge", a.JWT(t, nil, claims(a, map[string]any{"exp": 1e300})))
 	mustRefuse(t, f.verifier, "exp text", a.JWT(t, nil, claims(a, map[string]any{"exp": "soon"})))
+	mustRefuse(t, f.verifier, "exp numeric string", a.JWT(t, nil, claims(a, map[string]any{"exp": fmt.Sprint(now.Unix() + 60)})))
+	mustRefuse(t, f.verifier, "fractional exp in its last second", a.JWT(t, nil, claims(a, map[string]any{"exp": float64(now.Unix()) + 0.5})))
 	// The same token is accepted until its expiry second and refused from it.
 	tok := a.JWT(t, nil, claims(a, map[string]any{"exp": now.Unix() + 10}))
-	v := *f.verifier
+	v := serviceauth.Verifier{Directory: f.verifier.Directory}
 	v.Now = func() time.Time { return time.Unix(now.Unix()+9, 999_999_999) }
 	mustAccept(t, &v, "last instant", tok)
 	v.Now = func() time.Time { return time.Unix(now.Unix()+10, 0) }
@@ -162,7 +165,7 @@ func TestSignatureAndClaims(t *testing.T) {
 func TestAudiences(t *testing.T) {
 	f := newFixture(t)
 	a := f.plc.NewAccount(t, false, "https://pds.test")
-	v := *f.verifier
+	v := serviceauth.Verifier{Directory: f.verifier.Directory, Now: f.verifier.Now}
 	v.Audiences = []string{"did:web:lexview.test", "did:web:other.test"}
 	mustAccept(t, &v, "listed audience", a.JWT(t, nil, claims(a, nil)))
 	mustAccept(t, &v, "second listed audience", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:other.test"})))
@@ -184,6 +187,7 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatalf("lookups before rotation: %d, want 1 (cached)", n)
 	}
 
+	stale := *a       // keeps signing with the old key
 	a.SetKey(t, true) // rotate, and change the key type too
 	mustAccept(t, f.verifier, "new key", a.JWT(t, nil, claims(a, nil)))
 	if n := f.base.lookups.Load(); n != 2 {
@@ -193,9 +197,18 @@ func TestKeyRotation(t *testing.T) {
 	if n := f.base.lookups.Load(); n != 2 {
 		t.Fatalf("lookups with the new key cached: %d, want 2", n)
 	}
+	// Refused tokens refetch the document at most once per refresh interval:
+	// the rotation refetch just happened, so this one does not.
 	mustRefuse(t, f.verifier, "old key after rotation", oldTok)
+	mustRefuse(t, f.verifier, "old key again", oldTok)
+	if n := f.base.lookups.Load(); n != 2 {
+		t.Fatalf("refused tokens refetched within the refresh interval: %d lookups, want 2", n)
+	}
+	later := now.Add(time.Minute)
+	f.verifier.Now = func() time.Time { return later }
+	mustRefuse(t, f.verifier, "old key, a minute later", stale.JWT(t, nil, claims(a, map[string]any{"exp": later.Unix() + 60})))
 	if n := f.base.lookups.Load(); n != 3 {
-		t.Fatalf("a refused token refetches once: %d lookups, want 3", n)
+		t.Fatalf("a refused token after the interval refetches once: %d lookups, want 3", n)
 	}
 }
 

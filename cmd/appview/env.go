@@ -77,6 +77,11 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		PLCURL:             getenv("PLC_URL"),
 		MetricsAddr:        getenv("METRICS_ADDR"),
 	}
+	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
+		if aud = strings.TrimSpace(aud); aud != "" {
+			cfg.ServiceAuthAudiences = append(cfg.ServiceAuthAudiences, aud)
+		}
+	}
 	var errs []error
 	intVar := func(name string, dst *int) {
 		if v := getenv(name); v != "" {

@@ -14,6 +14,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"PUBLIC_URL": "https://appview.example", "JETSTREAM_URL": "off", "RELAY_URL": "https://relay.example",
 		"PLC_URL": "http://127.0.0.1:2582", "DEFAULT_RATE_LIMIT_CAPACITY": "7", "DEFAULT_RATE_LIMIT_REFILL_RATE": "0.5",
 		"EVENT_LOG_RETENTION_DAYS": "0", "METRICS_ADDR": "127.0.0.1:9090",
+		"SERVICE_AUTH_AUDIENCES": "did:web:a.example, did:web:b.example",
 	}
 	cfg, err := configFromEnv(func(k string) string { return env[k] })
 	if err != nil {
@@ -22,7 +23,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.DatabaseURL != env["DATABASE_URL"] || cfg.Host != "0.0.0.0" || cfg.Port != -1 || cfg.PublicURL != env["PUBLIC_URL"] ||
 		cfg.JetstreamURL != "off" || cfg.RelayURL != env["RELAY_URL"] || cfg.PLCURL != env["PLC_URL"] ||
 		cfg.DefaultRateLimitCapacity != 7 || cfg.DefaultRateLimitRefillRate != 0.5 || cfg.EventLogRetentionDays != -1 ||
-		cfg.MetricsAddr != env["METRICS_ADDR"] {
+		cfg.MetricsAddr != env["METRICS_ADDR"] || len(cfg.ServiceAuthAudiences) != 2 || cfg.ServiceAuthAudiences[1] != "did:web:b.example" {
 		t.Fatalf("mapped config: %+v", cfg)
 	}
 	env = map[string]string{"PORT": "eighty", "DEFAULT_RATE_LIMIT_REFILL_RATE": "fast"}
