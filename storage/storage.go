@@ -48,7 +48,9 @@ type Record struct {
 }
 
 // RecordOp is one change to apply to the record index: an upsert of Record,
-// or, when Delete is set, the removal of Record.URI.
+// or, when Delete is set, the removal of Record.URI. A delete with a Rev
+// removes only a stored version at that rev or older, and keeps a tombstone
+// so that older writes replayed later do not bring the record back.
 type RecordOp struct {
 	Delete bool
 	Record Record
@@ -102,6 +104,11 @@ type RecordStore interface {
 	ListRecords(ctx context.Context, q ListQuery) (Page, error)
 	// CountRecords counts the records of a collection ("" counts all).
 	CountRecords(ctx context.Context, collection string) (int64, error)
+	// DeleteRecordsByDID removes every record of one repository.
+	DeleteRecordsByDID(ctx context.Context, did string) (int64, error)
+	// PurgeTombstones forgets deletes older than before. Tombstones only
+	// need to outlive the longest replay (stream rewind or backfill).
+	PurgeTombstones(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Lexicon is a stored lexicon document with its Lexview settings.

@@ -95,6 +95,7 @@ const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev
 	SELECT u, d, c, k, ci, rv, rec::jsonb, timestamptz 'epoch' + us * interval '1 microsecond'
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
 		AS t(u, d, c, k, ci, rv, rec, us)
+	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
 		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
@@ -113,7 +114,23 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	return err
 }
 
-func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM records WHERE uri = ANY($1::text[])`, pq.Array(uris))
+const (
+	deleteRecords = `DELETE FROM records r USING unnest($1::text[], $2::text[]) AS d(u, rv)
+		WHERE r.uri = d.u AND (d.rv = '' OR r.rev = '' OR r.rev <= d.rv)`
+	putTombstones = `INSERT INTO record_tombstones (uri, rev, deleted_at)
+		SELECT u, rv, $3 FROM unnest($1::text[], $2::text[]) AS d(u, rv) WHERE rv <> ''
+		ON CONFLICT (uri) DO UPDATE SET rev = excluded.rev, deleted_at = excluded.deleted_at
+		WHERE excluded.rev > record_tombstones.rev`
+)
+
+func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error {
+	uris, revs := make([]string, len(recs)), make([]string, len(recs))
+	for i, r := range recs {
+		uris[i], revs[i] = r.URI, r.Rev
+	}
+	if _, err := tx.ExecContext(ctx, deleteRecords, pq.Array(uris), pq.Array(revs)); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, putTombstones, pq.Array(uris), pq.Array(revs), sqlstore.NativeTime(now))
 	return err
 }

@@ -156,7 +156,8 @@ func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 }
 
 const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
 		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
@@ -177,15 +178,33 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	return nil
 }
 
-func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error {
-	stmt, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE uri = ?`)
+const (
+	deleteRecord = `DELETE FROM records WHERE uri = ?1 AND (?2 = '' OR rev = '' OR rev <= ?2)`
+	putTombstone = `INSERT INTO record_tombstones (uri, rev, deleted_at) VALUES (?1, ?2, ?3)
+		ON CONFLICT (uri) DO UPDATE SET rev = excluded.rev, deleted_at = excluded.deleted_at
+		WHERE excluded.rev > record_tombstones.rev`
+)
+
+func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error {
+	del, err := tx.PrepareContext(ctx, deleteRecord)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
-	for _, uri := range uris {
-		if _, err := stmt.ExecContext(ctx, uri); err != nil {
-			return fmt.Errorf("%s: %w", uri, err)
+	defer del.Close()
+	tomb, err := tx.PrepareContext(ctx, putTombstone)
+	if err != nil {
+		return err
+	}
+	defer tomb.Close()
+	for _, r := range recs {
+		if _, err := del.ExecContext(ctx, r.URI, r.Rev); err != nil {
+			return fmt.Errorf("%s: %w", r.URI, err)
+		}
+		if r.Rev == "" {
+			continue
+		}
+		if _, err := tomb.ExecContext(ctx, r.URI, r.Rev, now.UnixMicro()); err != nil {
+			return fmt.Errorf("tombstone %s: %w", r.URI, err)
 		}
 	}
 	return nil

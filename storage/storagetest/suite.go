@@ -25,6 +25,8 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"UpsertIsIdempotent", testUpsertIdempotent},
 		{"BatchKeepsOrderPerURI", testBatchOrder},
 		{"OlderRevNeverOverwrites", testRevOrdering},
+		{"DeletesLeaveTombstones", testTombstones},
+		{"DeleteRecordsByDID", testDeleteByDID},
 		{"LargeBatch", testLargeBatch},
 		{"ListNewestFirstWithKeyset", testListKeyset},
 		{"ListTiesAndDIDFilter", testListTiesAndDID},
@@ -387,5 +389,82 @@ func testLexiconListDelete(t *testing.T, s storage.Store) {
 	again, created, err := s.PutLexicon(ctx, storage.Lexicon{ID: "a.test.q", Type: "query", JSON: json.RawMessage(`{"lexicon":1,"id":"a.test.q"}`)})
 	if err != nil || !created || again.Revision != 1 {
 		t.Fatalf("re-create after delete: %+v %v %v", again, created, err)
+	}
+}
+
+func delRev(uri, rev string) storage.RecordOp {
+	return storage.RecordOp{Delete: true, Record: storage.Record{URI: uri, Rev: rev}}
+}
+
+func withRev(r storage.Record, rev string) storage.Record {
+	r.Rev = rev
+	return r
+}
+
+func exists(t *testing.T, s storage.Store, uri string) bool {
+	t.Helper()
+	_, err := s.GetRecord(context.Background(), uri)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func testTombstones(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	r := Rec("did:plc:a", "app.test.post", "t1", base, nil)
+	// A delete at rev 3 removes the rev-2 record and leaves a tombstone.
+	apply(t, s, put(withRev(r, "3kaaaaaaaaaa2")))
+	apply(t, s, delRev(r.URI, "3kaaaaaaaaaa3"))
+	if exists(t, s, r.URI) {
+		t.Fatal("delete did not remove the record")
+	}
+	// A replayed older create (rev 2) does not resurrect it, in any batch.
+	apply(t, s, put(withRev(r, "3kaaaaaaaaaa2")))
+	if exists(t, s, r.URI) {
+		t.Fatal("an older write resurrected a deleted record")
+	}
+	// A newer create (rev 4) does.
+	apply(t, s, put(withRev(r, "3kaaaaaaaaaa4")))
+	if !exists(t, s, r.URI) {
+		t.Fatal("a newer write after a delete was refused")
+	}
+	// An older delete (rev 3, replayed) does not remove the rev-4 record.
+	apply(t, s, delRev(r.URI, "3kaaaaaaaaaa3"))
+	if !exists(t, s, r.URI) {
+		t.Fatal("an older delete removed a newer record")
+	}
+	// Writes without a rev (imports) are not subject to tombstones.
+	u := Rec("did:plc:a", "app.test.post", "t2", base, nil)
+	apply(t, s, put(withRev(u, "3kaaaaaaaaaa5")), delRev(u.URI, "3kaaaaaaaaaa6"))
+	apply(t, s, put(u))
+	if !exists(t, s, u.URI) {
+		t.Fatal("a rev-less write was blocked by a tombstone")
+	}
+	// Purging tombstones forgets the deletes.
+	v := Rec("did:plc:a", "app.test.post", "t3", base, nil)
+	apply(t, s, delRev(v.URI, "3kaaaaaaaaaa7"))
+	n, err := s.PurgeTombstones(ctx, time.Now().Add(time.Hour))
+	if err != nil || n < 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	apply(t, s, put(withRev(v, "3kaaaaaaaaaa2")))
+	if !exists(t, s, v.URI) {
+		t.Fatal("tombstone survived the purge")
+	}
+}
+
+func testDeleteByDID(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	apply(t, s,
+		put(Rec("did:plc:gone", "app.test.post", "1", base, nil)),
+		put(Rec("did:plc:gone", "app.test.other", "2", base, nil)),
+		put(Rec("did:plc:stays", "app.test.post", "3", base, nil)))
+	n, err := s.DeleteRecordsByDID(ctx, "did:plc:gone")
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d, %v", n, err)
+	}
+	if total := count(t, s, ""); total != 1 {
+		t.Fatalf("%d records left", total)
 	}
 }

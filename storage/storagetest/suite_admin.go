@@ -296,7 +296,7 @@ func testOperatorCollections(t *testing.T, s storage.Store) {
 	}
 	apply(t, s, ops...)
 	counts, err := s.CollectionCounts(ctx)
-	want := []storage.CollectionCount{{"app.test.big", 3}, {"app.test.also", 2}, {"app.test.mid", 2}}
+	want := []storage.CollectionCount{{Collection: "app.test.big", Count: 3}, {Collection: "app.test.also", Count: 2}, {Collection: "app.test.mid", Count: 2}}
 	if err != nil || !slices.Equal(counts, want) {
 		t.Fatalf("counts: %v, %v", counts, err)
 	}

@@ -53,7 +53,7 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
 		if len(deletes) > 0 {
-			if err := db.dialect.DeleteRecords(ctx, tx, deletes); err != nil {
+			if err := db.dialect.DeleteRecords(ctx, tx, deletes, time.Now()); err != nil {
 				return fmt.Errorf("delete records: %w", err)
 			}
 		}
@@ -74,7 +74,7 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 // collapse reduces ops to the last operation per URI, keeping first-seen
 // order, and splits them into upserts and deletes. Because each URI then
 // appears once, the two sets can be applied in either order.
-func collapse(ops []storage.RecordOp) (upserts []storage.Record, deletes []string) {
+func collapse(ops []storage.RecordOp) (upserts, deletes []storage.Record) {
 	last := make(map[string]int, len(ops))
 	for i, op := range ops {
 		last[op.Record.URI] = i
@@ -84,7 +84,7 @@ func collapse(ops []storage.RecordOp) (upserts []storage.Record, deletes []strin
 			continue
 		}
 		if op.Delete {
-			deletes = append(deletes, op.Record.URI)
+			deletes = append(deletes, op.Record)
 			continue
 		}
 		r := op.Record
@@ -95,6 +95,24 @@ func collapse(ops []storage.RecordOp) (upserts []storage.Record, deletes []strin
 		upserts = append(upserts, r)
 	}
 	return upserts, deletes
+}
+
+// DeleteRecordsByDID implements storage.RecordStore.
+func (db *DB) DeleteRecordsByDID(ctx context.Context, did string) (int64, error) {
+	res, err := db.exec(ctx, `DELETE FROM records WHERE did = ?`, did)
+	if err != nil {
+		return 0, fmt.Errorf("delete records of %s: %w", did, err)
+	}
+	return res.RowsAffected()
+}
+
+// PurgeTombstones implements storage.RecordStore.
+func (db *DB) PurgeTombstones(ctx context.Context, before time.Time) (int64, error) {
+	res, err := db.exec(ctx, `DELETE FROM record_tombstones WHERE deleted_at < ?`, db.dialect.Time(before))
+	if err != nil {
+		return 0, fmt.Errorf("purge tombstones: %w", err)
+	}
+	return res.RowsAffected()
 }
 
 // GetRecord implements storage.RecordStore.

@@ -34,10 +34,13 @@ type Dialect interface {
 	// migration transaction.
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// UpsertRecords writes records (at most one per URI) inside tx. Rows
-	// with a newer non-empty rev than the incoming one are kept.
+	// with a newer non-empty rev than the incoming one are kept, and so are
+	// tombstones newer than it: the write is skipped.
 	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error
-	// DeleteRecords removes records by URI inside tx.
-	DeleteRecords(ctx context.Context, tx *sql.Tx, uris []string) error
+	// DeleteRecords removes records (at most one per URI) inside tx. A
+	// delete carrying a rev removes only rows at that rev or older, and
+	// leaves a tombstone at that rev.
+	DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error
 }
 
 // DB implements storage.Store on top of database/sql.
