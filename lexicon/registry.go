@@ -54,6 +54,7 @@ type Snapshot struct {
 	byID        map[string]*Lexicon
 	ids         []string
 	collections []string
+	cat         catalog
 }
 
 // Get returns the lexicon with the given NSID.

@@ -1,0 +1,363 @@
+// Package indexer is Lexview's one batch writer. Live ingestion, backfill
+// and procedures hand it record changes; it validates them against their
+// lexicons, groups them into batches by size and time, and commits each
+// batch (with the event-stream cursor that produced it) in one transaction.
+// Its queue is bounded: a producer that outruns the database waits.
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lexview/lexview/appview/metrics"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// Op is the kind of a change.
+type Op string
+
+// Change kinds, as Jetstream names them.
+const (
+	Create Op = "create"
+	Update Op = "update"
+	Delete Op = "delete"
+)
+
+// Change is one record change from any source.
+type Change struct {
+	Op         Op
+	DID        string
+	Collection string
+	RKey       string
+	CID        string          // empty for deletes
+	Rev        string          // repository revision; empty when unknown
+	Record     json.RawMessage // nil for deletes
+	// Received is when the change reached Lexview (for lag metrics); zero
+	// means now.
+	Received time.Time
+}
+
+// URI is the change's AT URI.
+func (c Change) URI() string { return "at://" + c.DID + "/" + c.Collection + "/" + c.RKey }
+
+// Store is what the writer commits to.
+type Store interface {
+	ApplyBatch(ctx context.Context, b storage.Batch) error
+}
+
+// Snapshotter hands out the current lexicon snapshot.
+type Snapshotter interface {
+	Snapshot() *lexicon.Snapshot
+}
+
+// Options tunes a Writer. Zero values take the defaults.
+type Options struct {
+	MaxBatch   int           // changes per transaction; default 1000
+	MaxDelay   time.Duration // longest wait to fill a batch; default 50ms
+	QueueSize  int           // changes waiting before producers block; default 10000
+	RetryDelay time.Duration // first wait after a failed commit; default 100ms
+	// ValidationOff reports collections whose validation an operator
+	// turned off. Nil validates everything.
+	ValidationOff func(collection string) bool
+	Metrics       *metrics.Metrics
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Writer is the batch writer. Create it with New and run it with Run.
+type Writer struct {
+	store    Store
+	lexicons Snapshotter
+	opt      Options
+	queue    chan *item
+
+	mu       sync.Mutex
+	rejected map[string]int // rejections per collection since the last report
+	logged   map[string]time.Time
+}
+
+// item is one submission: changes plus an optional cursor, and a channel
+// closed (after err is set) once they are committed.
+type item struct {
+	source  string
+	changes []Change
+	cursor  *storage.StreamCursor
+	done    chan struct{}
+	err     error
+}
+
+// ErrStopped is returned for submissions made after the writer stopped.
+var ErrStopped = errors.New("indexer: writer stopped")
+
+// New returns a Writer; nothing is written until Run is called.
+func New(store Store, lexicons Snapshotter, opt Options) *Writer {
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = 1000
+	}
+	if opt.MaxDelay <= 0 {
+		opt.MaxDelay = 50 * time.Millisecond
+	}
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 10_000
+	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = 100 * time.Millisecond
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	// The queue holds submissions; bound it so that at most about
+	// QueueSize changes wait (submissions are usually one change).
+	return &Writer{
+		store: store, lexicons: lexicons, opt: opt, queue: make(chan *item, opt.QueueSize),
+		rejected: map[string]int{}, logged: map[string]time.Time{},
+	}
+}
+
+// Result reports what happened to a submission's changes.
+type Result struct {
+	Accepted int
+	Rejected []Rejection
+}
+
+// Rejection is a change refused by validation.
+type Rejection struct {
+	URI string
+	Err error
+}
+
+// Submit validates changes and queues the valid ones, with cursor, for the
+// next batch. It blocks while the queue is full and returns without
+// waiting for the commit. Invalid changes are reported, logged and
+// counted; they never reach the index.
+func (w *Writer) Submit(ctx context.Context, source string, changes []Change, cursor *storage.StreamCursor) (Result, error) {
+	it, res := w.prepare(source, changes, cursor)
+	if it == nil {
+		return res, nil
+	}
+	select {
+	case w.queue <- it:
+		w.opt.Metrics.Queue(len(w.queue))
+		return res, nil
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+}
+
+// Write is Submit that waits until the changes are committed.
+func (w *Writer) Write(ctx context.Context, source string, changes []Change) (Result, error) {
+	it, res := w.prepare(source, changes, nil)
+	if it == nil {
+		return res, nil
+	}
+	select {
+	case w.queue <- it:
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	select {
+	case <-it.done:
+		return res, it.err
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+}
+
+// prepare validates changes into a queue item (nil when nothing is left to
+// write).
+func (w *Writer) prepare(source string, changes []Change, cursor *storage.StreamCursor) (*item, Result) {
+	snap := w.lexicons.Snapshot()
+	now := w.opt.Now()
+	var res Result
+	valid := make([]Change, 0, len(changes))
+	for _, c := range changes {
+		w.opt.Metrics.Received(source, c.Collection)
+		if c.Received.IsZero() {
+			c.Received = now
+		}
+		if err := w.validate(snap, c); err != nil {
+			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
+			w.reject(source, c, err)
+			continue
+		}
+		valid = append(valid, c)
+	}
+	res.Accepted = len(valid)
+	if len(valid) == 0 && cursor == nil {
+		return nil, res
+	}
+	return &item{source: source, changes: valid, cursor: cursor, done: make(chan struct{})}, res
+}
+
+func (w *Writer) validate(snap *lexicon.Snapshot, c Change) error {
+	if c.DID == "" || c.Collection == "" || c.RKey == "" {
+		return errors.New("change lacks a DID, collection or record key")
+	}
+	if c.Op == Delete {
+		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		return nil
+	}
+	if c.Op != Create && c.Op != Update {
+		return fmt.Errorf("unknown operation %q", c.Op)
+	}
+	if c.CID == "" || len(c.Record) == 0 {
+		return errors.New("write lacks a CID or record")
+	}
+	if w.opt.ValidationOff != nil && w.opt.ValidationOff(c.Collection) {
+		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		if !json.Valid(c.Record) {
+			return errors.New("record is not JSON")
+		}
+		return nil
+	}
+	return snap.ValidateRecord(c.Collection, c.Record)
+}
+
+// reject counts a refused change and logs it, at most once per collection
+// every ten seconds.
+func (w *Writer) reject(source string, c Change, err error) {
+	w.opt.Metrics.Rejected(source, c.Collection)
+	w.mu.Lock()
+	w.rejected[c.Collection]++
+	now := w.opt.Now()
+	last, seen := w.logged[c.Collection]
+	logIt := !seen || now.Sub(last) >= 10*time.Second
+	if logIt {
+		w.logged[c.Collection] = now
+	}
+	w.mu.Unlock()
+	if logIt {
+		w.opt.Logger.Warn("record rejected by validation (further rejections in this collection are counted, logged every 10s)",
+			"source", source, "uri", c.URI(), "err", err)
+	}
+}
+
+// TakeRejections returns and resets the rejection counts per collection
+// since the last call.
+func (w *Writer) TakeRejections() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.rejected
+	w.rejected = map[string]int{}
+	return out
+}
+
+// Run commits queued changes until ctx ends, then commits what is still
+// queued (with a fresh deadline of drainTimeout) and returns.
+func (w *Writer) Run(ctx context.Context) {
+	for {
+		select {
+		case it := <-w.queue:
+			w.commit(ctx, w.collect(ctx, it))
+		case <-ctx.Done():
+			w.drain()
+			return
+		}
+	}
+}
+
+// drainTimeout bounds the final flush at shutdown.
+const drainTimeout = 30 * time.Second
+
+func (w *Writer) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for {
+		select {
+		case it := <-w.queue:
+			w.commit(ctx, w.collect(ctx, it))
+		default:
+			return
+		}
+	}
+}
+
+// collect gathers submissions into one batch, starting with first, until
+// the batch is full or MaxDelay has passed.
+func (w *Writer) collect(ctx context.Context, first *item) []*item {
+	items := []*item{first}
+	n := len(first.changes)
+	timer := time.NewTimer(w.opt.MaxDelay)
+	defer timer.Stop()
+	for n < w.opt.MaxBatch {
+		select {
+		case it := <-w.queue:
+			items = append(items, it)
+			n += len(it.changes)
+		case <-timer.C:
+			return items
+		case <-ctx.Done():
+			return items
+		}
+	}
+	return items
+}
+
+// commit writes a batch, retrying with backoff until it succeeds or the
+// drain deadline passes: queued changes are never dropped while Lexview
+// runs.
+func (w *Writer) commit(ctx context.Context, items []*item) {
+	var b storage.Batch
+	oldest := time.Time{}
+	for _, it := range items {
+		for _, c := range it.changes {
+			rec := storage.Record{
+				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
+			}
+			b.Ops = append(b.Ops, storage.RecordOp{Delete: c.Op == Delete, Record: rec})
+			if oldest.IsZero() || c.Received.Before(oldest) {
+				oldest = c.Received
+			}
+		}
+		if it.cursor != nil {
+			b.Cursor = it.cursor // items are in stream order: the last cursor wins
+		}
+	}
+	delay := w.opt.RetryDelay
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = w.store.ApplyBatch(context.WithoutCancel(ctx), b)
+		if err == nil {
+			break
+		}
+		w.opt.Logger.Error("committing a batch failed; retrying", "changes", len(b.Ops), "attempt", attempt, "err", err)
+		if ctx.Err() != nil && attempt >= 3 {
+			break // shutting down: give up after a few tries
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+	if err == nil {
+		lag := -1.0
+		if !oldest.IsZero() {
+			lag = w.opt.Now().Sub(oldest).Seconds()
+		}
+		w.opt.Metrics.Committed(len(b.Ops), lag)
+		for _, it := range items {
+			for _, c := range it.changes {
+				w.opt.Metrics.Indexed(it.source, c.Collection, 1)
+			}
+		}
+	}
+	w.opt.Metrics.Queue(len(w.queue))
+	for _, it := range items {
+		it.err = err
+		close(it.done)
+	}
+}

@@ -1,0 +1,145 @@
+// Package metrics defines Lexview's Prometheus metrics. They are served on
+// their own listener (METRICS_ADDR), never on the public one.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds every collector. Its recording methods do nothing on a nil
+// *Metrics, so components work without metrics.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	EventsReceived  *prometheus.CounterVec // source, collection
+	RecordsIndexed  *prometheus.CounterVec // source, collection
+	RecordsRejected *prometheus.CounterVec // source, collection
+	BatchSize       prometheus.Histogram
+	CommitLag       prometheus.Histogram
+	QueueDepth      prometheus.Gauge
+	Reconnects      prometheus.Counter
+	Connected       prometheus.Gauge
+	BackfillRepos   *prometheus.CounterVec // outcome
+	BackfillRecords prometheus.Counter
+}
+
+// New creates the collectors on a fresh registry, with Go runtime and
+// process metrics.
+func New() *Metrics {
+	r := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m := &Metrics{
+		registry: r,
+		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
+		}, []string{"source", "collection"}),
+		RecordsIndexed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_records_indexed_total", Help: "Record changes committed to the index, by source and collection.",
+		}, []string{"source", "collection"}),
+		RecordsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_records_rejected_total", Help: "Record changes refused by lexicon validation, by source and collection.",
+		}, []string{"source", "collection"}),
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lexview_batch_size", Help: "Record changes per committed batch.",
+			Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000, 2000},
+		}),
+		CommitLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lexview_commit_lag_seconds", Help: "Time from an event's arrival to its commit.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lexview_write_queue_depth", Help: "Record changes waiting for the batch writer.",
+		}),
+		Reconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lexview_jetstream_reconnects_total", Help: "Jetstream connections opened after the first.",
+		}),
+		Connected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lexview_jetstream_connected", Help: "1 while connected to Jetstream.",
+		}),
+		BackfillRepos: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_backfill_repos_total", Help: "Repositories processed by backfill, by outcome.",
+		}, []string{"outcome"}),
+		BackfillRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.QueueDepth,
+		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		f(c)
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// Received counts events arriving from source.
+func (m *Metrics) Received(source, collection string) {
+	if m != nil {
+		m.EventsReceived.WithLabelValues(source, collection).Inc()
+	}
+}
+
+// Indexed counts committed changes.
+func (m *Metrics) Indexed(source, collection string, n int) {
+	if m != nil {
+		m.RecordsIndexed.WithLabelValues(source, collection).Add(float64(n))
+	}
+}
+
+// Rejected counts changes refused by validation.
+func (m *Metrics) Rejected(source, collection string) {
+	if m != nil {
+		m.RecordsRejected.WithLabelValues(source, collection).Inc()
+	}
+}
+
+// Committed records a batch of n changes and the lag of its oldest one.
+func (m *Metrics) Committed(n int, lagSeconds float64) {
+	if m != nil {
+		m.BatchSize.Observe(float64(n))
+		if lagSeconds >= 0 {
+			m.CommitLag.Observe(lagSeconds)
+		}
+	}
+}
+
+// Queue sets the writer queue depth.
+func (m *Metrics) Queue(n int) {
+	if m != nil {
+		m.QueueDepth.Set(float64(n))
+	}
+}
+
+// StreamConnected records a connection state change; reconnect is true
+// for every connection after the first.
+func (m *Metrics) StreamConnected(up, reconnect bool) {
+	if m == nil {
+		return
+	}
+	if up {
+		m.Connected.Set(1)
+		if reconnect {
+			m.Reconnects.Inc()
+		}
+	} else {
+		m.Connected.Set(0)
+	}
+}
+
+// BackfillRepo counts a processed repository and its records.
+func (m *Metrics) BackfillRepo(outcome string, records int) {
+	if m != nil {
+		m.BackfillRepos.WithLabelValues(outcome).Inc()
+		m.BackfillRecords.Add(float64(records))
+	}
+}
