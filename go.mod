@@ -7,7 +7,10 @@ require (
 	github.com/mattn/go-sqlite3 v1.14.53
 )
 
-require github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -25,6 +25,9 @@ import (
 	"github.com/lexview/lexview/appview/admin/users"
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/metrics"
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
@@ -49,6 +52,10 @@ type App struct {
 	clientManager *clients.Manager
 	events        *eventlog.Log
 	admin         *admin.Mux
+	metrics       *metrics.Metrics
+	writer        *indexer.Writer
+	validation    *validationToggles
+	source        ingest.Source // nil when live ingestion is off
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -103,6 +110,14 @@ func New(cfg Config) (*App, error) {
 		return fail(err)
 	}
 	a.events = eventlog.New(a.store, cfg.Now, a.log)
+	if cfg.MetricsAddr != "" {
+		a.metrics = metrics.New()
+	}
+	a.writer = a.newWriter()
+	a.source = cfg.EventSource
+	if a.source == nil && cfg.JetstreamURL != "off" {
+		a.source = &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Metrics: a.metrics, Logger: a.log, Now: cfg.Now}
+	}
 	if err := a.runScheduledVacuum(ctx); err != nil {
 		return fail(fmt.Errorf("scheduled vacuum: %w", err))
 	}
@@ -193,6 +208,10 @@ func (a *App) Lexicons() *lexicon.Registry { return a.lexicons }
 // AdminRoutes lists the mounted admin routes ("METHOD /admin/...").
 func (a *App) AdminRoutes() []string { return a.admin.Mounted() }
 
+// Writer is the App's batch writer: every record change (live, backfill,
+// procedures, or an embedder's own) should go through it.
+func (a *App) Writer() *indexer.Writer { return a.writer }
+
 // Clients manages the instance's API clients (the admin API uses the same
 // code).
 func (a *App) Clients() *clients.Manager { return a.clientManager }
@@ -213,6 +232,7 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.started = true
 	a.bg, a.cancel = context.WithCancel(ctx)
+	a.startSync()
 	if days := a.cfg.EventLogRetentionDays; days > 0 {
 		a.goWorker(func(ctx context.Context) {
 			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)

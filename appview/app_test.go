@@ -72,7 +72,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if cfg.Host != "127.0.0.1" || cfg.Port != 3000 || cfg.PublicURL != "http://127.0.0.1:3000" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	app2, err := appview.New(appview.Config{Store: app.Store(), Port: -1, Logger: quiet})
+	app2, err := appview.New(appview.Config{Store: app.Store(), Port: -1, Logger: quiet, JetstreamURL: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/identity"
 
 	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -88,6 +89,10 @@ type Config struct {
 	// ClientIdentifier identifies the API client of each XRPC request;
 	// default: the API clients stored in the instance (admin API).
 	ClientIdentifier clients.Identifier
+
+	// EventSource is the live event stream; default Jetstream at
+	// JetstreamURL (none when JetstreamURL is "off").
+	EventSource ingest.Source
 
 	// ServiceAuthAudiences, when set, restricts the `aud` of service-auth
 	// JWTs accepted by the admin API (for example the instance's did:web).

@@ -1,0 +1,48 @@
+// Package ingest consumes the network's live event stream. Source is the
+// interface (the design card's "firehose consumption is an interface");
+// Jetstream is the default implementation.
+package ingest
+
+import (
+	"context"
+
+	"github.com/lexview/lexview/appview/indexer"
+)
+
+// Source reads a live event stream until its context ends.
+type Source interface {
+	// Run follows the stream, reconnecting as needed, until ctx ends.
+	// wanted returns the collections to follow; a value on changed means
+	// the set may have changed and should be re-read promptly.
+	Run(ctx context.Context, wanted func() []string, changed <-chan struct{}, sink Sink) error
+}
+
+// Sink receives what a Source reads, in stream order.
+type Sink interface {
+	// Records hands over record changes and the stream position that
+	// follows them. It may block (backpressure) and must not lose changes
+	// once it has returned nil.
+	Records(ctx context.Context, changes []indexer.Change, cursor int64) error
+	// Identity reports a changed handle or DID document.
+	Identity(ctx context.Context, e IdentityEvent)
+	// Account reports a changed account status.
+	Account(ctx context.Context, e AccountEvent)
+	// Resume returns the stored stream position to resume from, if any.
+	Resume(ctx context.Context) (cursor int64, ok bool, err error)
+	// StateChanged reports connection state changes, for the event log.
+	StateChanged(ctx context.Context, connected bool, detail map[string]any)
+}
+
+// IdentityEvent is an identity change of an account.
+type IdentityEvent struct {
+	DID    string
+	Handle string
+}
+
+// AccountEvent is an account status change. Status is empty for an
+// active account, else for example "deactivated", "takendown", "deleted".
+type AccountEvent struct {
+	DID    string
+	Active bool
+	Status string
+}

@@ -1,0 +1,210 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+const cid = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"
+
+func recordLexicon(id string) string {
+	return fmt.Sprintf(`{"lexicon":1,"id":%q,"defs":{"main":{"type":"record","key":"tid","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string","maxLength":100}}}}}}`, id)
+}
+
+func startApp(t *testing.T, store storage.Store, cfg appview.Config) *appview.App {
+	t.Helper()
+	cfg.Store = store
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := appview.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+func stop(t *testing.T, app *appview.App) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putLexicon(t *testing.T, app *appview.App, id string) {
+	t.Helper()
+	if _, _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(id))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond for up to 10 seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func text(t *testing.T, s storage.Store, uri string) (string, bool) {
+	t.Helper()
+	rec, err := s.GetRecord(context.Background(), uri)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Text string }
+	json.Unmarshal(rec.Value, &v)
+	return v.Text, true
+}
+
+func note(s string) map[string]any { return map[string]any{"$type": "app.test.note", "text": s} }
+
+func TestJetstreamIngestion(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		store := open(t)
+		js := jetstreamtest.New(t)
+		app := startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		defer stop(t, app)
+
+		// No record lexicon yet: no connection (Jetstream would send everything).
+		time.Sleep(100 * time.Millisecond)
+		if js.Connected() != 0 {
+			t.Fatal("connected without any wanted collection")
+		}
+		putLexicon(t, app, "app.test.note")
+		eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
+		if subs := js.Subscriptions(); !slices.Equal(subs[0].Collections, []string{"app.test.note"}) {
+			t.Fatalf("subscribed to %v", subs[0].Collections)
+		}
+
+		uri := "at://did:plc:alice/app.test.note/3kaaa"
+		js.Commit("did:plc:alice", "create", "app.test.note", "3kaaa", "3kaaaaaaaaaa1", cid, note("first"))
+		eventually(t, "the create", func() bool { v, ok := text(t, store, uri); return ok && v == "first" })
+		js.Commit("did:plc:alice", "update", "app.test.note", "3kaaa", "3kaaaaaaaaaa2", cid, note("edited"))
+		eventually(t, "the update", func() bool { v, _ := text(t, store, uri); return v == "edited" })
+		js.Commit("did:plc:alice", "delete", "app.test.note", "3kaaa", "3kaaaaaaaaaa3", "", nil)
+		eventually(t, "the delete", func() bool { _, ok := text(t, store, uri); return !ok })
+
+		// An invalid record is not indexed; the next valid one is.
+		js.Commit("did:plc:alice", "create", "app.test.note", "3kbad", "3kaaaaaaaaaa4", cid, map[string]any{"$type": "app.test.note", "text": 42})
+		js.Commit("did:plc:alice", "create", "app.test.note", "3kgood", "3kaaaaaaaaaa5", cid, note("good"))
+		eventually(t, "the valid record", func() bool { _, ok := text(t, store, "at://did:plc:alice/app.test.note/3kgood"); return ok })
+		if _, ok := text(t, store, "at://did:plc:alice/app.test.note/3kbad"); ok {
+			t.Fatal("an invalid record was indexed")
+		}
+
+		// Adding a lexicon resubscribes within a second, with both collections.
+		added := time.Now()
+		putLexicon(t, app, "app.test.other")
+		eventually(t, "the resubscription", func() bool {
+			subs := js.Subscriptions()
+			return len(subs) == 2 && js.Connected() == 1
+		})
+		if took := time.Since(added); took > time.Second {
+			t.Fatalf("resubscribing took %v", took)
+		}
+		last := js.Subscriptions()[1]
+		if !slices.Equal(last.Collections, []string{"app.test.note", "app.test.other"}) || last.Cursor == 0 {
+			t.Fatalf("resubscription: %+v", last)
+		}
+		js.Commit("did:plc:bob", "create", "app.test.other", "3kccc", "3kaaaaaaaaaa6", cid,
+			map[string]any{"$type": "app.test.other", "text": "other"})
+		eventually(t, "the new collection", func() bool { _, ok := text(t, store, "at://did:plc:bob/app.test.other/3kccc"); return ok })
+
+		// A dropped connection is re-established, from the cursor.
+		js.DropAll()
+		js.Commit("did:plc:bob", "create", "app.test.note", "3kddd", "3kaaaaaaaaaa7", cid, note("after drop"))
+		eventually(t, "the record after reconnecting", func() bool { _, ok := text(t, store, "at://did:plc:bob/app.test.note/3kddd"); return ok })
+		if subs := js.Subscriptions(); subs[len(subs)-1].Cursor == 0 {
+			t.Fatal("reconnected without a cursor")
+		}
+
+		// The connection changes are in the event log.
+		events, _, err := store.ListEvents(context.Background(), storage.EventFilter{Category: "jetstream", Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var connected, disconnected int
+		for _, e := range events {
+			switch e.Type {
+			case "jetstream.connected":
+				connected++
+			case "jetstream.disconnected":
+				disconnected++
+			}
+		}
+		if connected < 3 || disconnected < 2 {
+			t.Fatalf("event log: %d connected, %d disconnected", connected, disconnected)
+		}
+	})
+}
+
+func TestJetstreamResumesAfterRestart(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		store := open(t)
+		js := jetstreamtest.New(t)
+		app := startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		putLexicon(t, app, "app.test.note")
+		eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
+		js.Commit("did:plc:a", "create", "app.test.note", "1", "3kaaaaaaaaaa1", cid, note("before"))
+		eventually(t, "the first record", func() bool { _, ok := text(t, store, "at://did:plc:a/app.test.note/1"); return ok })
+		stop(t, app)
+
+		// Events published while Lexview is down arrive after the restart.
+		for i := range 50 {
+			js.Commit("did:plc:a", "create", "app.test.note", fmt.Sprintf("down%02d", i), "3kaaaaaaaab"+fmt.Sprintf("%02d", i), cid, note("while down"))
+		}
+		app = startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		defer stop(t, app)
+		eventually(t, "the missed records", func() bool {
+			n, _ := store.CountRecords(context.Background(), "app.test.note")
+			return n == 51
+		})
+		subs := js.Subscriptions()
+		if subs[len(subs)-1].Cursor == 0 {
+			t.Fatal("the restart did not resume from the stored cursor")
+		}
+	})
+}
+
+// TestStaleCursorStartsLive checks that a stored cursor older than the
+// replay window is not used.
+func TestStaleCursorStartsLive(t *testing.T) {
+	store := storagetest.SQLite(t)
+	old := time.Now().Add(-48 * time.Hour).UnixMicro()
+	if err := store.ApplyBatch(context.Background(), storage.Batch{Cursor: &storage.StreamCursor{Name: "jetstream", Value: old}}); err != nil {
+		t.Fatal(err)
+	}
+	js := jetstreamtest.New(t)
+	app := startApp(t, store, appview.Config{EventSource: &ingest.Jetstream{URL: js.URL}})
+	defer stop(t, app)
+	putLexicon(t, app, "app.test.note")
+	eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
+	if c := js.Subscriptions()[0].Cursor; c != 0 {
+		t.Fatalf("used a stale cursor %d", c)
+	}
+}
