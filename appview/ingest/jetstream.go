@@ -123,6 +123,15 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 				return nil
 			}
 		}
+		if position == 0 {
+			// Starting from live: store the starting point first, so that a
+			// crash before the first commit resumes here instead of from live
+			// again (which would skip what arrived in between).
+			position = j.Now().UnixMicro()
+			if err := sink.Records(ctx, nil, position); err != nil {
+				return nil // ctx ended
+			}
+		}
 		started := j.Now()
 		err := j.connect(ctx, collections, &position, wanted, changed, sink, connections > 0)
 		connections++

@@ -204,7 +204,12 @@ func TestStaleCursorStartsLive(t *testing.T) {
 	defer stop(t, app)
 	putLexicon(t, app, "app.test.note")
 	eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
-	if c := js.Subscriptions()[0].Cursor; c != 0 {
+	// Live means "from now" (minus the rewind), never the stale position.
+	if c := js.Subscriptions()[0].Cursor; c < time.Now().Add(-time.Minute).UnixMicro() {
 		t.Fatalf("used a stale cursor %d", c)
 	}
+	eventually(t, "the live starting point to be stored", func() bool {
+		got, err := store.GetStreamCursor(context.Background(), "jetstream")
+		return err == nil && got > old
+	})
 }
