@@ -173,7 +173,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	m := admin.NewMux(auth, a.log)
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
-		Defaults: limits, Now: a.cfg.Now, Log: a.log,
+		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
 			"metrics":          a.cfg.MetricsAddr != "",

@@ -103,6 +103,17 @@ func (a *App) startSync() {
 	}
 }
 
+// syncStatus reports live ingestion and the writer for GET /admin/stats.
+func (a *App) syncStatus() map[string]any {
+	out := map[string]any{"writer": a.writer.Stats()}
+	if a.source != nil {
+		out["ingest"] = a.source.Status()
+	} else {
+		out["ingest"] = map[string]any{"enabled": false}
+	}
+	return out
+}
+
 // every runs fn now and then every interval until ctx ends.
 func every(ctx context.Context, interval time.Duration, fn func()) {
 	t := time.NewTicker(interval)

@@ -26,6 +26,9 @@ type Deps struct {
 	// Features reports which optional subsystems the instance runs, by
 	// name (GET /admin/feature-flags).
 	Features map[string]bool
+	// SyncStatus reports live ingestion and the batch writer for
+	// GET /admin/stats; nil leaves them out.
+	SyncStatus func() map[string]any
 }
 
 // Audit records an admin action by p in the event log.

@@ -80,6 +80,25 @@ type Writer struct {
 	mu       sync.Mutex
 	rejected map[string]int // rejections per collection since the last report
 	logged   map[string]time.Time
+	stats    Stats
+}
+
+// Stats are the writer's running totals.
+type Stats struct {
+	Queued       int       `json:"queued"`                  // submissions waiting
+	Committed    int64     `json:"committed"`               // changes committed since start
+	Rejected     int64     `json:"rejected"`                // changes refused by validation since start
+	Batches      int64     `json:"batches"`                 // transactions committed since start
+	LastCommitAt time.Time `json:"last_commit_at,omitzero"` // zero before the first
+}
+
+// Stats returns the running totals.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.stats
+	st.Queued = len(w.queue)
+	return st
 }
 
 // item is one submission: changes plus an optional cursor, and a channel
@@ -232,6 +251,7 @@ func (w *Writer) reject(source string, c Change, err error) {
 	w.opt.Metrics.Rejected(source, c.Collection)
 	w.mu.Lock()
 	w.rejected[c.Collection]++
+	w.stats.Rejected++
 	now := w.opt.Now()
 	last, seen := w.logged[c.Collection]
 	logIt := !seen || now.Sub(last) >= 10*time.Second
@@ -349,6 +369,11 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 			lag = w.opt.Now().Sub(oldest).Seconds()
 		}
 		w.opt.Metrics.Committed(len(b.Ops), lag)
+		w.mu.Lock()
+		w.stats.Committed += int64(len(b.Ops))
+		w.stats.Batches++
+		w.stats.LastCommitAt = w.opt.Now()
+		w.mu.Unlock()
 		for _, it := range items {
 			for _, c := range it.changes {
 				w.opt.Metrics.Indexed(it.source, c.Collection, 1)

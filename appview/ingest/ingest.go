@@ -5,6 +5,7 @@ package ingest
 
 import (
 	"context"
+	"time"
 
 	"github.com/lexview/lexview/appview/indexer"
 )
@@ -15,6 +16,18 @@ type Source interface {
 	// wanted returns the collections to follow; a value on changed means
 	// the set may have changed and should be re-read promptly.
 	Run(ctx context.Context, wanted func() []string, changed <-chan struct{}, sink Sink) error
+	// Status reports the stream's state for operators.
+	Status() Status
+}
+
+// Status is a snapshot of a Source's state.
+type Status struct {
+	Connected   bool      `json:"connected"`
+	Collections []string  `json:"collections"`
+	Cursor      int64     `json:"cursor"`                 // last stream position handed over
+	LastEventAt time.Time `json:"last_event_at,omitzero"` // arrival of the last event
+	Events      int64     `json:"events_received"`        // events read since start
+	Connections int64     `json:"connections_made"`       // since start
 }
 
 // Sink receives what a Source reads, in stream order.

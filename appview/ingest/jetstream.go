@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -41,6 +42,35 @@ type Jetstream struct {
 	Metrics        *metrics.Metrics
 	Logger         *slog.Logger
 	Now            func() time.Time
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status implements Source.
+func (j *Jetstream) Status() Status {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.status
+	st.Collections = slices.Clone(st.Collections)
+	return st
+}
+
+func (j *Jetstream) setConnected(up bool, collections []string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.status.Connected = up
+	if up {
+		j.status.Collections = collections
+		j.status.Connections++
+	}
+}
+
+func (j *Jetstream) noteEvent(position int64, at time.Time) {
+	j.mu.Lock()
+	j.status.Cursor, j.status.LastEventAt = position, at
+	j.status.Events++
+	j.mu.Unlock()
 }
 
 // event is a Jetstream message.
@@ -198,6 +228,7 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 	defer conn.CloseNow()
 	conn.SetReadLimit(j.MaxMessageSize)
 	j.Metrics.StreamConnected(true, reconnect)
+	j.setConnected(true, collections)
 	detail := map[string]any{"collections": collections, "cursor": *position}
 	sink.StateChanged(ctx, true, detail)
 	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", *position)
@@ -223,6 +254,7 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 		conn.Close(websocket.StatusNormalClosure, "resubscribing")
 	}
 	j.Metrics.StreamConnected(false, false)
+	j.setConnected(false, nil)
 	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"cursor": *position, "reason": errString(err)})
 	return err
 }
@@ -275,5 +307,6 @@ func (j *Jetstream) read(ctx context.Context, conn *websocket.Conn, collections 
 		if ev.TimeUS > *position {
 			*position = ev.TimeUS
 		}
+		j.noteEvent(*position, received)
 	}
 }

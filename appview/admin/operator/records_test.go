@@ -68,7 +68,17 @@ func TestStatsAndCollections(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env, su := start(t, open)
 		empty := su.Do(t, "GET", "/admin/stats", nil)
-		if empty.Status != 200 || string(empty.Raw) != `{"total_records":0,"lexicons":0,"record_collections":0,"collections":[]}` {
+		var st struct {
+			TotalRecords      *int64         `json:"total_records"`
+			Lexicons          *int           `json:"lexicons"`
+			RecordCollections *int           `json:"record_collections"`
+			Collections       []any          `json:"collections"`
+			Ingest            map[string]any `json:"ingest"`
+			Writer            map[string]any `json:"writer"`
+		}
+		empty.JSON(t, &st)
+		if empty.Status != 200 || st.TotalRecords == nil || *st.TotalRecords != 0 || *st.Lexicons != 0 || *st.RecordCollections != 0 ||
+			st.Collections == nil || len(st.Collections) != 0 || st.Ingest["enabled"] != false || st.Writer["committed"] != float64(0) {
 			t.Fatalf("empty stats: %d %s", empty.Status, empty.Raw)
 		}
 		if r := su.Do(t, "GET", "/admin/records/collections", nil); r.Status != 200 || string(r.Raw) != `[]` {

@@ -20,7 +20,9 @@ type collectionCount struct {
 //	  "total_records": 1234,          // records in every collection
 //	  "lexicons": 7,                  // lexicons loaded
 //	  "record_collections": 3,        // collections with a record-type lexicon
-//	  "collections": [{"collection": "app.example.post", "count": 1200}, ...]
+//	  "collections": [{"collection": "app.example.post", "count": 1200}, ...],
+//	  "ingest": {"connected": true, "cursor": ..., "last_event_at": ..., ...},
+//	  "writer": {"queued": 0, "committed": ..., "rejected": ..., ...}
 //	}
 //
 // collections lists every collection holding records, largest first.
@@ -55,7 +57,16 @@ func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admin.Princip
 	}
 	snap := h.Lexicons.Snapshot()
 	out.Lexicons, out.RecordCollections = snap.Len(), len(snap.RecordCollections())
-	respond.JSON(w, http.StatusOK, out)
+	if h.SyncStatus == nil {
+		respond.JSON(w, http.StatusOK, out)
+		return
+	}
+	body := map[string]any{
+		"total_records": out.TotalRecords, "lexicons": out.Lexicons,
+		"record_collections": out.RecordCollections, "collections": out.Collections,
+	}
+	maps.Copy(body, h.SyncStatus())
+	respond.JSON(w, http.StatusOK, body)
 }
 
 // collections answers GET /admin/records/collections: [{collection, count}],
