@@ -3,6 +3,7 @@ module github.com/lexview/lexview
 go 1.26.8
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
 )

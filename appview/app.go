@@ -19,6 +19,7 @@ import (
 
 	"github.com/lexview/lexview/appview/admin"
 	"github.com/lexview/lexview/appview/admin/apiclients"
+	"github.com/lexview/lexview/appview/admin/backfill"
 	"github.com/lexview/lexview/appview/admin/events"
 	"github.com/lexview/lexview/appview/admin/lexicons"
 	"github.com/lexview/lexview/appview/admin/operator"
@@ -32,7 +33,9 @@ import (
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
 	"github.com/lexview/lexview/appview/xrpc"
+	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/postgres"
 	"github.com/lexview/lexview/storage/sqlite"
@@ -54,8 +57,10 @@ type App struct {
 	admin         *admin.Mux
 	metrics       *metrics.Metrics
 	writer        *indexer.Writer
+	backfill      *backfilljobs.Manager // backfill jobs; its worker runs from Start
 	validation    *validationToggles
 	source        ingest.Source // nil when live ingestion is off
+	sealer        *oauth.Sealer // seals secrets at rest
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -96,6 +101,11 @@ func New(cfg Config) (*App, error) {
 	if err := a.store.Migrate(ctx); err != nil {
 		return fail(fmt.Errorf("migrate: %w", err))
 	}
+	sealer, err := a.newSealer()
+	if err != nil {
+		return fail(err)
+	}
+	a.sealer = sealer
 	a.sessionSecret = []byte(cfg.SessionSecret)
 	if len(a.sessionSecret) == 0 {
 		a.sessionSecret = make([]byte, 32)
@@ -114,6 +124,11 @@ func New(cfg Config) (*App, error) {
 		a.metrics = metrics.New()
 	}
 	a.writer = a.newWriter()
+	// Backfill: the job manager writes through the one batch writer.
+	a.backfill = backfilljobs.New(backfilljobs.Config{
+		Store: a.store, Writer: a.writer, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
+		RelayURL: cfg.RelayURL, Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
+	})
 	a.source = cfg.EventSource
 	if a.source == nil && cfg.JetstreamURL != "off" {
 		a.source = &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Metrics: a.metrics, Logger: a.log, Now: cfg.Now}
@@ -142,7 +157,7 @@ func OpenStore(ctx context.Context, databaseURL string) (storage.Store, error) {
 	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
 		return postgres.Open(ctx, databaseURL, postgres.Options{})
 	}
-	return nil, fmt.Errorf("unsupported DATABASE_URL %q: use sqlite://PATH or postgres://...", databaseURL)
+	return nil, fmt.Errorf("unsupported DATABASE_URL %q: use sqlite://PATH or a postgres:// URL", databaseURL)
 }
 
 func (a *App) routes() http.Handler {
@@ -173,11 +188,11 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	m := admin.NewMux(auth, a.log)
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
-		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus,
+		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
 			"metrics":          a.cfg.MetricsAddr != "",
-			"token_encryption": a.cfg.TokenEncryptionKey != "",
+			"token_encryption": a.sealer != nil,
 		},
 	}
 	for _, mount := range []func(*admin.Mux, admin.Deps){
@@ -186,6 +201,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 		operator.Mount,
 		apiclients.Mount,
 		users.Mount,
+		backfill.Mount,
 	} {
 		mount(m, deps)
 	}
@@ -233,6 +249,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.started = true
 	a.bg, a.cancel = context.WithCancel(ctx)
 	a.startSync()
+	a.goWorker(a.backfill.Run) // backfill worker: one job at a time
 	if days := a.cfg.EventLogRetentionDays; days > 0 {
 		a.goWorker(func(ctx context.Context) {
 			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
@@ -23,7 +24,7 @@ func TestNewOpensDatabaseURL(t *testing.T) {
 	}
 	for name, mk := range urls {
 		t.Run(name, func(t *testing.T) {
-			app, err := appview.New(appview.Config{DatabaseURL: mk(t), Logger: quiet})
+			app, err := appview.New(appview.Config{DatabaseURL: mk(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey})
 			if err != nil {
 				t.Fatal(err)
 			}

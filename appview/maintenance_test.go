@@ -131,7 +131,7 @@ func TestVacuumSettingIgnoredOnPostgres(t *testing.T) {
 	if err := s.PutSetting(ctx, "database.vacuum_scheduled", "true"); err != nil {
 		t.Fatal(err)
 	}
-	app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off"})
+	app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestEventLogPurgeWorker(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off", Now: fixedNow,
+				app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey, Now: fixedNow,
 					EventLogRetentionDays: tc.days})
 				if err != nil {
 					t.Fatal(err)

@@ -106,6 +106,11 @@ func (a *App) startSync() {
 // syncStatus reports live ingestion and the writer for GET /admin/stats.
 func (a *App) syncStatus() map[string]any {
 	out := map[string]any{"writer": a.writer.Stats()}
+	if a.backfill != nil {
+		if sum, err := a.backfill.Summary(context.Background()); err == nil {
+			out["backfill"] = sum
+		}
+	}
 	if a.source != nil {
 		out["ingest"] = a.source.Status()
 	} else {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -61,6 +62,7 @@ func newEnv(t *testing.T, store storage.Store, cfg appview.Config) *testEnv {
 	if cfg.PLCURL == "" {
 		cfg.PLCURL = plcStandIn(t, "https://pds.example.com").URL
 	}
+	cfg.TokenEncryptionKey = testenv.TokenKey
 	app, err := appview.New(cfg)
 	if err != nil {
 		t.Fatalf("appview.New: %v", err)

@@ -25,6 +25,8 @@ type Store interface {
 	EventStore
 	SettingsStore
 	OperatorStore
+	BackfillStore
+	OAuthStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

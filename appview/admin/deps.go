@@ -3,11 +3,14 @@ package admin
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -29,6 +32,18 @@ type Deps struct {
 	// SyncStatus reports live ingestion and the batch writer for
 	// GET /admin/stats; nil leaves them out.
 	SyncStatus func() map[string]any
+	// Backfill creates and steers backfill jobs; nil when the instance
+	// runs none (the backfill endpoints then answer 503, and uploading a
+	// record lexicon creates no job).
+	Backfill *backfill.Manager
+	// Sealer seals secrets at rest (client authentication keys).
+	Sealer *oauth.Sealer
+	// PublicURL is the instance's public base URL (PUBLIC_URL), from which
+	// published URLs such as a client's jwks_uri are built.
+	PublicURL string
+	// HTTPClient makes outbound calls (fetching client metadata
+	// documents); nil means a default client.
+	HTTPClient *http.Client
 }
 
 // Audit records an admin action by p in the event log.

@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -29,6 +30,7 @@ func startApp(t *testing.T, store storage.Store, cfg appview.Config) *appview.Ap
 	t.Helper()
 	cfg.Store = store
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.TokenEncryptionKey = testenv.TokenKey
 	app, err := appview.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func TestAdminBootstrap(t *testing.T) {
 			}
 
 			// Both keys work on the admin API and carry every permission.
-			app, err := appview.New(appview.Config{Store: store, JetstreamURL: "off",
+			app, err := appview.New(appview.Config{Store: store, JetstreamURL: "off", TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				t.Fatal(err)

@@ -84,7 +84,7 @@ func crashRun(t *testing.T, bin, dbURL string) {
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve")
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "JETSTREAM_URL="+js.URL, "PORT=0", "LOG_LEVEL=error",
-			"PLC_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+			"PLC_URL=http://127.0.0.1:1", "RELAY_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 		cmd.Dir = t.TempDir()
 		if path := os.Getenv("LEXVIEW_CRASH_LOG"); path != "" {
 			f, _ := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)

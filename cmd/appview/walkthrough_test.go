@@ -42,7 +42,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 func walkthrough(t *testing.T, bin, dbURL string) {
 	dir := t.TempDir()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "JETSTREAM_URL=off", "PORT=0", "LOG_FORMAT=json",
-		"PLC_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+		"PLC_URL=http://127.0.0.1:1", "RELAY_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Env, cmd.Dir = env, dir

@@ -14,6 +14,14 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
+func TestBackfillSuite(t *testing.T) {
+	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+}
+
+func TestOAuthSuite(t *testing.T) {
+	storagetest.RunOAuth(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+}
+
 func TestAccessSuite(t *testing.T) {
 	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }

@@ -16,6 +16,14 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
+func TestBackfillSuite(t *testing.T) {
+	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+}
+
+func TestOAuthSuite(t *testing.T) {
+	storagetest.RunOAuth(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+}
+
 func TestAccessSuite(t *testing.T) {
 	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }

@@ -108,6 +108,13 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admin.Princi
 	h.Audit(r.Context(), p, event, l.ID, map[string]any{
 		"revision": l.Revision, "lexicon_type": l.Kind, "backfill": l.Backfill, "target_collection": optional(l.TargetCollection),
 	})
+	if l.Kind == lexicon.KindRecord && l.Backfill && h.Backfill != nil {
+		// The lexicon is stored either way; a job that cannot be created
+		// is logged, and an operator can start one with POST /admin/backfill.
+		if err := h.Backfill.CreateForCollection(r.Context(), l.ID, p.DID()); err != nil {
+			h.Log.ErrorContext(r.Context(), "creating the backfill job of a new record lexicon failed", "collection", l.ID, "err", err)
+		}
+	}
 	respond.JSON(w, status, map[string]any{"id": l.ID, "revision": l.Revision})
 }
 

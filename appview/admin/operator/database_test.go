@@ -123,7 +123,7 @@ func TestFeatureFlags(t *testing.T) {
 		}
 		r.JSON(t, &body)
 		sqlite := env.Store.Dialect() == "sqlite"
-		want := map[string]bool{"jetstream": false, "metrics": false, "token_encryption": false, "sqlite_vacuum": sqlite}
+		want := map[string]bool{"jetstream": false, "metrics": false, "token_encryption": true, "sqlite_vacuum": sqlite}
 		for name, v := range want {
 			if got, ok := body.Flags[name]; !ok || got != v {
 				t.Errorf("flag %s = %v (present %v), want %v: %s", name, got, ok, v, r.Raw)

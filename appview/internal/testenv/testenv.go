@@ -28,6 +28,10 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
+// TokenKey is the TOKEN_ENCRYPTION_KEY of test instances (PostgreSQL
+// requires one).
+const TokenKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
 // PLC is a stand-in PLC directory: GET /{did} answers the DID document.
 type PLC struct {
 	URL string
@@ -166,6 +170,12 @@ func New(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	}
 	if cfg.JetstreamURL == "" {
 		cfg.JetstreamURL = "off"
+	}
+	if cfg.TokenEncryptionKey == "" {
+		cfg.TokenEncryptionKey = TokenKey
+	}
+	if cfg.RelayURL == "" {
+		cfg.RelayURL = "http://127.0.0.1:1" // never the real network
 	}
 	app, err := appview.New(cfg)
 	if err != nil {

@@ -1,0 +1,371 @@
+// Package backfilltest holds stand-ins for the network peers a backfill
+// talks to, for tests and benchmarks: a PDS (getLatestCommit, listRecords,
+// listRepos) and a relay (listReposByCollection). They run on 127.0.0.1,
+// speak the real XRPC wire format, and count the requests they get.
+package backfilltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// CID is the record CID the stand-ins answer with.
+const CID = "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm"
+
+func xrpcError(w http.ResponseWriter, status int, name, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": name, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+type record struct {
+	RKey  string
+	Value map[string]any
+}
+
+// PDS serves com.atproto.sync.getLatestCommit, com.atproto.repo.listRecords
+// (paged by record key) and com.atproto.sync.listRepos; any other method
+// answers 501 MethodNotImplemented, as the reference PDS does for
+// listReposByCollection. Configure it before requests arrive or through its
+// methods; all are safe for concurrent use.
+type PDS struct {
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	repos     map[string]map[string][]record // did → collection → records, by rkey
+	inactive  map[string]bool
+	revs      map[string]string
+	delay     time.Duration   // before every answer
+	limitOnce bool            // answer the first listRecords with 429 Retry-After: 1
+	failing   map[string]bool // DIDs whose listRecords answer 500
+	filler    string          // appended to every record's text
+
+	pages      map[string][]byte // rendered listRecords answers
+	firstPages map[string]int    // listRecords without a cursor, per "DID collection"
+	listCalls  int
+	limited    int
+}
+
+// NewPDS starts a PDS stand-in for the rest of the test.
+func NewPDS(t testing.TB) *PDS {
+	p := &PDS{
+		repos: map[string]map[string][]record{}, inactive: map[string]bool{}, revs: map[string]string{},
+		failing: map[string]bool{}, firstPages: map[string]int{}, pages: map[string][]byte{},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /xrpc/com.atproto.sync.getLatestCommit", p.latestCommit)
+	mux.HandleFunc("GET /xrpc/com.atproto.repo.listRecords", p.listRecords)
+	mux.HandleFunc("GET /xrpc/com.atproto.sync.listRepos", p.listRepos)
+	mux.HandleFunc("/xrpc/", func(w http.ResponseWriter, r *http.Request) {
+		xrpcError(w, http.StatusNotImplemented, "MethodNotImplemented", "Method Not Implemented")
+	})
+	p.srv = httptest.NewServer(mux)
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// URL is the PDS's base URL (its service endpoint).
+func (p *PDS) URL() string { return p.srv.URL }
+
+// AddRepo appends n records to did's collection (record keys 3k00000000000,
+// 3k00000000001, ...; text "record I of DID") and sets the repository's rev.
+func (p *PDS) AddRepo(did, collection string, n int, rev string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.repos[did] == nil {
+		p.repos[did] = map[string][]record{}
+	}
+	recs := p.repos[did][collection]
+	for i := range n {
+		recs = append(recs, record{RKey: fmt.Sprintf("3k%011d", len(recs)), Value: map[string]any{
+			"$type": collection, "text": fmt.Sprintf("record %d of %s", i, did) + p.filler,
+		}})
+	}
+	p.repos[did][collection] = recs
+	p.revs[did] = rev
+	clear(p.pages)
+}
+
+// SetInactive lists did in listRepos as deactivated (active false).
+func (p *PDS) SetInactive(did string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inactive[did] = true
+}
+
+// SetFailing makes listRecords of did answer 500.
+func (p *PDS) SetFailing(did string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failing[did] = true
+}
+
+// SetDelay makes every answer wait d.
+func (p *PDS) SetDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
+}
+
+// LimitOnce makes the next listRecords answer 429 with Retry-After: 1
+// (once only).
+func (p *PDS) LimitOnce() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limitOnce = true
+}
+
+// SetFiller appends text to the records AddRepo makes from now on.
+func (p *PDS) SetFiller(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.filler = text
+}
+
+// FirstPages counts listRecords requests without a cursor for did's
+// collection: how often its listing was started.
+func (p *PDS) FirstPages(did, collection string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstPages[did+" "+collection]
+}
+
+// ListCalls counts every listRecords request.
+func (p *PDS) ListCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.listCalls
+}
+
+// Limited counts the 429 answers given.
+func (p *PDS) Limited() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limited
+}
+
+func (p *PDS) wait() {
+	p.mu.Lock()
+	d := p.delay
+	p.mu.Unlock()
+	time.Sleep(d)
+}
+
+func (p *PDS) latestCommit(w http.ResponseWriter, r *http.Request) {
+	p.wait()
+	did := r.URL.Query().Get("did")
+	p.mu.Lock()
+	rev, ok := p.revs[did]
+	p.mu.Unlock()
+	if !ok {
+		xrpcError(w, http.StatusBadRequest, "RepoNotFound", "Could not find repo for DID: "+did)
+		return
+	}
+	writeJSON(w, map[string]string{"cid": CID, "rev": rev})
+}
+
+func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
+	p.wait()
+	q := r.URL.Query()
+	did, collection, cursor := q.Get("repo"), q.Get("collection"), q.Get("cursor")
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit < 1 || limit > 100 {
+		limit = 50
+	}
+	p.mu.Lock()
+	p.listCalls++
+	if cursor == "" {
+		p.firstPages[did+" "+collection]++
+	}
+	if p.limitOnce && p.limited == 0 {
+		p.limited++
+		p.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		xrpcError(w, http.StatusTooManyRequests, "RateLimitExceeded", "Rate Limit Exceeded")
+		return
+	}
+	failing := p.failing[did]
+	repo, ok := p.repos[did]
+	key := fmt.Sprint(did, " ", collection, " ", cursor, " ", limit)
+	cached, hit := p.pages[key]
+	recs := slices.Clone(repo[collection])
+	p.mu.Unlock()
+	switch {
+	case failing:
+		xrpcError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
+		return
+	case !ok:
+		xrpcError(w, http.StatusBadRequest, "InvalidRequest", "Could not find repo: "+did)
+		return
+	}
+	if hit {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(cached)
+		return
+	}
+	type out struct {
+		URI   string         `json:"uri"`
+		CID   string         `json:"cid"`
+		Value map[string]any `json:"value"`
+	}
+	page := []out{}
+	next := ""
+	for _, rec := range recs {
+		if cursor != "" && rec.RKey <= cursor {
+			continue
+		}
+		if len(page) == limit {
+			next = page[len(page)-1].URI[strings.LastIndexByte(page[len(page)-1].URI, '/')+1:]
+			break
+		}
+		page = append(page, out{URI: "at://" + did + "/" + collection + "/" + rec.RKey, CID: CID, Value: rec.Value})
+	}
+	body := map[string]any{"records": page}
+	if next != "" {
+		body["cursor"] = next
+	}
+	raw, _ := json.Marshal(body)
+	p.mu.Lock()
+	p.pages[key] = raw // pages are rendered once: the stand-in's cost stays out of benchmarks
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(raw)
+}
+
+func (p *PDS) listRepos(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	var dids []string
+	for did := range p.repos {
+		dids = append(dids, did)
+	}
+	for did := range p.inactive {
+		if p.repos[did] == nil {
+			dids = append(dids, did)
+		}
+	}
+	inactive := p.inactive
+	p.mu.Unlock()
+	slices.Sort(dids)
+	page, next := pageOf(dids, r)
+	type repo struct {
+		DID    string `json:"did"`
+		Head   string `json:"head"`
+		Rev    string `json:"rev"`
+		Active bool   `json:"active"`
+		Status string `json:"status,omitempty"`
+	}
+	out := []repo{}
+	for _, did := range page {
+		rp := repo{DID: did, Head: CID, Rev: "3kaaaaaaaaaa2", Active: !inactive[did]}
+		if inactive[did] {
+			rp.Status = "deactivated"
+		}
+		out = append(out, rp)
+	}
+	body := map[string]any{"repos": out}
+	if next != "" {
+		body["cursor"] = next
+	}
+	writeJSON(w, body)
+}
+
+// pageOf pages sorted keys with the request's cursor (the last key of the
+// previous page) and limit.
+func pageOf(keys []string, r *http.Request) ([]string, string) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	if limit < 1 {
+		limit = 500
+	}
+	cursor := r.URL.Query().Get("cursor")
+	var page []string
+	for _, k := range keys {
+		if cursor != "" && k <= cursor {
+			continue
+		}
+		page = append(page, k)
+	}
+	if len(page) > limit {
+		return page[:limit], page[limit-1]
+	}
+	return page, ""
+}
+
+// Relay serves com.atproto.sync.listReposByCollection from an index.
+type Relay struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	index   map[string][]string // collection → DIDs
+	fail    bool                // answer 502 to everything
+	calls   int
+	cursors []string // cursors received, in order
+}
+
+// NewRelay starts a relay stand-in for the rest of the test.
+func NewRelay(t testing.TB) *Relay {
+	rl := &Relay{index: map[string][]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /xrpc/com.atproto.sync.listReposByCollection", func(w http.ResponseWriter, r *http.Request) {
+		rl.mu.Lock()
+		rl.calls++
+		rl.cursors = append(rl.cursors, r.URL.Query().Get("cursor"))
+		fail := rl.fail
+		dids := slices.Clone(rl.index[r.URL.Query().Get("collection")])
+		rl.mu.Unlock()
+		if fail {
+			xrpcError(w, http.StatusBadGateway, "UpstreamFailure", "relay down")
+			return
+		}
+		slices.Sort(dids)
+		page, next := pageOf(dids, r)
+		repos := []map[string]string{}
+		for _, did := range page {
+			repos = append(repos, map[string]string{"did": did})
+		}
+		body := map[string]any{"repos": repos}
+		if next != "" {
+			body["cursor"] = next
+		}
+		writeJSON(w, body)
+	})
+	rl.srv = httptest.NewServer(mux)
+	t.Cleanup(rl.srv.Close)
+	return rl
+}
+
+// URL is the relay's base URL.
+func (rl *Relay) URL() string { return rl.srv.URL }
+
+// Add indexes dids under collection.
+func (rl *Relay) Add(collection string, dids ...string) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.index[collection] = append(rl.index[collection], dids...)
+}
+
+// SetFailing makes every answer a 502.
+func (rl *Relay) SetFailing() {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.fail = true
+}
+
+// Calls reports the requests made and the cursor each carried.
+func (rl *Relay) Calls() (int, []string) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.calls, slices.Clone(rl.cursors)
+}

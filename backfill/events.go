@@ -1,0 +1,174 @@
+package backfill
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Event types of a job's progress stream.
+const (
+	EventRepoDiscovered  = "repo_discovered"
+	EventRepoResolved    = "repo_resolved"
+	EventRepoFetched     = "repo_fetched"
+	EventJobCounters     = "job_counters"
+	EventJobStageChanged = "job_stage_changed"
+	EventJobCompleted    = "job_completed"
+)
+
+// Event is one message of a job's progress stream. It encodes as a JSON
+// object whose fields depend on Type (every object has `type` and
+// `job_id`):
+//
+//	repo_discovered    did
+//	repo_resolved      did, pds_endpoint
+//	repo_fetched       did, pds_endpoint, records (number fetched), status ("fetched" or "failed"), error (string or null)
+//	job_counters       status, stage, total_repos, resolved_repos, processed_repos, total_records (integers or null)
+//	job_stage_changed  stage
+//	job_completed      status ("completed", "failed" or "cancelled"), stage, error (string or null),
+//	                   total_repos, resolved_repos, processed_repos, total_records
+type Event struct {
+	Type        string
+	JobID       string
+	DID         string
+	PDSEndpoint string
+	Records     int64
+	Status      string
+	Stage       string
+	Error       string
+	// Job carries the counters of job_counters and job_completed.
+	Job *storage.BackfillJob
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON encodes the event's payload.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"type": e.Type, "job_id": e.JobID}
+	switch e.Type {
+	case EventRepoDiscovered:
+		m["did"] = e.DID
+	case EventRepoResolved:
+		m["did"], m["pds_endpoint"] = e.DID, e.PDSEndpoint
+	case EventRepoFetched:
+		m["did"], m["pds_endpoint"], m["records"] = e.DID, e.PDSEndpoint, e.Records
+		m["status"], m["error"] = e.Status, nullable(e.Error)
+	case EventJobStageChanged:
+		m["stage"] = e.Stage
+	case EventJobCounters, EventJobCompleted:
+		m["status"], m["stage"] = e.Status, e.Stage
+		if e.Type == EventJobCompleted {
+			m["error"] = nullable(e.Error)
+		}
+		var j storage.BackfillJob
+		if e.Job != nil {
+			j = *e.Job
+		}
+		m["total_repos"], m["resolved_repos"] = j.TotalRepos, j.ResolvedRepos
+		m["processed_repos"], m["total_records"] = j.ProcessedRepos, j.TotalRecords
+	}
+	return json.Marshal(m)
+}
+
+// CountersEvent is the job_counters event describing j; the first message
+// of every stream is one.
+func CountersEvent(j storage.BackfillJob) Event {
+	return Event{Type: EventJobCounters, JobID: j.ID, Status: j.Status, Stage: j.Stage, Job: &j}
+}
+
+// CompletedEvent is the job_completed event of a finished job.
+func CompletedEvent(j storage.BackfillJob) Event {
+	return Event{Type: EventJobCompleted, JobID: j.ID, Status: j.Status, Stage: j.Stage, Error: j.Error, Job: &j}
+}
+
+// subscriptionBuffer bounds the events waiting for one subscriber; a
+// subscriber that falls further behind misses events (job_counters
+// snapshots make up for them) but never job_completed.
+const subscriptionBuffer = 1024
+
+// broker fans events out to the subscribers of each job.
+type broker struct {
+	mu   sync.Mutex
+	subs map[string]map[*Subscription]struct{}
+}
+
+func newBroker() *broker { return &broker{subs: map[string]map[*Subscription]struct{}{}} }
+
+// Subscription receives the events of one job. Read Events until Done is
+// closed, then Final holds the job_completed event.
+type Subscription struct {
+	b      *broker
+	job    string
+	events chan Event
+	done   chan struct{}
+	final  Event
+	once   sync.Once
+}
+
+// Events delivers the job's events in order (some may be dropped for a
+// slow reader).
+func (s *Subscription) Events() <-chan Event { return s.events }
+
+// Done is closed once the job completes.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Final is the job_completed event; valid after Done is closed.
+func (s *Subscription) Final() Event {
+	<-s.done
+	return s.final
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if subs := s.b.subs[s.job]; subs != nil {
+		delete(subs, s)
+		if len(subs) == 0 {
+			delete(s.b.subs, s.job)
+		}
+	}
+}
+
+func (b *broker) subscribe(jobID string) *Subscription {
+	s := &Subscription{b: b, job: jobID, events: make(chan Event, subscriptionBuffer), done: make(chan struct{})}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs[jobID] == nil {
+		b.subs[jobID] = map[*Subscription]struct{}{}
+	}
+	b.subs[jobID][s] = struct{}{}
+	return s
+}
+
+// publish delivers ev to the job's subscribers without blocking.
+func (b *broker) publish(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[ev.JobID] {
+		select {
+		case s.events <- ev:
+		default: // the subscriber is behind: drop
+		}
+	}
+}
+
+// complete hands every subscriber of the job its job_completed event and
+// ends their subscriptions.
+func (b *broker) complete(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[ev.JobID] {
+		s.once.Do(func() {
+			s.final = ev
+			close(s.done)
+		})
+	}
+	delete(b.subs, ev.JobID)
+}

@@ -1,0 +1,189 @@
+package backfill_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+const (
+	postNSID = "app.test.post"
+	likeNSID = "app.test.like"
+)
+
+func recordLexicon(id string) string {
+	return fmt.Sprintf(`{"lexicon":1,"id":%q,"defs":{"main":{"type":"record","key":"tid","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}}}`, id)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// harness runs a writer and a Manager on a store, as an App would.
+type harness struct {
+	t        testing.TB
+	store    storage.Store
+	lexicons *lexicon.Registry
+	plc      *plc
+	relayURL string
+	tune     func(*backfill.Config)
+	// writerDelay is the batch writer's MaxDelay; 0 is its default (50ms).
+	writerDelay time.Duration
+
+	mgr    *backfill.Manager
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newHarness(t testing.TB, store storage.Store, p *plc, relayURL string) *harness {
+	t.Helper()
+	reg := lexicon.NewRegistry(store)
+	if err := reg.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{postNSID, likeNSID} {
+		if _, _, err := reg.Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &harness{t: t, store: store, lexicons: reg, plc: p, relayURL: relayURL, writerDelay: 5 * time.Millisecond}
+}
+
+// start builds a fresh writer and Manager and runs them.
+func (h *harness) start() *backfill.Manager {
+	h.t.Helper()
+	w := indexer.New(h.store, h.lexicons, indexer.Options{MaxDelay: h.writerDelay, Logger: quiet})
+	cfg := backfill.Config{
+		Store: h.store, Writer: w, Lexicons: h.lexicons, Directory: h.plc.directory(), RelayURL: h.relayURL,
+		Events: eventlog.New(h.store, time.Now, quiet), Logger: quiet,
+		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,
+		RetryBackoff: 10 * time.Millisecond, MaxRateLimitWait: 2 * time.Second, PollInterval: 20 * time.Millisecond,
+	}
+	if h.tune != nil {
+		h.tune(&cfg)
+	}
+	h.mgr = backfill.New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.wg.Add(2)
+	go func() { defer h.wg.Done(); w.Run(ctx) }()
+	go func() { defer h.wg.Done(); h.mgr.Run(ctx) }()
+	h.t.Cleanup(h.stop)
+	return h.mgr
+}
+
+// stop shuts the writer and Manager down, as App.Shutdown does.
+func (h *harness) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		h.wg.Wait()
+		h.cancel = nil
+	}
+}
+
+func (h *harness) setting(key, value string) {
+	h.t.Helper()
+	if err := h.store.PutSetting(context.Background(), key, value); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// job reads a job.
+func (h *harness) job(id string) storage.BackfillJob {
+	h.t.Helper()
+	j, err := h.store.GetBackfillJob(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return j
+}
+
+// waitJob polls the job until cond holds (10s at most).
+func (h *harness) waitJob(id, what string, cond func(storage.BackfillJob) bool) storage.BackfillJob {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j := h.job(id)
+		if cond(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; job: %s", what, describe(j))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) waitStatus(id, status string) storage.BackfillJob {
+	h.t.Helper()
+	return h.waitJob(id, "status "+status, func(j storage.BackfillJob) bool { return j.Status == status })
+}
+
+func (h *harness) repos(id string) map[string]storage.BackfillRepo {
+	h.t.Helper()
+	rows, err := h.store.ListBackfillRepos(context.Background(), id, storage.BackfillRepoFilter{Limit: 1000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]storage.BackfillRepo{}
+	for _, r := range rows {
+		out[r.DID] = r
+	}
+	return out
+}
+
+func (h *harness) count(collection string) int64 {
+	h.t.Helper()
+	n, err := h.store.CountRecords(context.Background(), collection)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+// audit waits for event-log entries of a type (the worker records them
+// just after finishing a job).
+func (h *harness) audit(eventType string) []storage.Event {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		events, _, err := h.store.ListEvents(context.Background(), storage.EventFilter{Type: eventType, Limit: 10})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(events) > 0 {
+			return events
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no %s event recorded", eventType)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func num(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// counters formats total/resolved/processed/records.
+func counters(j storage.BackfillJob) string {
+	return fmt.Sprintf("%d/%d/%d/%d", num(j.TotalRepos), num(j.ResolvedRepos), num(j.ProcessedRepos), num(j.TotalRecords))
+}
+
+func describe(j storage.BackfillJob) string {
+	return fmt.Sprintf("status=%s stage=%s counters=%s error=%q", j.Status, j.Stage, counters(j), j.Error)
+}
+
+func did(i int) string { return fmt.Sprintf("did:plc:acct%04d", i) }

@@ -1,0 +1,371 @@
+// Package backfill runs backfill jobs: it discovers repositories (through
+// the relay, or from a list of accounts), resolves each to its PDS, fetches
+// the records of the wanted collections with com.atproto.repo.listRecords,
+// and writes them through the batch writer (appview/indexer).
+//
+// Jobs follow the specification's state machine. Statuses: running,
+// pausing, paused, cancelling, cancelled, completed, failed. Stages:
+// pending → discovering_repos → resolving_and_fetching → completed, failed
+// or cancelled. Pause and cancel take effect at the worker's next
+// checkpoint (between discovery pages, before each repository, and between
+// record pages). One job is processed at a time, oldest first; the others
+// wait in their current stage. Progress (per-repository rows, counters and
+// the discovery cursor) is stored as it happens, so a paused job resumes
+// where it stopped and, after a restart, running jobs resume, pausing jobs
+// become paused and cancelling jobs become cancelled.
+//
+// Instance settings read at the start of each job run (values outside the
+// bounds are clamped):
+//
+//	backfill.concurrency           repositories fetched at once, 1 to 64, default 8
+//	backfill.per_host_concurrency  repositories fetched at once from one PDS host, 1 to 16, default 4
+package backfill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bluesky-social/indigo/atproto/identity"
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/appview/metrics"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// Store is the persistence the manager needs.
+type Store interface {
+	storage.BackfillStore
+	GetSetting(ctx context.Context, key string) (string, error)
+}
+
+// Writer commits record changes and waits for the commit
+// (*indexer.Writer).
+type Writer interface {
+	Write(ctx context.Context, source string, changes []indexer.Change) (indexer.Result, error)
+}
+
+// Snapshotter hands out the current lexicon snapshot (*lexicon.Registry).
+type Snapshotter interface {
+	Snapshot() *lexicon.Snapshot
+}
+
+// Config is what a Manager works with. Store, Writer, Lexicons and
+// Directory are required; tuning fields left at zero take defaults.
+type Config struct {
+	Store      Store
+	Writer     Writer
+	Lexicons   Snapshotter
+	Directory  identity.Directory
+	HTTPClient *http.Client // default http.DefaultClient
+	RelayURL   string
+	Events     *eventlog.Log    // audit trail; nil records nothing
+	Metrics    *metrics.Metrics // nil records nothing
+	Logger     *slog.Logger
+	Now        func() time.Time
+
+	PageSize          int           // listRecords page size; default 100
+	DiscoveryPageSize int           // relay page size; default 1000
+	RequestTimeout    time.Duration // per outbound request; default 30s
+	Retries           int           // retries of network errors and 5xx; default 3
+	RetryBackoff      time.Duration // first retry delay, doubling; default 500ms
+	MaxRateLimitWait  time.Duration // longest 429 wait honoured; default 60s
+	PollInterval      time.Duration // job status and counters refresh; default 1s
+}
+
+// Source is the indexer source name of backfilled records.
+const Source = "backfill"
+
+// Settings keys and their bounds.
+const (
+	SettingConcurrency        = "backfill.concurrency"
+	SettingPerHostConcurrency = "backfill.per_host_concurrency"
+	DefaultConcurrency        = 8
+	MaxConcurrency            = 64
+	DefaultPerHostConcurrency = 4
+	MaxPerHostConcurrency     = 16
+)
+
+// ErrWrongState is matched (errors.Is) by the *StateError returned when a
+// job's status does not allow the requested change.
+var ErrWrongState = errors.New("wrong job state")
+
+// StateError reports a job whose status does not allow an action.
+type StateError struct {
+	Status string // the job's status
+	Want   string // the status the action needs
+}
+
+func (e *StateError) Error() string { return fmt.Sprintf("job is %s, not %s", e.Status, e.Want) }
+
+// Is makes errors.Is(err, ErrWrongState) true.
+func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// Manager creates and steers backfill jobs and runs the one worker that
+// processes them.
+type Manager struct {
+	cfg    Config
+	http   *fetcher
+	broker *broker
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	current *active // the job being processed, if any
+}
+
+// active is the job the worker is processing.
+type active struct {
+	id   string
+	stop chan struct{}
+	once sync.Once
+}
+
+func (a *active) signal()       { a.once.Do(func() { close(a.stop) }) }
+func (a *active) stopped() bool { return isClosed(a.stop) }
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// New returns a Manager; call Run to process jobs.
+func New(cfg Config) *Manager {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&cfg.PageSize, 100)
+	def(&cfg.DiscoveryPageSize, 1000)
+	defDur(&cfg.RequestTimeout, 30*time.Second)
+	def(&cfg.Retries, 3)
+	defDur(&cfg.RetryBackoff, 500*time.Millisecond)
+	defDur(&cfg.MaxRateLimitWait, 60*time.Second)
+	defDur(&cfg.PollInterval, time.Second)
+	return &Manager{
+		cfg: cfg,
+		http: &fetcher{
+			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
+			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
+		},
+		broker: newBroker(),
+		wake:   make(chan struct{}, 1),
+	}
+}
+
+// Request asks for a backfill job.
+type Request struct {
+	// Collection is the NSID to backfill; "" means every record collection.
+	Collection string
+	// Accounts are DIDs or handles (at most MaxAccounts, duplicates
+	// ignored). Empty means discovering repositories through the relay.
+	Accounts []string
+}
+
+// Create validates and stores a new job (status running, stage pending);
+// the worker picks it up when the jobs before it are done. Invalid
+// requests, including accounts that do not resolve to a DID with a PDS,
+// return a *RequestError and create nothing.
+func (m *Manager) Create(ctx context.Context, req Request) (storage.BackfillJob, error) {
+	collection := strings.TrimSpace(req.Collection)
+	if collection != "" {
+		if _, err := syntax.ParseNSID(collection); err != nil {
+			return storage.BackfillJob{}, &RequestError{Message: "invalid collection NSID: " + collection}
+		}
+	}
+	accounts := normalizeAccounts(req.Accounts)
+	if len(accounts) > MaxAccounts {
+		return storage.BackfillJob{}, &RequestError{
+			Message: fmt.Sprintf("too many accounts: %d given, at most %d per request", len(accounts), MaxAccounts),
+		}
+	}
+	job := storage.BackfillJob{
+		ID: storage.NewID(), Collection: collection, Scope: storage.ScopeNetwork,
+		Status: storage.BackfillRunning, Stage: storage.StagePending, CreatedAt: m.cfg.Now(),
+	}
+	if len(accounts) > 0 {
+		dids, bad := resolveAccounts(ctx, m.cfg.Directory, accounts)
+		if len(bad) > 0 {
+			return storage.BackfillJob{}, &RequestError{
+				Message: "unresolvable accounts: " + strings.Join(bad, ", "), Unresolvable: bad,
+			}
+		}
+		job.Scope, job.DIDs = storage.ScopeDIDs, dids
+		if len(dids) == 1 {
+			job.DID = dids[0]
+		}
+	}
+	if err := m.cfg.Store.CreateBackfillJob(ctx, job); err != nil {
+		return storage.BackfillJob{}, fmt.Errorf("create backfill job: %w", err)
+	}
+	m.poke()
+	return job, nil
+}
+
+// CreateForCollection starts a network backfill of a collection, as
+// uploading a record lexicon with backfill true does, unless an unfinished
+// network job for that collection already exists. The creation is audited
+// as backfill.created by actorDID.
+func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID string) error {
+	jobs, err := m.cfg.Store.ListBackfillJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("list backfill jobs: %w", err)
+	}
+	for _, j := range jobs {
+		if j.Scope == storage.ScopeNetwork && j.Collection == collection && !j.Finished() {
+			return nil
+		}
+	}
+	job, err := m.Create(ctx, Request{Collection: collection})
+	if err != nil {
+		return err
+	}
+	m.audit(ctx, eventlog.Entry{Type: "backfill.created", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
+		"collection": collection, "scope": job.Scope, "trigger": "lexicon",
+	}})
+	return nil
+}
+
+// Get returns one job or storage.ErrNotFound.
+func (m *Manager) Get(ctx context.Context, id string) (storage.BackfillJob, error) {
+	return m.cfg.Store.GetBackfillJob(ctx, id)
+}
+
+// List returns every job, newest first.
+func (m *Manager) List(ctx context.Context) ([]storage.BackfillJob, error) {
+	return m.cfg.Store.ListBackfillJobs(ctx)
+}
+
+// Pause asks a running job to pause (status pausing; paused at the next
+// checkpoint). It returns the job with status pausing, a *StateError when
+// the job is not running, or storage.ErrNotFound.
+func (m *Manager) Pause(ctx context.Context, id string) (storage.BackfillJob, error) {
+	return m.stop(ctx, id, storage.BackfillPausing)
+}
+
+// Cancel asks a running job to stop for good (status cancelling; cancelled
+// at the next checkpoint), with the errors of Pause.
+func (m *Manager) Cancel(ctx context.Context, id string) (storage.BackfillJob, error) {
+	return m.stop(ctx, id, storage.BackfillCancelling)
+}
+
+func (m *Manager) stop(ctx context.Context, id, to string) (storage.BackfillJob, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+		From: []string{storage.BackfillRunning}, Status: to,
+	})
+	if err != nil {
+		return job, err
+	}
+	if !changed {
+		return job, &StateError{Status: job.Status, Want: storage.BackfillRunning}
+	}
+	if m.current != nil && m.current.id == id {
+		m.current.signal()
+		return job, nil
+	}
+	// No worker holds the job: this is its checkpoint. (Should this fail,
+	// the idle worker settles the job later.)
+	if _, err := m.settleStopped(context.WithoutCancel(ctx), id); err != nil {
+		return job, err
+	}
+	return job, nil
+}
+
+// Resume continues a paused job where it left off. It returns the job with
+// status running, a *StateError when the job is not paused, or
+// storage.ErrNotFound.
+func (m *Manager) Resume(ctx context.Context, id string) (storage.BackfillJob, error) {
+	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+		From: []string{storage.BackfillPaused}, Status: storage.BackfillRunning,
+	})
+	if err != nil {
+		return job, err
+	}
+	if !changed {
+		return job, &StateError{Status: job.Status, Want: storage.BackfillPaused}
+	}
+	m.broker.publish(CountersEvent(job))
+	m.poke()
+	return job, nil
+}
+
+// Subscribe follows a job's progress events until its job_completed event.
+// Subscribe before reading the job's snapshot, so nothing falls between.
+func (m *Manager) Subscribe(jobID string) *Subscription { return m.broker.subscribe(jobID) }
+
+// poke wakes the worker to look for work.
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) audit(ctx context.Context, e eventlog.Entry) {
+	if m.cfg.Events != nil {
+		m.cfg.Events.Record(ctx, e)
+	}
+}
+
+// settleStopped moves a pausing job to paused and a cancelling job to
+// cancelled, publishing the events. The caller holds mu.
+func (m *Manager) settleStopped(ctx context.Context, id string) (storage.BackfillJob, error) {
+	job, err := m.cfg.Store.GetBackfillJob(ctx, id)
+	if err != nil {
+		return job, err
+	}
+	switch job.Status {
+	case storage.BackfillPausing:
+		job, _, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused,
+		})
+		if err == nil {
+			m.broker.publish(CountersEvent(job))
+		}
+	case storage.BackfillCancelling:
+		return m.finish(ctx, id, []string{storage.BackfillCancelling}, storage.BackfillCancelled, storage.StageCancelled, "")
+	}
+	return job, err
+}
+
+// finish moves a job to a final status and publishes job_completed.
+func (m *Manager) finish(ctx context.Context, id string, from []string, status, stage, errMsg string) (storage.BackfillJob, error) {
+	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
+	})
+	if err != nil || !changed {
+		return job, err
+	}
+	m.broker.publish(Event{Type: EventJobStageChanged, JobID: id, Stage: stage})
+	m.broker.publish(CountersEvent(job))
+	m.broker.complete(CompletedEvent(job))
+	return job, nil
+}

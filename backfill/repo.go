@@ -1,0 +1,259 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/storage"
+)
+
+// processRepo resolves and fetches one repository and records the outcome.
+// A repository that fails is marked failed; only systemic failures (the
+// store, the writer) are returned. A run that is stopping leaves the
+// repository as it is, to be taken up again on resume. When the
+// repository's host is busy it is parked for the host's next free slot and
+// processRepo returns at once.
+func (r *run) processRepo(ctx context.Context, repo storage.BackfillRepo) error {
+	if r.checkpoint(ctx) != nil {
+		return nil
+	}
+	if repo.PDSEndpoint == "" {
+		pds, err := r.resolve(ctx, repo.DID)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return r.finishRepo(ctx, repo, storage.RepoFailed, 0, err)
+		}
+		repo.PDSEndpoint, repo.Status = pds, storage.RepoResolved
+		if err := r.save(ctx, repo); err != nil {
+			return err
+		}
+		r.m.broker.publish(Event{Type: EventRepoResolved, JobID: r.id, DID: repo.DID, PDSEndpoint: pds})
+	}
+	u, _ := url.Parse(repo.PDSEndpoint)
+	if !r.sched.take(u.Host, repo) {
+		return nil
+	}
+	for { // holding a slot on the host
+		err := r.fetchOne(ctx, repo)
+		next, more := r.sched.done(u.Host)
+		if err != nil {
+			for more { // give the slot back; parked repositories wait for the next run
+				_, more = r.sched.done(u.Host)
+			}
+			return err
+		}
+		if !more {
+			return nil
+		}
+		repo = next
+	}
+}
+
+// fetchOne fetches a resolved repository and records the outcome.
+func (r *run) fetchOne(ctx context.Context, repo storage.BackfillRepo) error {
+	if r.checkpoint(ctx) != nil {
+		return nil
+	}
+	records, err := r.fetchRepo(ctx, repo.DID, repo.PDSEndpoint)
+	var we *writeError
+	switch {
+	case ctx.Err() != nil, errors.Is(err, errStopped):
+		return nil
+	case errors.As(err, &we):
+		return we
+	}
+	status := storage.RepoFetched
+	if err != nil {
+		status = storage.RepoFailed
+	}
+	return r.finishRepo(ctx, repo, status, records, err)
+}
+
+// finishRepo records a repository's final state, counts it and tells
+// subscribers.
+func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status string, records int64, cause error) error {
+	repo.Status, repo.RecordsFetched, repo.Error = status, records, ""
+	if cause != nil {
+		repo.Error = cause.Error()
+		r.log.Warn("backfill: repository failed", "did", repo.DID, "pds", repo.PDSEndpoint, "err", cause)
+	}
+	if err := r.save(ctx, repo); err != nil {
+		return err
+	}
+	r.m.cfg.Metrics.BackfillRepo(status, int(records))
+	r.m.broker.publish(Event{
+		Type: EventRepoFetched, JobID: r.id, DID: repo.DID, PDSEndpoint: repo.PDSEndpoint,
+		Records: records, Status: status, Error: repo.Error,
+	})
+	return nil
+}
+
+// save stores a repository row. A row deleted meanwhile (DELETE
+// /admin/backfill/{id}/details) is not an error.
+func (r *run) save(ctx context.Context, repo storage.BackfillRepo) error {
+	err := r.m.cfg.Store.UpdateBackfillRepo(ctx, r.id, repo)
+	if err == nil || errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("save repository %s: %w", repo.DID, err)
+}
+
+// resolve finds a DID's PDS endpoint.
+func (r *run) resolve(ctx context.Context, raw string) (string, error) {
+	did, err := syntax.ParseDID(raw)
+	if err != nil {
+		return "", fmt.Errorf("resolve DID: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.m.cfg.RequestTimeout)
+	defer cancel()
+	ident, err := r.m.cfg.Directory.LookupDID(ctx, did)
+	if err != nil {
+		return "", fmt.Errorf("resolve DID: %w", err)
+	}
+	pds := strings.TrimSuffix(ident.PDSEndpoint(), "/")
+	u, err := url.Parse(pds)
+	if pds == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("resolve DID: no usable PDS endpoint in the DID document (%q)", pds)
+	}
+	return pds, nil
+}
+
+// fetchRepo fetches and writes a repository's records of every wanted
+// collection, returning how many were fetched.
+func (r *run) fetchRepo(ctx context.Context, did, pds string) (int64, error) {
+	// The repository's current rev, read before listing: records listed
+	// afterwards are at least that new, so live events with newer revs win
+	// and tombstones keep deleted records from coming back.
+	var commit struct {
+		Rev string `json:"rev"`
+	}
+	rev := ""
+	err := r.m.http.get(ctx, pds, "com.atproto.sync.getLatestCommit", url.Values{"did": {did}}, &commit)
+	if err == nil {
+		if _, perr := syntax.ParseTID(commit.Rev); perr == nil {
+			rev = commit.Rev
+		}
+	} else if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	var total int64
+	for _, c := range r.collections {
+		n, err := r.fetchCollection(ctx, did, pds, c, rev)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+type recordPage struct {
+	Cursor  string `json:"cursor"`
+	Records []struct {
+		URI   string          `json:"uri"`
+		CID   string          `json:"cid"`
+		Value json.RawMessage `json:"value"`
+	} `json:"records"`
+}
+
+// writeWindow bounds the page writes of one repository in flight at once:
+// enough for the concurrent repositories to fill the writer's batches.
+const writeWindow = 4
+
+// fetchCollection pages through listRecords for one collection. Writes of
+// earlier pages overlap the fetches of later ones, at most writeWindow at
+// a time.
+func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev string) (int64, error) {
+	var n int64
+	var inflight []chan error
+	// drain waits for the oldest writes until at most keep are in flight.
+	drain := func(keep int) error {
+		var first error
+		for len(inflight) > keep {
+			if err := <-inflight[0]; err != nil && first == nil {
+				first = err
+			}
+			inflight = inflight[1:]
+		}
+		return first
+	}
+	cursor := ""
+	for {
+		if err := r.checkpoint(ctx); err != nil {
+			return n, errors.Join(drain(0), err)
+		}
+		params := url.Values{"repo": {did}, "collection": {collection}, "limit": {strconv.Itoa(r.m.cfg.PageSize)}}
+		if cursor != "" {
+			params.Set("cursor", cursor)
+		}
+		var page recordPage
+		if err := r.m.http.get(ctx, pds, "com.atproto.repo.listRecords", params, &page); err != nil {
+			return n, errors.Join(drain(0), err)
+		}
+		changes := make([]indexer.Change, 0, len(page.Records))
+		for _, rec := range page.Records {
+			if c, ok := toChange(did, collection, rev, rec.URI, rec.CID, rec.Value); ok {
+				changes = append(changes, c)
+			}
+		}
+		if err := drain(writeWindow - 1); err != nil {
+			return n, errors.Join(drain(0), err)
+		}
+		if len(changes) > 0 {
+			done := make(chan error, 1)
+			inflight = append(inflight, done)
+			go func() {
+				_, err := r.m.cfg.Writer.Write(ctx, Source, changes)
+				if err != nil {
+					err = &writeError{err}
+				}
+				done <- err
+			}()
+		}
+		n += int64(len(page.Records))
+		if page.Cursor == "" || len(page.Records) == 0 || page.Cursor == cursor {
+			return n, drain(0)
+		}
+		cursor = page.Cursor
+	}
+}
+
+// toChange turns a listed record into a create, if its AT URI names the
+// repository and collection asked for and a valid record key.
+func toChange(did, collection, rev, uri, cid string, value json.RawMessage) (indexer.Change, bool) {
+	rest, ok := strings.CutPrefix(uri, "at://"+did+"/"+collection+"/")
+	if !ok || !validRecordKey(rest) || cid == "" || len(value) == 0 {
+		return indexer.Change{}, false
+	}
+	rkey := rest
+	return indexer.Change{
+		Op: indexer.Create, DID: did, Collection: collection, RKey: rkey, CID: cid, Rev: rev, Record: value,
+	}, true
+}
+
+// validRecordKey checks the atproto record key syntax: 1 to 512 of
+// A-Z a-z 0-9 . - _ : ~, and neither "." nor "..". (A hand-written check:
+// this runs for every backfilled record.)
+func validRecordKey(k string) bool {
+	if k == "" || len(k) > 512 || k == "." || k == ".." {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '-' || c == '_' || c == ':' || c == '~') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,192 @@
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// XRPCError is an error answer from a relay or PDS.
+type XRPCError struct {
+	Method  string
+	Status  int
+	Name    string // the XRPC `error` field, e.g. RepoNotFound
+	Message string
+}
+
+func (e *XRPCError) Error() string {
+	msg := fmt.Sprintf("%s: HTTP %d", e.Method, e.Status)
+	if e.Name != "" {
+		msg += " " + e.Name
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// notImplemented reports whether err says the server does not offer the
+// method, so that a fallback method should be tried: 404, 405 or 501, a
+// 400 naming the method as unknown, or a 401 or 403 (the reference PDS
+// forwards methods it does not implement to an AppView, which asks for
+// authentication).
+func notImplemented(err error) bool {
+	var xe *XRPCError
+	if !errors.As(err, &xe) {
+		return false
+	}
+	switch xe.Status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented,
+		http.StatusUnauthorized, http.StatusForbidden:
+		return true
+	case http.StatusBadRequest:
+		return xe.Name == "MethodNotImplemented" || xe.Name == "MethodNotFound" || xe.Name == "XRPCNotSupported"
+	}
+	return false
+}
+
+// fetcher makes XRPC GET calls with a timeout per request, limited retries
+// with backoff for network errors and 5xx answers, and waits for 429
+// answers as Retry-After or RateLimit-Reset ask.
+type fetcher struct {
+	client   *http.Client
+	timeout  time.Duration // per request
+	retries  int           // retries after the first attempt (network errors, 5xx)
+	backoff  time.Duration // first retry delay, doubled each retry
+	maxWait  time.Duration // longest rate-limit wait honoured
+	maxLimit int           // rate-limit waits per call before 429 counts as a failure
+	maxBody  int64
+	now      func() time.Time
+}
+
+// get calls method on base with params and decodes the JSON answer into out.
+func (f *fetcher) get(ctx context.Context, base, method string, params url.Values, out any) error {
+	u := strings.TrimSuffix(base, "/") + "/xrpc/" + method
+	if len(params) > 0 {
+		u += "?" + params.Encode()
+	}
+	attempt, limited := 0, 0
+	for {
+		wait, err := f.once(ctx, u, method, out)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var xe *XRPCError
+		isXRPC := errors.As(err, &xe)
+		switch {
+		case isXRPC && xe.Status == http.StatusTooManyRequests && limited < f.maxLimit:
+			limited++
+			if wait <= 0 {
+				wait = f.backoff << min(limited-1, 6)
+			}
+			wait = min(wait, f.maxWait)
+		case isXRPC && xe.Status < 500 && xe.Status != http.StatusTooManyRequests, attempt >= f.retries:
+			return err
+		case errors.Is(err, errBadAnswer):
+			return err
+		default:
+			attempt++
+			d := f.backoff << (attempt - 1)
+			wait = d/2 + rand.N(d/2+1) // jitter
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// errBadAnswer marks answers that will not get better by retrying.
+var errBadAnswer = errors.New("malformed answer")
+
+// once makes one request. For a 429 it returns the wait the server asked
+// for (0 when it named none).
+func (f *fetcher) once(ctx context.Context, u, method string, out any) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w: %w", method, errBadAnswer, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "lexview-backfill")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBody+1))
+	if err != nil {
+		return 0, fmt.Errorf("%s: read answer: %w", method, err)
+	}
+	if int64(len(body)) > f.maxBody {
+		return 0, fmt.Errorf("%s: %w: answer larger than %d bytes", method, errBadAnswer, f.maxBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		xe := &XRPCError{Method: method, Status: resp.StatusCode}
+		var eb struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(body, &eb) == nil {
+			xe.Name, xe.Message = eb.Error, eb.Message
+		}
+		var wait time.Duration
+		if resp.StatusCode == http.StatusTooManyRequests {
+			wait = retryAfter(resp.Header, f.now())
+		}
+		return wait, xe
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return 0, fmt.Errorf("%s: %w: %w", method, errBadAnswer, err)
+	}
+	return 0, nil
+}
+
+// retryAfter reads how long a 429 answer asks to wait: Retry-After in
+// seconds or as an HTTP date, else RateLimit-Reset as epoch seconds (or,
+// for small values, seconds from now). 0 means no usable header.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return time.Duration(n) * time.Second
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), 0)
+		}
+	}
+	if v := strings.TrimSpace(h.Get("RateLimit-Reset")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			if n < 1_000_000_000 { // a delta, as the IETF draft has it
+				return time.Duration(n) * time.Second
+			}
+			return max(time.Unix(n, 0).Sub(now), 0)
+		}
+	}
+	return 0
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

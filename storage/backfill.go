@@ -1,0 +1,147 @@
+package storage
+
+import (
+	"context"
+	"time"
+)
+
+// Backfill job statuses (the `status` field of a backfill job).
+const (
+	BackfillRunning    = "running"
+	BackfillPausing    = "pausing"
+	BackfillPaused     = "paused"
+	BackfillCancelling = "cancelling"
+	BackfillCancelled  = "cancelled"
+	BackfillCompleted  = "completed"
+	BackfillFailed     = "failed"
+)
+
+// Backfill job stages (the `stage` field of a backfill job).
+const (
+	StagePending     = "pending"
+	StageDiscovering = "discovering_repos"
+	StageFetching    = "resolving_and_fetching"
+	StageCompleted   = "completed"
+	StageFailed      = "failed"
+	StageCancelled   = "cancelled"
+)
+
+// Backfill scopes.
+const (
+	ScopeNetwork = "network" // repositories discovered through the relay
+	ScopeDIDs    = "dids"    // the accounts named in the job
+)
+
+// Per-repository statuses of a backfill job.
+const (
+	RepoDiscovered = "discovered" // known, PDS not resolved yet
+	RepoResolved   = "resolved"   // PDS known, records not fetched yet
+	RepoFetched    = "fetched"    // every record fetched and written
+	RepoFailed     = "failed"     // resolution or fetching failed for good
+)
+
+// BackfillJob is one backfill job and its progress.
+type BackfillJob struct {
+	ID         string // UUID
+	Collection string // "" for every record collection
+	DID        string // set only when the job targets exactly one account
+	Scope      string // ScopeNetwork or ScopeDIDs
+	DIDs       []string
+	Status     string
+	Stage      string
+	// Counters are nil until the job starts.
+	TotalRepos, ResolvedRepos, ProcessedRepos, TotalRecords *int64
+	Error                                                   string
+	// RelayCursor is where discovery resumes; opaque to the store.
+	RelayCursor string
+	StartedAt   time.Time // zero until started
+	CompletedAt time.Time // zero until finished
+	CreatedAt   time.Time
+}
+
+// Finished reports whether the job reached a final status.
+func (j BackfillJob) Finished() bool {
+	switch j.Status {
+	case BackfillCompleted, BackfillCancelled, BackfillFailed:
+		return true
+	}
+	return false
+}
+
+// BackfillJobUpdate changes a job, provided its status is one of From (any
+// status when From is empty). Empty or zero fields are left as they are.
+type BackfillJobUpdate struct {
+	From        []string
+	Status      string
+	Stage       string
+	Error       *string // nil keeps the error; "" clears it
+	StartedAt   time.Time
+	CompletedAt time.Time
+	// StartCounters sets unset counters to zero.
+	StartCounters bool
+}
+
+// BackfillRepo is one repository of a backfill job.
+type BackfillRepo struct {
+	DID            string
+	PDSEndpoint    string // "" until resolved
+	Status         string // RepoDiscovered, RepoResolved, RepoFetched or RepoFailed
+	RecordsFetched int64
+	Error          string
+}
+
+// BackfillRepoFilter selects a job's repositories, in DID order.
+type BackfillRepoFilter struct {
+	Statuses []string // any of these; empty means every status
+	Resolved bool     // only repositories whose PDS is known
+	After    string   // continue after this DID
+	Limit    int      // at least 1
+}
+
+// PDSSummary aggregates a job's repositories by PDS.
+type PDSSummary struct {
+	PDSEndpoint    string
+	TotalRepos     int64
+	CompletedRepos int64 // repositories fetched
+	TotalRecords   int64
+}
+
+// BackfillStore keeps backfill jobs, their repositories and progress.
+// Counters live with the job and are changed only together with the
+// repository rows they count, so they always agree.
+type BackfillStore interface {
+	// CreateBackfillJob stores a new job.
+	CreateBackfillJob(ctx context.Context, j BackfillJob) error
+	// GetBackfillJob returns a job or ErrNotFound.
+	GetBackfillJob(ctx context.Context, id string) (BackfillJob, error)
+	// ListBackfillJobs returns every job, newest first.
+	ListBackfillJobs(ctx context.Context) ([]BackfillJob, error)
+	// NextBackfillJob returns the oldest job with status running, or
+	// ErrNotFound.
+	NextBackfillJob(ctx context.Context) (BackfillJob, error)
+	// UpdateBackfillJob applies u when the job's status allows it and
+	// returns the job as it is afterwards, and whether it changed.
+	// ErrNotFound when the job does not exist.
+	UpdateBackfillJob(ctx context.Context, id string, u BackfillJobUpdate) (BackfillJob, bool, error)
+
+	// AddBackfillRepos records discovered repositories (DIDs already
+	// recorded are ignored), adds the new ones to total_repos and stores
+	// the discovery cursor, in one transaction. It returns how many were
+	// new.
+	AddBackfillRepos(ctx context.Context, jobID string, dids []string, relayCursor string) (int, error)
+	// UpdateBackfillRepo saves a repository's state and adjusts the job's
+	// counters to match: resolved_repos when its PDS becomes known,
+	// processed_repos when it becomes fetched, total_records by the change
+	// in records fetched. ErrNotFound when the row does not exist.
+	UpdateBackfillRepo(ctx context.Context, jobID string, r BackfillRepo) error
+	// ListBackfillRepos returns a page of a job's repositories.
+	ListBackfillRepos(ctx context.Context, jobID string, f BackfillRepoFilter) ([]BackfillRepo, error)
+	// BackfillPDSSummary aggregates a job's resolved repositories by PDS,
+	// most repositories first.
+	BackfillPDSSummary(ctx context.Context, jobID string) ([]PDSSummary, error)
+	// DeleteBackfillRepos deletes one job's repository rows.
+	DeleteBackfillRepos(ctx context.Context, jobID string) (int64, error)
+	// DeleteFinishedBackfillRepos deletes the repository rows of every
+	// completed, cancelled and failed job.
+	DeleteFinishedBackfillRepos(ctx context.Context) (int64, error)
+}

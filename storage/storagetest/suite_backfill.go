@@ -1,0 +1,328 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// RunBackfill runs the suite for backfill jobs and their repository rows
+// (BackfillStore). Each subtest gets a fresh store.
+func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s storage.Store)
+	}{
+		{"JobRoundTripAndOrder", testBackfillJobs},
+		{"NextJobIsOldestRunning", testBackfillNext},
+		{"UpdateJobChecksStatus", testBackfillUpdate},
+		{"ReposAndCounters", testBackfillRepos},
+		{"RepoPagingAndFilters", testBackfillRepoPaging},
+		{"PDSSummary", testBackfillPDSSummary},
+		{"DeleteDetails", testBackfillDeleteDetails},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
+	}
+}
+
+func newJob(id string, created time.Time, status string) storage.BackfillJob {
+	return storage.BackfillJob{
+		ID: id, Collection: "app.test.post", Scope: storage.ScopeNetwork, Status: status,
+		Stage: storage.StagePending, CreatedAt: created,
+	}
+}
+
+func createJobT(t *testing.T, s storage.Store, j storage.BackfillJob) {
+	t.Helper()
+	if err := s.CreateBackfillJob(context.Background(), j); err != nil {
+		t.Fatalf("CreateBackfillJob: %v", err)
+	}
+}
+
+func getJobT(t *testing.T, s storage.Store, id string) storage.BackfillJob {
+	t.Helper()
+	j, err := s.GetBackfillJob(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetBackfillJob(%s): %v", id, err)
+	}
+	return j
+}
+
+func counters(j storage.BackfillJob) string {
+	f := func(p *int64) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*p)
+	}
+	return f(j.TotalRepos) + "/" + f(j.ResolvedRepos) + "/" + f(j.ProcessedRepos) + "/" + f(j.TotalRecords)
+}
+
+func testBackfillJobs(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	older := newJob(storage.NewID(), base, storage.BackfillRunning)
+	newer := storage.BackfillJob{
+		ID: storage.NewID(), DID: "did:plc:one", Scope: storage.ScopeDIDs, DIDs: []string{"did:plc:one"},
+		Status: storage.BackfillRunning, Stage: storage.StagePending, CreatedAt: base.Add(time.Second),
+	}
+	createJobT(t, s, older)
+	createJobT(t, s, newer)
+	if err := s.CreateBackfillJob(ctx, older); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("duplicate id: %v", err)
+	}
+	got := getJobT(t, s, newer.ID)
+	if got.DID != "did:plc:one" || got.Collection != "" || got.Scope != storage.ScopeDIDs ||
+		!slices.Equal(got.DIDs, []string{"did:plc:one"}) || got.Status != storage.BackfillRunning ||
+		got.Stage != storage.StagePending || counters(got) != "nil/nil/nil/nil" || got.Error != "" ||
+		!got.StartedAt.IsZero() || !got.CompletedAt.IsZero() || !got.CreatedAt.Equal(newer.CreatedAt) {
+		t.Fatalf("round trip: %+v", got)
+	}
+	if j := getJobT(t, s, older.ID); j.DIDs == nil || len(j.DIDs) != 0 || j.Collection != "app.test.post" {
+		t.Fatalf("network job: %+v", j)
+	}
+	if _, err := s.GetBackfillJob(ctx, storage.NewID()); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+	all, err := s.ListBackfillJobs(ctx)
+	if err != nil || len(all) != 2 || all[0].ID != newer.ID || all[1].ID != older.ID {
+		t.Fatalf("list newest first: %v %v", all, err)
+	}
+}
+
+func testBackfillNext(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, err := s.NextBackfillJob(ctx); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("no jobs: %v", err)
+	}
+	paused := newJob(storage.NewID(), base, storage.BackfillPaused)
+	first := newJob(storage.NewID(), base.Add(time.Second), storage.BackfillRunning)
+	second := newJob(storage.NewID(), base.Add(2*time.Second), storage.BackfillRunning)
+	createJobT(t, s, second)
+	createJobT(t, s, paused)
+	createJobT(t, s, first)
+	if j, err := s.NextBackfillJob(ctx); err != nil || j.ID != first.ID {
+		t.Fatalf("next: %v %v", j.ID, err)
+	}
+	if _, _, err := s.UpdateBackfillJob(ctx, first.ID, storage.BackfillJobUpdate{Status: storage.BackfillCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.NextBackfillJob(ctx); err != nil || j.ID != second.ID {
+		t.Fatalf("next after the first finished: %v %v", j.ID, err)
+	}
+}
+
+func testBackfillUpdate(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	j := newJob(storage.NewID(), base, storage.BackfillRunning)
+	createJobT(t, s, j)
+	running := []string{storage.BackfillRunning}
+
+	got, changed, err := s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{
+		From: running, Stage: storage.StageDiscovering, StartedAt: base.Add(time.Minute), StartCounters: true,
+	})
+	if err != nil || !changed || got.Stage != storage.StageDiscovering || counters(got) != "0/0/0/0" ||
+		!got.StartedAt.Equal(base.Add(time.Minute)) {
+		t.Fatalf("start: %+v %v %v", got, changed, err)
+	}
+	// started_at is kept from the first start.
+	got, _, _ = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{StartedAt: base.Add(time.Hour)})
+	if !got.StartedAt.Equal(base.Add(time.Minute)) {
+		t.Fatalf("started_at overwritten: %v", got.StartedAt)
+	}
+	got, changed, err = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{From: running, Status: storage.BackfillPausing})
+	if err != nil || !changed || got.Status != storage.BackfillPausing {
+		t.Fatalf("pause: %+v %v %v", got, changed, err)
+	}
+	// A compare-and-set on the wrong status changes nothing.
+	got, changed, err = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{From: running, Status: storage.BackfillCancelling})
+	if err != nil || changed || got.Status != storage.BackfillPausing {
+		t.Fatalf("cancel while pausing: %+v %v %v", got, changed, err)
+	}
+	msg := "relay unreachable"
+	got, changed, err = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{
+		From: []string{storage.BackfillPausing, storage.BackfillRunning}, Status: storage.BackfillFailed,
+		Stage: storage.StageFailed, Error: &msg, CompletedAt: base.Add(2 * time.Hour),
+	})
+	if err != nil || !changed || got.Status != storage.BackfillFailed || got.Stage != storage.StageFailed ||
+		got.Error != msg || !got.CompletedAt.Equal(base.Add(2*time.Hour)) || !got.Finished() {
+		t.Fatalf("fail: %+v %v %v", got, changed, err)
+	}
+	empty := ""
+	if got, _, _ = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{Error: &empty}); got.Error != "" {
+		t.Fatalf("error not cleared: %q", got.Error)
+	}
+	if _, _, err := s.UpdateBackfillJob(ctx, storage.NewID(), storage.BackfillJobUpdate{Status: storage.BackfillPaused}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+func testBackfillRepos(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	j := newJob(storage.NewID(), base, storage.BackfillRunning)
+	createJobT(t, s, j)
+	n, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:b", "did:plc:a", "did:plc:b"}, "cursor-1")
+	if err != nil || n != 2 {
+		t.Fatalf("add: %d %v", n, err)
+	}
+	n, err = s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:a", "did:plc:c"}, "cursor-2")
+	if err != nil || n != 1 {
+		t.Fatalf("add again: %d %v", n, err)
+	}
+	got := getJobT(t, s, j.ID)
+	if counters(got) != "3/nil/nil/nil" || got.RelayCursor != "cursor-2" {
+		t.Fatalf("after discovery: %s cursor %q", counters(got), got.RelayCursor)
+	}
+	if _, err := s.AddBackfillRepos(ctx, storage.NewID(), []string{"did:plc:x"}, ""); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+
+	update := func(r storage.BackfillRepo) {
+		t.Helper()
+		if err := s.UpdateBackfillRepo(ctx, j.ID, r); err != nil {
+			t.Fatalf("UpdateBackfillRepo(%+v): %v", r, err)
+		}
+	}
+	update(storage.BackfillRepo{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoResolved})
+	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 7}) // keeps the PDS
+	update(storage.BackfillRepo{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoResolved})
+	update(storage.BackfillRepo{DID: "did:plc:b", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500"})
+	update(storage.BackfillRepo{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"})
+	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/9" {
+		t.Fatalf("counters: %s", got)
+	}
+	// Refetching a fetched repo corrects the counters instead of adding.
+	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 5})
+	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/7" {
+		t.Fatalf("counters after refetch: %s", got)
+	}
+	if err := s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: "did:plc:zzz", Status: storage.RepoFetched}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown repo: %v", err)
+	}
+	repos, err := s.ListBackfillRepos(ctx, j.ID, storage.BackfillRepoFilter{Limit: 10})
+	if err != nil || len(repos) != 3 {
+		t.Fatalf("list: %v %v", repos, err)
+	}
+	want := []storage.BackfillRepo{
+		{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoFetched, RecordsFetched: 5},
+		{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500"},
+		{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"},
+	}
+	if !slices.Equal(repos, want) {
+		t.Fatalf("rows:\n got %+v\nwant %+v", repos, want)
+	}
+}
+
+func testBackfillRepoPaging(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	j := newJob(storage.NewID(), base, storage.BackfillRunning)
+	createJobT(t, s, j)
+	var dids []string
+	for i := range 25 {
+		dids = append(dids, fmt.Sprintf("did:plc:repo%02d", i))
+	}
+	if _, err := s.AddBackfillRepos(ctx, j.ID, dids, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i, did := range dids {
+		switch i % 3 {
+		case 1:
+			_ = s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoResolved})
+		case 2:
+			_ = s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoFetched})
+		}
+	}
+	page := func(f storage.BackfillRepoFilter) []string {
+		t.Helper()
+		var out []string
+		for {
+			repos, err := s.ListBackfillRepos(ctx, j.ID, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range repos {
+				out = append(out, r.DID)
+			}
+			if len(repos) < f.Limit {
+				return out
+			}
+			f.After = repos[len(repos)-1].DID
+		}
+	}
+	if got := page(storage.BackfillRepoFilter{Limit: 4}); !slices.Equal(got, dids) {
+		t.Fatalf("all: %v", got)
+	}
+	if got := page(storage.BackfillRepoFilter{Limit: 4, Resolved: true}); len(got) != 16 || slices.Contains(got, dids[0]) {
+		t.Fatalf("resolved: %v", got)
+	}
+	fetched := page(storage.BackfillRepoFilter{Limit: 3, Statuses: []string{storage.RepoFetched}})
+	if len(fetched) != 8 || fetched[0] != dids[2] {
+		t.Fatalf("fetched: %v", fetched)
+	}
+	pending := page(storage.BackfillRepoFilter{Limit: 5, Statuses: []string{storage.RepoDiscovered, storage.RepoResolved}})
+	if len(pending) != 17 {
+		t.Fatalf("pending: %v", pending)
+	}
+	other := newJob(storage.NewID(), base, storage.BackfillRunning)
+	createJobT(t, s, other)
+	if repos, err := s.ListBackfillRepos(ctx, other.ID, storage.BackfillRepoFilter{Limit: 10}); err != nil || len(repos) != 0 {
+		t.Fatalf("other job: %v %v", repos, err)
+	}
+}
+
+func testBackfillPDSSummary(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	j := newJob(storage.NewID(), base, storage.BackfillRunning)
+	createJobT(t, s, j)
+	if _, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:1", "did:plc:2", "did:plc:3", "did:plc:4"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	rows := []storage.BackfillRepo{
+		{DID: "did:plc:1", PDSEndpoint: "https://small", Status: storage.RepoFetched, RecordsFetched: 4},
+		{DID: "did:plc:2", PDSEndpoint: "https://big", Status: storage.RepoFetched, RecordsFetched: 10},
+		{DID: "did:plc:3", PDSEndpoint: "https://big", Status: storage.RepoResolved},
+	}
+	for _, r := range rows {
+		if err := s.UpdateBackfillRepo(ctx, j.ID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.BackfillPDSSummary(ctx, j.ID)
+	want := []storage.PDSSummary{
+		{PDSEndpoint: "https://big", TotalRepos: 2, CompletedRepos: 1, TotalRecords: 10},
+		{PDSEndpoint: "https://small", TotalRepos: 1, CompletedRepos: 1, TotalRecords: 4},
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("summary: %+v %v", got, err)
+	}
+}
+
+func testBackfillDeleteDetails(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	done := newJob(storage.NewID(), base, storage.BackfillCompleted)
+	failed := newJob(storage.NewID(), base, storage.BackfillFailed)
+	active := newJob(storage.NewID(), base, storage.BackfillRunning)
+	for _, j := range []storage.BackfillJob{done, failed, active} {
+		createJobT(t, s, j)
+		if _, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:x", "did:plc:y"}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.DeleteFinishedBackfillRepos(ctx); err != nil || n != 4 {
+		t.Fatalf("delete finished: %d %v", n, err)
+	}
+	if repos, _ := s.ListBackfillRepos(ctx, active.ID, storage.BackfillRepoFilter{Limit: 10}); len(repos) != 2 {
+		t.Fatalf("active job's rows deleted: %v", repos)
+	}
+	if n, err := s.DeleteBackfillRepos(ctx, active.ID); err != nil || n != 2 {
+		t.Fatalf("delete one job's rows: %d %v", n, err)
+	}
+	if got := counters(getJobT(t, s, active.ID)); got != "2/nil/nil/nil" {
+		t.Fatalf("deleting rows changed the job: %s", got)
+	}
+}
