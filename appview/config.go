@@ -12,6 +12,7 @@ import (
 
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/netguard"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -81,8 +82,12 @@ type Config struct {
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
-	// client with timeouts.
+	// client with timeouts that refuses private and loopback addresses
+	// (except the hosts of PLCURL, RelayURL and JetstreamURL).
 	HTTPClient *http.Client
+	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
+	// private addresses (local development, tests).
+	AllowPrivateNetworks bool
 	// Directory resolves DIDs and handles; default an indigo directory on
 	// PLCURL with an in-memory cache.
 	Directory identity.Directory
@@ -142,7 +147,11 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
+			AllowPrivate: c.AllowPrivateNetworks,
+			// The operator chose these; they may live on a private network.
+			AllowHosts: []string{netguard.HostOf(c.PLCURL), netguard.HostOf(c.RelayURL), netguard.HostOf(c.JetstreamURL)},
+		})}
 	}
 	if c.Directory == nil {
 		base := &identity.BaseDirectory{
