@@ -19,6 +19,7 @@ import (
 
 	"github.com/lexview/lexview/appview/admin"
 	"github.com/lexview/lexview/appview/admin/apiclients"
+	"github.com/lexview/lexview/appview/admin/authkeys"
 	"github.com/lexview/lexview/appview/admin/backfill"
 	"github.com/lexview/lexview/appview/admin/events"
 	"github.com/lexview/lexview/appview/admin/lexicons"
@@ -29,6 +30,7 @@ import (
 	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/metrics"
+	"github.com/lexview/lexview/appview/oauthapi"
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
@@ -174,6 +176,7 @@ func (a *App) routes() http.Handler {
 		Logger:           a.log,
 	}))
 	mux.Handle("/admin/", a.admin)
+	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")
 	})
@@ -189,6 +192,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
 		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
+		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
 			"metrics":          a.cfg.MetricsAddr != "",
@@ -202,6 +206,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 		apiclients.Mount,
 		users.Mount,
 		backfill.Mount,
+		authkeys.Mount,
 	} {
 		mount(m, deps)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/admin/authkeys"
 	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/appview/ingest"
@@ -86,6 +87,9 @@ func (a *App) startSync() {
 				a.log.Warn("purging tombstones failed", "err", err)
 			}
 			a.reportRejections(ctx)
+			if _, err := authkeys.Sweep(ctx, a.store, a.events, a.cfg.Now()); err != nil && ctx.Err() == nil {
+				a.log.Warn("sweeping retiring client authentication keys failed", "err", err)
+			}
 		})
 	})
 	if a.source != nil {
