@@ -34,6 +34,7 @@ import (
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
+	"github.com/lexview/lexview/appview/userauth"
 	"github.com/lexview/lexview/appview/xrpc"
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
@@ -63,6 +64,7 @@ type App struct {
 	validation    *validationToggles
 	source        ingest.Source // nil when live ingestion is off
 	sealer        *oauth.Sealer // seals secrets at rest
+	users         *userauth.Authenticator
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -145,6 +147,12 @@ func New(cfg Config) (*App, error) {
 		cfg.ClientIdentifier = a.clients
 		a.cfg.ClientIdentifier = a.clients
 	}
+	a.users = &userauth.Authenticator{
+		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
+		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),
+		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
+		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
+	}
 	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil
@@ -173,10 +181,17 @@ func (a *App) routes() http.Handler {
 		Records:          a.store,
 		Identities:       directoryIdentities{a.cfg.Directory},
 		ClientMiddleware: clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log),
-		Logger:           a.log,
+		Users:            a.users,
+		Procedures: &xrpc.Proxy{
+			PDS: oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: a.cfg.Now},
+				oauth.ClientOptions{HTTPClient: a.cfg.HTTPClient, Now: a.cfg.Now, UserAgent: "lexview/" + Version}),
+			Indexer: a.writer, Logger: a.log,
+		},
+		Logger: a.log,
 	}))
 	mux.Handle("/admin/", a.admin)
-	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
+	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
+		Users: a.users, Events: a.events, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")
 	})
@@ -186,8 +201,7 @@ func (a *App) routes() http.Handler {
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
 func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
-	verifier := &serviceauth.Verifier{Directory: a.cfg.Directory, Now: a.cfg.Now, Audiences: a.cfg.ServiceAuthAudiences}
-	auth := admin.NewAuthenticator(a.store, verifier, session.NewCodec(a.sessionSecret, a.cfg.Now), a.events, a.cfg.Now, a.log)
+	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, a.events, a.cfg.Now, a.log)
 	m := admin.NewMux(auth, a.log)
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/respond"
+	"github.com/lexview/lexview/appview/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -37,8 +39,12 @@ type Options struct {
 	Sealer *oauth.Sealer
 	// PublicURL is the instance's public base URL.
 	PublicURL string
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Users checks DPoP authentication of device sessions.
+	Users *userauth.Authenticator
+	// Events receives provisioning and session events; nil records none.
+	Events *eventlog.Log
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Handler serves the /oauth/* endpoints.
@@ -47,6 +53,8 @@ type Handler struct {
 	clients   *clients.Registry
 	sealer    *oauth.Sealer
 	publicURL string
+	users     *userauth.Authenticator
+	events    *eventlog.Log
 	now       func() time.Time
 	log       *slog.Logger
 }
@@ -55,7 +63,7 @@ type Handler struct {
 // slog.Default().
 func New(opts Options) *Handler {
 	h := &Handler{store: opts.Store, clients: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
-		now: opts.Now, log: opts.Logger}
+		users: opts.Users, events: opts.Events, now: opts.Now, log: opts.Logger}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -69,6 +77,11 @@ func New(opts Options) *Handler {
 func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("GET /oauth/clients/{id}/jwks.json", h.jwks)
 	mux.HandleFunc("POST /oauth/client-assertion", h.clientAssertion)
+	mux.HandleFunc("POST /oauth/dpop-keys", h.provision)
+	mux.HandleFunc("POST /oauth/sessions", h.register)
+	mux.HandleFunc("DELETE /oauth/sessions/{did}", h.revokeUser)
+	mux.HandleFunc("GET /oauth/sessions/{did}/devices", h.devices)
+	mux.HandleFunc("DELETE /oauth/sessions/{did}/devices/{session_id}", h.revokeDevice)
 }
 
 // Error strings.
@@ -112,8 +125,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.
 		return storage.APIClient{}, false
 	}
 	if ok, wait := h.clients.Allow(id); !ok {
-		secs := int64(math.Ceil(wait.Seconds()))
-		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		w.Header().Set("Retry-After", retryAfter(wait))
 		respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
 		return storage.APIClient{}, false
 	}
@@ -136,6 +148,11 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.
 		return storage.APIClient{}, false
 	}
 	return c, true
+}
+
+// retryAfter renders a wait as whole seconds, at least one.
+func retryAfter(wait time.Duration) string {
+	return strconv.FormatInt(max(int64(math.Ceil(wait.Seconds())), 1), 10)
 }
 
 // secretMatches compares the SHA-256 of a presented secret with the stored

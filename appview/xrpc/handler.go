@@ -5,11 +5,13 @@ package xrpc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
+	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/respond"
+	"github.com/lexview/lexview/appview/userauth"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -36,9 +38,13 @@ type Options struct {
 	// ClientMiddleware identifies the API client; it wraps every routed
 	// request, after the method lookup.
 	ClientMiddleware func(http.Handler) http.Handler
-	// Procedures serves POST requests routed to procedure lexicons. When
-	// nil, every procedure call is refused with 401, since no user
-	// authentication is available to proxy the write.
+	// Users authenticates the user behind a request (DPoP session,
+	// service-auth JWT, session cookie); nil treats every caller as
+	// anonymous.
+	Users *userauth.Authenticator
+	// Procedures serves POST requests routed to procedure lexicons from an
+	// authenticated user. When nil, authenticated procedure calls answer
+	// 501.
 	Procedures http.Handler
 	Logger     *slog.Logger
 }
@@ -65,10 +71,13 @@ func New(o Options) *Handler {
 	}
 	if h.procs == nil {
 		h.procs = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			respond.Error(w, http.StatusUnauthorized, "authentication required")
+			respond.Error(w, http.StatusNotImplemented, "procedure proxying is not configured")
 		})
 	}
 	h.routed = http.HandlerFunc(h.dispatch)
+	if o.Users != nil {
+		h.routed = userMiddleware(o.Users, h.log, h.routed)
+	}
 	if o.ClientMiddleware != nil {
 		h.routed = o.ClientMiddleware(h.routed)
 	}
@@ -91,18 +100,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
 		return
 	}
-	if isAdminKey(r.Header.Get("Authorization")) {
-		respond.Error(w, http.StatusUnauthorized, "admin API keys are not accepted on XRPC")
-		return
-	}
 	h.routed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
 }
 
-// isAdminKey reports whether an Authorization header carries an admin
-// (hv_) API key, which is never valid on XRPC.
-func isAdminKey(authz string) bool {
-	scheme, cred, _ := strings.Cut(authz, " ")
-	return strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(strings.TrimSpace(cred), "hv_")
+// userMiddleware authenticates the user (optional for queries; the
+// dispatcher refuses anonymous procedures) and puts the caller in the
+// request context. It runs after client identification, so refused
+// requests have taken a rate-limit token.
+func userMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clientID := ""
+		if c, ok := clients.FromContext(r.Context()); ok {
+			clientID = c.ID
+		}
+		caller, err := users.Authenticate(r, clientID)
+		var ae *userauth.Error
+		switch {
+		case errors.As(err, &ae):
+			respond.Error(w, ae.Status, ae.Msg)
+			return
+		case err != nil:
+			respond.Internal(w, r, log, err)
+			return
+		}
+		if caller != nil {
+			r = r.WithContext(userauth.WithCaller(r.Context(), caller))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // routable reports whether a lexicon of kind answers method. HEAD is served
@@ -120,6 +145,11 @@ func routable(kind lexicon.Kind, method string) bool {
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 	lex, _ := LexiconFromContext(r.Context())
 	if lex.Kind == lexicon.KindProcedure {
+		if userauth.FromContext(r.Context()) == nil {
+			// Nothing can be proxied without the user's session.
+			respond.Error(w, http.StatusUnauthorized, "authentication required")
+			return
+		}
 		h.procs.ServeHTTP(w, r)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // newEnv starts an instance and bootstraps its super user.
 func newEnv(t *testing.T, open func(testing.TB) storage.Store, cfg appview.Config) (*testenv.Env, *testenv.Admin) {
 	t.Helper()
-	env := testenv.New(t, open(t), cfg)
+	env := testenv.NewUnstarted(t, open(t), cfg)
 	return env, env.Bootstrap(t)
 }
 

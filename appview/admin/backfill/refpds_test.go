@@ -85,7 +85,7 @@ func TestReferencePDS(t *testing.T) {
 			&identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		}
 		store := open(t)
-		env := testenv.New(t, store, appview.Config{PLCURL: net.PLCURL, Directory: dir, RelayURL: net.PDSURL})
+		env := testenv.NewUnstarted(t, store, appview.Config{PLCURL: net.PLCURL, Directory: dir, RelayURL: net.PDSURL})
 		env.PLC = plc
 		if err := env.App.Start(context.Background()); err != nil {
 			t.Fatal(err)

@@ -93,7 +93,7 @@ func setup(t *testing.T, store storage.Store, relayURL string) *world {
 		base:    &identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		handles: map[string]syntax.DID{},
 	}
-	env := testenv.New(t, store, appview.Config{PLCURL: plc.URL, Directory: dir, RelayURL: relayURL})
+	env := testenv.NewUnstarted(t, store, appview.Config{PLCURL: plc.URL, Directory: dir, RelayURL: relayURL})
 	env.PLC = plc // the directory resolves through this PLC
 	if err := env.App.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -156,9 +156,20 @@ type Env struct {
 	Store storage.Store
 }
 
-// New starts an instance on store. cfg may leave Store, PLCURL and Logger
-// unset.
+// New starts an instance on store, background work included. cfg may
+// leave Store, PLCURL and Logger unset.
 func New(t testing.TB, store storage.Store, cfg appview.Config) *Env {
+	t.Helper()
+	env := NewUnstarted(t, store, cfg)
+	if err := env.App.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return env
+}
+
+// NewUnstarted is New without App.Start, for tests that start it
+// themselves.
+func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	t.Helper()
 	plc := NewPLC(t)
 	cfg.Store = store
@@ -178,11 +189,19 @@ func New(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	if cfg.RelayURL == "" {
 		cfg.RelayURL = "http://127.0.0.1:1" // never the real network
 	}
+	// Start the server first so that PUBLIC_URL (the DPoP htu origin) is
+	// its real address.
+	var handler http.Handler = http.NotFoundHandler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = srv.URL
+	}
 	app, err := appview.New(cfg)
 	if err != nil {
+		srv.Close()
 		t.Fatalf("appview.New: %v", err)
 	}
-	srv := httptest.NewServer(app)
+	handler = app
 	t.Cleanup(func() {
 		srv.Close()
 		app.Shutdown(context.Background())

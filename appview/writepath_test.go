@@ -1,0 +1,229 @@
+package appview_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/oauth/oauthtest"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// device is an app's device: its provisioned DPoP key and tokens.
+type device struct {
+	env     *testenv.Env
+	key     string // X-Client-Key
+	signer  *oauth.Signer
+	access  string
+	session string
+}
+
+// call makes a DPoP-authenticated request to Lexview.
+func (d *device) call(t *testing.T, method, path string, body any) testenv.Response {
+	t.Helper()
+	u := d.env.URL + path
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	proof, err := d.signer.NewProof(method, u, d.access, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.env.Do(t, method, path, body, "X-Client-Key", d.key, "Authorization", "DPoP "+d.access, "DPoP", proof)
+}
+
+// signIn provisions a key, obtains tokens for it from the PDS stand-in
+// (standing in for the app's OAuth flow) and registers the session.
+func signIn(t *testing.T, env *testenv.Env, pds *oauthtest.Server, key, secret, did string) *device {
+	t.Helper()
+	r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, "X-Client-Key", key, "X-Client-Secret", secret)
+	if r.Status != 200 {
+		t.Fatalf("provision: %d %s", r.Status, r.Raw)
+	}
+	var prov struct {
+		ProvisionID string           `json:"provision_id"`
+		DPoPKey     oauth.PrivateJWK `json:"dpop_key"`
+	}
+	r.JSON(t, &prov)
+	if !strings.HasPrefix(prov.ProvisionID, "hvp_") || prov.DPoPKey.D == "" {
+		t.Fatalf("provision body: %s", r.Raw)
+	}
+	priv, err := prov.DPoPKey.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := oauth.NewSigner(priv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	access, refresh := pds.IssueTokens(did, signer.JKT())
+	reg := map[string]any{
+		"provision_id": prov.ProvisionID, "did": did, "access_token": access, "refresh_token": refresh,
+		"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "scopes": "atproto",
+		"pds_url": pds.URL, "issuer": pds.URL,
+	}
+	r = env.Do(t, "POST", "/oauth/sessions", reg, "X-Client-Key", key, "X-Client-Secret", secret)
+	if r.Status != 200 || r.Object(t)["did"] != did {
+		t.Fatalf("register: %d %s", r.Status, r.Raw)
+	}
+	// A provision is single-use.
+	if again := env.Do(t, "POST", "/oauth/sessions", reg, "X-Client-Key", key, "X-Client-Secret", secret); again.Status != 400 {
+		t.Fatalf("provision reused: %d %s", again.Status, again.Raw)
+	}
+	return &device{env: env, key: key, signer: signer, access: access, session: r.Object(t)["session_id"].(string)}
+}
+
+func TestWritePath(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{})
+		pds := oauthtest.New(t, oauthtest.Options{})
+		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
+		client, secret := env.NewClient(t, clients.NewClient{})
+		ctx := context.Background()
+		for _, up := range []lexicon.Upload{
+			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}}}`)},
+			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.createNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.note"},
+			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note"},
+		} {
+			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+				t.Fatal(err)
+			}
+		}
+		phone := signIn(t, env, pds, client.Key, secret, did)
+		laptop := signIn(t, env, pds, client.Key, secret, did)
+
+		// A procedure with only a client key is refused.
+		if r := env.Do(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "x"}, "X-Client-Key", client.Key); r.Status != 401 {
+			t.Fatalf("anonymous procedure: %d %s", r.Status, r.Raw)
+		}
+		// Create: proxied to the PDS (after its nonce challenge), indexed at once.
+		r := phone.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "hello"})
+		if r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Raw)
+		}
+		uri, _ := r.Object(t)["uri"].(string)
+		if _, onPDS := pds.Record(uri); !strings.HasPrefix(uri, "at://"+did+"/app.test.note/") || !onPDS {
+			t.Fatalf("create answer %s; on the PDS: %v", r.Raw, onPDS)
+		}
+		got := env.Do(t, "GET", "/xrpc/app.test.listNotes?uri="+uri, nil, "X-Client-Key", client.Key)
+		if got.Status != 200 || got.Object(t)["record"].(map[string]any)["text"] != "hello" {
+			t.Fatalf("read after write: %d %s", got.Status, got.Raw)
+		}
+		// Put with uri: the other device edits the record.
+		r = laptop.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"uri": uri, "text": "edited"})
+		if r.Status != 200 {
+			t.Fatalf("put: %d %s", r.Status, r.Raw)
+		}
+		got = env.Do(t, "GET", "/xrpc/app.test.listNotes?uri="+uri, nil, "X-Client-Key", client.Key)
+		if got.Object(t)["record"].(map[string]any)["text"] != "edited" {
+			t.Fatalf("read after put: %s", got.Raw)
+		}
+		// A PDS error is forwarded unchanged.
+		pds.FailNext("com.atproto.repo.createRecord", 400, "InvalidRequest", "no thanks")
+		r = phone.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "refused"})
+		if r.Status != 400 || r.Object(t)["error"] != "InvalidRequest" {
+			t.Fatalf("forwarded error: %d %s", r.Status, r.Raw)
+		}
+
+		// Replayed proofs, proofs for another URL, and tokens of another device are refused.
+		proof, _ := phone.signer.NewProof("POST", env.URL+"/xrpc/app.test.createNote", phone.access, "")
+		hdr := []string{"X-Client-Key", client.Key, "Authorization", "DPoP " + phone.access, "DPoP", proof}
+		env.Do(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "once"}, hdr...)
+		if r := env.Do(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "twice"}, hdr...); r.Status != 401 {
+			t.Fatalf("replayed proof: %d %s", r.Status, r.Raw)
+		}
+		other, _ := phone.signer.NewProof("POST", env.URL+"/xrpc/app.test.other", phone.access, "")
+		if r := env.Do(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "x"},
+			"X-Client-Key", client.Key, "Authorization", "DPoP "+phone.access, "DPoP", other); r.Status != 401 {
+			t.Fatalf("proof for another URL: %d %s", r.Status, r.Raw)
+		}
+		swapped, _ := phone.signer.NewProof("POST", env.URL+"/xrpc/app.test.createNote", laptop.access, "")
+		if r := env.Do(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "x"},
+			"X-Client-Key", client.Key, "Authorization", "DPoP "+laptop.access, "DPoP", swapped); r.Status != 401 {
+			t.Fatalf("token of another device: %d %s", r.Status, r.Raw)
+		}
+
+		// Devices: two, then the laptop signs itself out with DPoP.
+		var devices []map[string]any
+		env.Do(t, "GET", "/oauth/sessions/"+did+"/devices", nil, "X-Client-Key", client.Key, "X-Client-Secret", secret).JSON(t, &devices)
+		if len(devices) != 2 {
+			t.Fatalf("devices: %v", devices)
+		}
+		if r := laptop.call(t, "DELETE", "/oauth/sessions/"+did, nil); r.Status != 204 {
+			t.Fatalf("DPoP sign-out: %d %s", r.Status, r.Raw)
+		}
+		env.Do(t, "GET", "/oauth/sessions/"+did+"/devices", nil, "X-Client-Key", client.Key, "X-Client-Secret", secret).JSON(t, &devices)
+		if len(devices) != 1 || devices[0]["id"] != phone.session {
+			t.Fatalf("after sign-out: %v", devices)
+		}
+		if r := env.Do(t, "DELETE", "/oauth/sessions/"+did+"/devices/"+storage.NewID(), nil, "X-Client-Key", client.Key, "X-Client-Secret", secret); r.Status != 404 {
+			t.Fatalf("delete unknown device: %d", r.Status)
+		}
+		if r := env.Do(t, "DELETE", "/oauth/sessions/"+did+"/devices/"+phone.session, nil, "X-Client-Key", client.Key, "X-Client-Secret", secret); r.Status != 204 {
+			t.Fatalf("delete device: %d %s", r.Status, r.Raw)
+		}
+		if r := phone.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "gone"}); r.Status != 401 {
+			t.Fatalf("signed-out device still writes: %d %s", r.Status, r.Raw)
+		}
+		if stats := pds.Stats(); stats.NonceChallenges == 0 {
+			t.Fatalf("the PDS never challenged for a nonce: %+v", stats)
+		}
+	})
+}
+
+func TestSessionRegistrationRefusals(t *testing.T) {
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	client, secret := env.NewClient(t, clients.NewClient{})
+	auth := []string{"X-Client-Key", client.Key, "X-Client-Secret", secret}
+	prov := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, auth...).Object(t)["provision_id"]
+	base := map[string]any{
+		"provision_id": prov, "did": "did:plc:someone", "access_token": "a", "refresh_token": "r",
+		"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "scopes": "atproto",
+		"pds_url": "https://pds.example", "issuer": "https://pds.example",
+	}
+	for name, change := range map[string]map[string]any{
+		"no atproto scope":  {"scopes": "transition:generic"},
+		"scope not granted": {"scopes": "atproto transition:generic"},
+		"bad did":           {"did": "alice"},
+		"bad expiry":        {"expires_at": "tomorrow"},
+		"bad pds url":       {"pds_url": "ftp://x"},
+		"unknown provision": {"provision_id": "hvp_nope"},
+	} {
+		body := map[string]any{}
+		for k, v := range base {
+			body[k] = v
+		}
+		for k, v := range change {
+			body[k] = v
+		}
+		if r := env.Do(t, "POST", "/oauth/sessions", body, auth...); r.Status != 400 {
+			t.Errorf("%s: %d %s", name, r.Status, r.Raw)
+		}
+	}
+	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, "X-Client-Key", client.Key, "X-Client-Secret", "hvs_wrong"); r.Status != 401 {
+		t.Fatalf("wrong secret: %d", r.Status)
+	}
+	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}); r.Status != 401 || r.Error(t) != "requires an API client key" {
+		t.Fatalf("no key: %d %s", r.Status, r.Raw)
+	}
+	// Public clients need an allowed Origin and an S256 challenge.
+	pub, _ := env.NewClient(t, clients.NewClient{Type: "public", AllowedOrigins: []string{"https://web.app.test"}})
+	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, "X-Client-Key", pub.Key, "Origin", "https://web.app.test"); r.Status != 400 {
+		t.Fatalf("public without PKCE: %d %s", r.Status, r.Raw)
+	}
+	challenge := oauth.PKCEChallenge("a-very-long-verifier-string-that-is-at-least-43-chars")
+	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{"pkce_challenge": challenge}, "X-Client-Key", pub.Key, "Origin", "https://evil.test"); r.Status != 401 {
+		t.Fatalf("public from a foreign origin: %d %s", r.Status, r.Raw)
+	}
+	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{"pkce_challenge": challenge}, "X-Client-Key", pub.Key, "Origin", "https://web.app.test"); r.Status != 200 {
+		t.Fatalf("public provision: %d %s", r.Status, r.Raw)
+	}
+}
