@@ -27,6 +27,7 @@ import (
 	"github.com/lexview/lexview/appview/admin/users"
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/fixed"
 	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/metrics"
@@ -34,6 +35,7 @@ import (
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
+	"github.com/lexview/lexview/appview/thirdparty"
 	"github.com/lexview/lexview/appview/userauth"
 	"github.com/lexview/lexview/appview/xrpc"
 	backfilljobs "github.com/lexview/lexview/backfill"
@@ -65,6 +67,7 @@ type App struct {
 	source        ingest.Source // nil when live ingestion is off
 	sealer        *oauth.Sealer // seals secrets at rest
 	users         *userauth.Authenticator
+	pds           *oauth.Client // acts on users' PDSes with their DPoP sessions
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -153,6 +156,8 @@ func New(cfg Config) (*App, error) {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
 	}
+	a.pds = oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: cfg.Now},
+		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil
@@ -176,22 +181,22 @@ func (a *App) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	clientMW := clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log)
 	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{
 		Lexicons:         a.lexicons,
 		Records:          a.store,
 		Identities:       directoryIdentities{a.cfg.Directory},
-		ClientMiddleware: clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log),
+		ClientMiddleware: clientMW,
 		Users:            a.users,
-		Procedures: &xrpc.Proxy{
-			PDS: oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: a.cfg.Now},
-				oauth.ClientOptions{HTTPClient: a.cfg.HTTPClient, Now: a.cfg.Now, UserAgent: "lexview/" + Version}),
-			Indexer: a.writer, Logger: a.log,
-		},
-		Logger: a.log,
+		Procedures:       &xrpc.Proxy{PDS: a.pds, Indexer: a.writer, Logger: a.log},
+		Logger:           a.log,
 	}))
+	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: a.users, PDS: a.pds, Directory: a.cfg.Directory,
+		HTTPClient: a.cfg.HTTPClient, Logger: a.log}).Mount(mux)
 	mux.Handle("/admin/", a.admin)
 	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
 		Users: a.users, Events: a.events, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
+	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Registry: a.clients, Users: a.users, Events: a.events, Logger: a.log}).Mount(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")
 	})

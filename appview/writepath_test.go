@@ -19,8 +19,7 @@ import (
 
 // device is an app's device: its provisioned DPoP key and tokens.
 type device struct {
-	env     *testenv.Env
-	key     string // X-Client-Key
+	*testenv.Device
 	signer  *oauth.Signer
 	access  string
 	session string
@@ -29,56 +28,14 @@ type device struct {
 // call makes a DPoP-authenticated request to Lexview.
 func (d *device) call(t *testing.T, method, path string, body any) testenv.Response {
 	t.Helper()
-	u := d.env.URL + path
-	if i := strings.IndexByte(u, '?'); i >= 0 {
-		u = u[:i]
-	}
-	proof, err := d.signer.NewProof(method, u, d.access, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.env.Do(t, method, path, body, "X-Client-Key", d.key, "Authorization", "DPoP "+d.access, "DPoP", proof)
+	return d.Call(t, method, path, body)
 }
 
-// signIn provisions a key, obtains tokens for it from the PDS stand-in
-// (standing in for the app's OAuth flow) and registers the session.
+// signIn signs a device of a confidential client in (testenv.Env.SignIn).
 func signIn(t *testing.T, env *testenv.Env, pds *oauthtest.Server, key, secret, did string) *device {
 	t.Helper()
-	r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, "X-Client-Key", key, "X-Client-Secret", secret)
-	if r.Status != 200 {
-		t.Fatalf("provision: %d %s", r.Status, r.Raw)
-	}
-	var prov struct {
-		ProvisionID string           `json:"provision_id"`
-		DPoPKey     oauth.PrivateJWK `json:"dpop_key"`
-	}
-	r.JSON(t, &prov)
-	if !strings.HasPrefix(prov.ProvisionID, "hvp_") || prov.DPoPKey.D == "" {
-		t.Fatalf("provision body: %s", r.Raw)
-	}
-	priv, err := prov.DPoPKey.Key()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := oauth.NewSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	access, refresh := pds.IssueTokens(did, signer.JKT())
-	reg := map[string]any{
-		"provision_id": prov.ProvisionID, "did": did, "access_token": access, "refresh_token": refresh,
-		"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "scopes": "atproto",
-		"pds_url": pds.URL, "issuer": pds.URL,
-	}
-	r = env.Do(t, "POST", "/oauth/sessions", reg, "X-Client-Key", key, "X-Client-Secret", secret)
-	if r.Status != 200 || r.Object(t)["did"] != did {
-		t.Fatalf("register: %d %s", r.Status, r.Raw)
-	}
-	// A provision is single-use.
-	if again := env.Do(t, "POST", "/oauth/sessions", reg, "X-Client-Key", key, "X-Client-Secret", secret); again.Status != 400 {
-		t.Fatalf("provision reused: %d %s", again.Status, again.Raw)
-	}
-	return &device{env: env, key: key, signer: signer, access: access, session: r.Object(t)["session_id"].(string)}
+	d := env.SignIn(t, pds, testenv.AppClient{Key: key, Secret: secret}, did)
+	return &device{Device: d, signer: d.Signer, access: d.AccessToken, session: d.SessionID}
 }
 
 func TestWritePath(t *testing.T) {

@@ -88,7 +88,7 @@ func TestJWKS(t *testing.T) {
 	if err := json.Unmarshal(raw, &set); err != nil || len(set.Key("b")) != 1 || !set.Keys[0].IsPublic() {
 		t.Fatalf("go-jose reads the set: %v", err)
 	}
-	if NewKeyID() == NewKeyID() {
+	if a, b := NewKeyID(), NewKeyID(); a == b {
 		t.Fatal("key IDs repeat")
 	}
 }

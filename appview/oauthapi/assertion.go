@@ -95,14 +95,12 @@ type assertionResponse struct {
 // Without kid the current key signs (an initial authorization); a session
 // refresh passes the kid returned when it was established, which may be
 // a retiring key. Unknown and revoked kids are refused with 400.
+//
+// Confidential clients authenticate with key and secret; public clients
+// with their key and an active DPoP-bound session whose proof covers this
+// request (see assertionClient).
 func (h *Handler) clientAssertion(w http.ResponseWriter, r *http.Request) {
-	// TODO(lead): public clients authenticate here with X-Client-Key and an
-	// active DPoP-bound session whose proof covers this request (spec,
-	// "OAuth helper endpoints"). Until that path exists, authenticate
-	// answers them 401 `requires DPoP authentication`. When adding it, try
-	// DPoP first (Authorization: DPoP + DPoP proof) and fall back to
-	// authenticate for confidential clients.
-	c, ok := h.authenticate(w, r)
+	c, ok := h.assertionClient(w, r)
 	if !ok {
 		return
 	}
@@ -141,6 +139,58 @@ func (h *Handler) clientAssertion(w http.ResponseWriter, r *http.Request) {
 		ExpiresIn:           exp.Unix() - now.Unix(),
 		KID:                 k.KID,
 	})
+}
+
+// assertionClient authenticates the caller of POST /oauth/client-assertion.
+// Without `Authorization: DPoP` it is authenticate: key and secret of a
+// confidential client (a public client gets 401 `requires DPoP
+// authentication`). With it, the client is identified by X-Client-Key and
+// a token taken from its bucket; a public client must then hold an active
+// device session proven by the DPoP proof of this very request (method and
+// URL), and a confidential client must still send its secret. On failure
+// it has answered and returns false.
+func (h *Handler) assertionClient(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
+	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "DPoP") {
+		return h.authenticate(w, r)
+	}
+	key := r.Header.Get("X-Client-Key")
+	if key == "" {
+		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
+		return storage.APIClient{}, false
+	}
+	if !h.rateLimit(w, r, key) {
+		return storage.APIClient{}, false
+	}
+	// The registry caches identities; the row is read fresh, as
+	// authenticate does.
+	c, err := h.store.GetAPIClientByKey(r.Context(), key)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !c.IsActive {
+		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
+		return storage.APIClient{}, false
+	}
+	if err != nil {
+		respond.Internal(w, r, h.log, err)
+		return storage.APIClient{}, false
+	}
+	if c.Type != storage.ClientPublic {
+		// A DPoP session does not stand in for a confidential client's
+		// secret.
+		if !secretMatches(r.Header.Get("X-Client-Secret"), c.SecretHash) {
+			respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
+			return storage.APIClient{}, false
+		}
+		return c, true
+	}
+	if h.users == nil {
+		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
+		return storage.APIClient{}, false
+	}
+	if _, err := h.users.DPoPSession(r, c.ID); err != nil {
+		writeAuthError(w, r, h, err)
+		return storage.APIClient{}, false
+	}
+	return c, true
 }
 
 // signingKey picks the key named by kid, or the current key when kid is

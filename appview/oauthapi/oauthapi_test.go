@@ -108,7 +108,7 @@ func TestJWKS(t *testing.T) {
 // returns its claims.
 func verify(t *testing.T, set oauth.JWKS, assertion, kid string) oauth.AssertionClaims {
 	t.Helper()
-	jws, err := jose.ParseSigned(assertion, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(assertion, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatalf("parse assertion: %v", err)
 	}

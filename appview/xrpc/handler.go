@@ -76,7 +76,7 @@ func New(o Options) *Handler {
 	}
 	h.routed = http.HandlerFunc(h.dispatch)
 	if o.Users != nil {
-		h.routed = userMiddleware(o.Users, h.log, h.routed)
+		h.routed = UserMiddleware(o.Users, h.log, h.routed)
 	}
 	if o.ClientMiddleware != nil {
 		h.routed = o.ClientMiddleware(h.routed)
@@ -103,11 +103,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.routed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
 }
 
-// userMiddleware authenticates the user (optional for queries; the
+// UserMiddleware authenticates the user (optional for queries; the
 // dispatcher refuses anonymous procedures) and puts the caller in the
 // request context. It runs after client identification, so refused
-// requests have taken a rate-limit token.
-func userMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.Handler) http.Handler {
+// requests have taken a rate-limit token. Fixed endpoints use it too, so
+// every XRPC route authenticates users the same way.
+func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		clientID := ""
 		if c, ok := clients.FromContext(r.Context()); ok {
