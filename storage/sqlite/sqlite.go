@@ -61,10 +61,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Readers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
-	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-16000",
+	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL",
 		opts.BusyTimeout.Milliseconds())
 
-	writer, err := sql.Open("sqlite3", base+"?"+common+"&_txlock=immediate")
+	// The one writer gets a large page cache: index pages of the records
+	// table stay hot under sustained ingestion.
+	writer, err := sql.Open("sqlite3", base+"?"+common+"&_cache_size=-131072&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open writer: %w", err)
 	}
@@ -76,8 +78,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
+	// Checkpoint the WAL less often (every ~40 MB instead of ~4 MB): fewer
+	// rewrites of hot pages into the database file under ingestion. The
+	// writer pool keeps its single connection forever, so this sticks.
+	if _, err := writer.ExecContext(ctx, "PRAGMA wal_autocheckpoint=10000"); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: configure %s: %w", path, err)
+	}
 
-	reader, err := sql.Open("sqlite3", base+"?"+common+"&_query_only=true")
+	reader, err := sql.Open("sqlite3", base+"?"+common+"&_cache_size=-16000&_query_only=true")
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open readers: %w", err)

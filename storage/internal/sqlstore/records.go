@@ -97,13 +97,35 @@ func collapse(ops []storage.RecordOp) (upserts, deletes []storage.Record) {
 	return upserts, deletes
 }
 
-// DeleteRecordsByDID implements storage.RecordStore.
+// DeleteRecordsByDID implements storage.RecordStore. It deletes collection
+// by collection so that each delete uses the (collection, did) index.
 func (db *DB) DeleteRecordsByDID(ctx context.Context, did string) (int64, error) {
-	res, err := db.exec(ctx, `DELETE FROM records WHERE did = ?`, did)
+	collections, err := queryAll(ctx, db.reader, `SELECT DISTINCT collection FROM records`,
+		func(row rowScanner) (string, error) {
+			var c string
+			err := row.Scan(&c)
+			return c, err
+		})
 	if err != nil {
 		return 0, fmt.Errorf("delete records of %s: %w", did, err)
 	}
-	return res.RowsAffected()
+	var total int64
+	err = db.inTx(ctx, func(tx *sql.Tx) error {
+		q := Bind(db.dialect, `DELETE FROM records WHERE collection = ? AND did = ?`)
+		for _, c := range collections {
+			res, err := tx.ExecContext(ctx, q, c, did)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			total += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete records of %s: %w", did, err)
+	}
+	return total, nil
 }
 
 // PurgeTombstones implements storage.RecordStore.

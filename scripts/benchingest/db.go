@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/lib/pq" // the "postgres" driver, for CREATE/DROP DATABASE
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/lexicon"
+)
+
+// database is a fresh database for one backend.
+type database struct {
+	url     string
+	cleanup func() error
+	// serverPID is the local PostgreSQL postmaster (0: none or unknown),
+	// whose process tree's CPU is reported.
+	serverPID int
+}
+
+// createDatabase makes an empty database: a new SQLite file under dir, or
+// a new database on the PostgreSQL server at APPVIEW_TEST_POSTGRES_URL.
+func createDatabase(ctx context.Context, backend, dir string) (*database, error) {
+	switch backend {
+	case "sqlite":
+		path := filepath.Join(dir, "sqlite", "bench.db")
+		return &database{url: "sqlite://" + path, cleanup: func() error { return os.RemoveAll(filepath.Dir(path)) }}, nil
+	case "postgres":
+		base := os.Getenv("APPVIEW_TEST_POSTGRES_URL")
+		if base == "" {
+			return nil, errors.New("APPVIEW_TEST_POSTGRES_URL is not set (scripts/bench-ingest provisions a server)")
+		}
+		admin, err := sql.Open("postgres", base)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("lexview_benchingest_%d", time.Now().UnixNano())
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+			admin.Close()
+			return nil, fmt.Errorf("create database: %w", err)
+		}
+		u, err := url.Parse(base)
+		if err != nil {
+			admin.Close()
+			return nil, err
+		}
+		u.Path = "/" + name
+		return &database{url: u.String(), serverPID: postmasterPID(ctx, admin), cleanup: func() error {
+			defer admin.Close()
+			_, err := admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			return err
+		}}, nil
+	}
+	return nil, fmt.Errorf("unknown backend %q (want sqlite or postgres)", backend)
+}
+
+// registerLexicons migrates the database and uploads the record lexicons,
+// as an operator would before starting the service.
+func registerLexicons(ctx context.Context, dbURL string) error {
+	store, err := appview.OpenStore(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	reg := lexicon.NewRegistry(store)
+	noBackfill := false
+	for _, doc := range lexiconDocs {
+		if _, _, err := reg.Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: &noBackfill}); err != nil {
+			return fmt.Errorf("register lexicon: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkRecords validates sample events against the lexicons (a generator
+// bug would otherwise show up as rejections) and nothing else.
+func checkRecords(ctx context.Context, dbURL string, sample [][]byte) error {
+	store, err := appview.OpenStore(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	reg := lexicon.NewRegistry(store)
+	if err := reg.Load(ctx); err != nil {
+		return err
+	}
+	snap := reg.Snapshot()
+	for _, raw := range sample {
+		var ev struct {
+			Commit struct {
+				Operation, Collection string
+				Record                json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("generated event is not JSON: %w\n%s", err, raw)
+		}
+		if ev.Commit.Operation == "delete" {
+			continue
+		}
+		if err := snap.ValidateRecord(ev.Commit.Collection, ev.Commit.Record); err != nil {
+			return fmt.Errorf("generated record fails validation: %w\n%s", err, raw)
+		}
+	}
+	return nil
+}
+
+// countRecords counts the indexed records of every benchmark collection.
+func countRecords(ctx context.Context, dbURL string) (int64, error) {
+	store, err := appview.OpenStore(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer store.Close()
+	var total int64
+	for _, c := range collections {
+		n, err := store.CountRecords(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// postmasterPID finds the server's postmaster when it runs on this machine
+// and its data directory is readable (0 otherwise).
+func postmasterPID(ctx context.Context, db *sql.DB) int {
+	var dir string
+	if err := db.QueryRowContext(ctx, "SELECT current_setting('data_directory')").Scan(&dir); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	return pid
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+)
+
+// phaseResult is what one measured phase reports.
+type phaseResult struct {
+	name        string
+	events      int           // events published in the phase
+	committed   float64       // events committed (indexed + rejected) in the measured window
+	rejected    float64       // events rejected by validation
+	wall        time.Duration // measured window
+	rate        float64       // committed events/s over the window
+	sustained   float64       // events/s between 10% and 90% committed (throughput phase)
+	publish     time.Duration // PublishRaw of the whole stream (throughput phase)
+	p50, p99    float64       // commit lag quantiles, seconds
+	p99Inf      bool          // p99 beyond the largest finite bucket
+	batchMean   float64       // mean committed batch size
+	maxQueue    float64       // largest write-queue depth seen
+	cpu         time.Duration // service CPU (user+system) in the window
+	rss, hwm    int64         // service RSS at the end, peak RSS of the process
+	benchCPU    time.Duration // the benchmark process (stand-in, polling) in the window
+	othersCPU   time.Duration // every other process on the machine in the window
+	dbCPU       time.Duration // the local PostgreSQL server's processes in the window
+	complete    bool          // every event committed before the timeout
+	inProcess   bool
+	profilePath string
+}
+
+// runner runs the phases of one backend.
+type runner struct {
+	opt       options
+	bin       string // built appview binary (child mode)
+	work      string
+	serverPID int // local PostgreSQL postmaster of the current backend, 0 if none
+}
+
+func (r *runner) start(ctx context.Context, dbURL, jsURL string) (service, error) {
+	cfg := serviceConfig{dbURL: dbURL, jetstreamURL: jsURL, workDir: r.work}
+	if r.opt.inProcess {
+		return startInProcess(cfg)
+	}
+	return startChild(r.bin, cfg)
+}
+
+// waitReady waits until the service subscribed and serves metrics.
+func waitReady(ctx context.Context, svc service, js *jetstreamtest.Server) (scrape, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if c, ok := svc.(*child); ok {
+			if gone, err := c.exited(); gone {
+				return scrape{}, fmt.Errorf("appview exited during start-up (%v):\n%s", err, logTail(c.logPath, 20))
+			}
+		}
+		if js.Connected() > 0 {
+			if s, err := scrapeMetrics(ctx, svc.metricsURL()); err == nil {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return scrape{}, errors.New("the service did not subscribe and serve metrics within 60s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startProfile starts a CPU profile in in-process mode ("" otherwise).
+func (r *runner) startProfile(backend, phase string) (string, func()) {
+	if r.opt.profileDir == "" {
+		return "", func() {}
+	}
+	path := filepath.Join(r.opt.profileDir, backend+"-"+phase+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		log.Printf("cpu profile: %v", err)
+		return "", func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Printf("cpu profile: %v", err)
+		f.Close()
+		return "", func() {}
+	}
+	stopTrace := func() {}
+	if r.opt.trace > 0 {
+		stopTrace = startTrace(filepath.Join(r.opt.profileDir, backend+"-"+phase+".trace"), r.opt.trace)
+	}
+	return path, sync.OnceFunc(func() { stopTrace(); pprof.StopCPUProfile(); f.Close() })
+}
+
+// startTrace writes an execution trace of the first d of a phase.
+func startTrace(path string, d time.Duration) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Printf("trace: %v", err)
+		return func() {}
+	}
+	if err := trace.Start(f); err != nil {
+		log.Printf("trace: %v", err)
+		f.Close()
+		return func() {}
+	}
+	stop := sync.OnceFunc(func() { trace.Stop(); f.Close() })
+	time.AfterFunc(d, stop)
+	return stop
+}
+
+// throughput publishes the whole stream at once and waits until the
+// service has committed all of it.
+func (r *runner) throughput(ctx context.Context, backend, dbURL string, events []jetstreamtest.Event) (phaseResult, error) {
+	res := phaseResult{name: "throughput", events: len(events), inProcess: r.opt.inProcess}
+	js := jetstreamtest.Start()
+	defer js.Close()
+	svc, err := r.start(ctx, dbURL, js.URL)
+	if err != nil {
+		return res, err
+	}
+	defer svc.stop()
+	s0, err := waitReady(ctx, svc, js)
+	if err != nil {
+		return res, err
+	}
+	p0, err := readProc(svc.pid())
+	if err != nil {
+		return res, err
+	}
+	self0, _ := readProc(os.Getpid())
+	m0, db0 := machineBusy(), treeCPU(r.serverPID)
+	var stopProfile func()
+	res.profilePath, stopProfile = r.startProfile(backend, "throughput")
+	defer stopProfile()
+
+	// Publish in chunks from a goroutine, so that the service starts
+	// reading while the rest is handed to the stand-in.
+	t0 := time.Now()
+	var publishing sync.WaitGroup
+	var publishTook time.Duration
+	publishing.Go(func() {
+		const chunk = 20_000
+		for i := 0; i < len(events); i += chunk {
+			js.PublishRaw(events[i:min(i+chunk, len(events))])
+		}
+		publishTook = time.Since(t0)
+	})
+	defer publishing.Wait()
+	n := float64(len(events))
+	base := s0.indexed + s0.rejected
+	var t10, t90 time.Time
+	var last scrape
+	nextReport := time.Now().Add(10 * time.Second)
+	deadline := t0.Add(r.opt.timeout)
+	for {
+		s, err := scrapeMetrics(ctx, svc.metricsURL())
+		if err != nil {
+			return res, fmt.Errorf("scrape: %w", err)
+		}
+		last = s
+		done := s.indexed + s.rejected - base
+		res.maxQueue = max(res.maxQueue, s.queue)
+		if t10.IsZero() && done >= 0.1*n {
+			t10 = s.at
+		}
+		if t90.IsZero() && done >= 0.9*n {
+			t90 = s.at
+			res.sustained = 0.8 * n / t90.Sub(t10).Seconds()
+		}
+		if done >= n {
+			res.complete = true
+			break
+		}
+		if time.Now().After(nextReport) {
+			log.Printf("%s throughput: %.0f/%d events committed (%.0f/s so far)", backend, done, len(events), done/time.Since(t0).Seconds())
+			nextReport = nextReport.Add(10 * time.Second)
+		}
+		if c, ok := svc.(*child); ok {
+			if gone, err := c.exited(); gone {
+				return res, fmt.Errorf("appview exited (%v):\n%s", err, logTail(c.logPath, 20))
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Printf("%s throughput: timed out after %s with %.0f of %d events committed", backend, r.opt.timeout, done, len(events))
+			break
+		}
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	publishing.Wait()
+	res.publish = publishTook
+	stopProfile()
+	p1, err := readProc(svc.pid())
+	if err != nil {
+		return res, err
+	}
+	self1, _ := readProc(os.Getpid())
+	machine, dbCPU := machineBusy()-m0, treeCPU(r.serverPID)-db0
+	res.committed = last.indexed + last.rejected - base
+	res.rejected = last.rejected - s0.rejected
+	res.wall = last.at.Sub(t0)
+	res.rate = res.committed / res.wall.Seconds()
+	res.fill(last.lag.minus(s0.lag), last.batch.minus(s0.batch), p0, p1)
+	res.others(machine, self1.cpu-self0.cpu, dbCPU)
+	return res, nil
+}
+
+// steady publishes at a fixed rate and measures the window after warmup.
+func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jetstreamtest.Event) (phaseResult, error) {
+	res := phaseResult{name: "steady", events: len(events), inProcess: r.opt.inProcess}
+	js := jetstreamtest.Start()
+	defer js.Close()
+	svc, err := r.start(ctx, dbURL, js.URL)
+	if err != nil {
+		return res, err
+	}
+	defer svc.stop()
+	s00, err := waitReady(ctx, svc, js)
+	if err != nil {
+		return res, err
+	}
+	// The publisher paces the events at the rate, in 5ms steps.
+	pubCtx, cancelPub := context.WithCancel(ctx)
+	defer cancelPub()
+	start := time.Now()
+	pubDone := make(chan struct{})
+	go func() {
+		defer close(pubDone)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		sent := 0
+		for sent < len(events) {
+			target := min(len(events), int(time.Since(start).Seconds()*float64(r.opt.steadyRate))+1)
+			if target > sent {
+				js.PublishRaw(events[sent:target])
+				sent = target
+			}
+			select {
+			case <-tick.C:
+			case <-pubCtx.Done():
+				return
+			}
+		}
+	}()
+	sleepUntil := func(t time.Time) error {
+		select {
+		case <-time.After(time.Until(t)):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := sleepUntil(start.Add(r.opt.steadyWarmup)); err != nil {
+		return res, err
+	}
+	s0, err := scrapeMetrics(ctx, svc.metricsURL())
+	if err != nil {
+		return res, err
+	}
+	p0, err := readProc(svc.pid())
+	if err != nil {
+		return res, err
+	}
+	self0, _ := readProc(os.Getpid())
+	m0, db0 := machineBusy(), treeCPU(r.serverPID)
+	var stopProfile func()
+	res.profilePath, stopProfile = r.startProfile(backend, "steady")
+	defer stopProfile()
+	if err := sleepUntil(start.Add(r.opt.steadyWarmup + r.opt.steadyDuration)); err != nil {
+		return res, err
+	}
+	s1, err := scrapeMetrics(ctx, svc.metricsURL())
+	if err != nil {
+		return res, err
+	}
+	p1, err := readProc(svc.pid())
+	if err != nil {
+		return res, err
+	}
+	self1, _ := readProc(os.Getpid())
+	stopProfile()
+	machine, dbCPU := machineBusy()-m0, treeCPU(r.serverPID)-db0
+	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
+	res.rejected = s1.rejected - s00.rejected
+	res.wall = s1.at.Sub(s0.at)
+	res.rate = res.committed / res.wall.Seconds()
+	res.maxQueue = max(s0.queue, s1.queue)
+	res.fill(s1.lag.minus(s0.lag), s1.batch.minus(s0.batch), p0, p1)
+	res.others(machine, self1.cpu-self0.cpu, dbCPU)
+	// Let the stream finish, then wait for the last commits.
+	select {
+	case <-pubDone:
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		s, err := scrapeMetrics(ctx, svc.metricsURL())
+		if err == nil && s.indexed+s.rejected-s00.indexed-s00.rejected >= float64(len(events)) {
+			res.complete = true
+			res.rejected = s.rejected - s00.rejected
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return res, nil
+}
+
+// fill derives the lag, batch, CPU and memory figures.
+func (res *phaseResult) fill(lag, batch histogram, p0, p1 procStats) {
+	res.p50, _ = lag.quantile(0.50)
+	res.p99, res.p99Inf = lag.quantile(0.99)
+	res.batchMean = batch.mean()
+	res.cpu = p1.cpu - p0.cpu
+	res.rss, res.hwm = p1.rss, p1.hwm
+}
+
+// others splits the machine's busy time into the benchmark process and
+// everything else (in-process, the benchmark process is the service).
+func (res *phaseResult) others(machine, self, db time.Duration) {
+	res.dbCPU = db
+	if res.inProcess {
+		res.othersCPU = machine - self - db
+		return
+	}
+	res.benchCPU = self
+	res.othersCPU = machine - self - res.cpu - db
+}
+
+// cores is the service's CPU time per wall-clock second.
+func (res phaseResult) cores() float64 {
+	if res.wall <= 0 {
+		return math.NaN()
+	}
+	return res.cpu.Seconds() / res.wall.Seconds()
+}
+
+// calibrate measures how fast the stand-in delivers the stream to a
+// client that only reads, to show that publishing outpaces ingestion.
+func calibrate(ctx context.Context, events []jetstreamtest.Event) (rate, mbps float64, err error) {
+	js := jetstreamtest.Start()
+	defer js.Close()
+	js.PublishRaw(events)
+	u := js.URL + "?wantedCollections=" + collPost + "&wantedCollections=" + collLike + "&wantedCollections=" + collFollow + "&cursor=1"
+	conn, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(4 << 20)
+	start := time.Now()
+	var bytes int64
+	for range events {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		bytes += int64(len(data))
+	}
+	d := time.Since(start).Seconds()
+	return float64(len(events)) / d, float64(bytes) / d / 1e6, nil
+}

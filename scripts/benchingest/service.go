@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lexview/lexview/appview"
+)
+
+// service is one running instance of Lexview under measurement.
+type service interface {
+	// pid is the process whose CPU and memory are measured.
+	pid() int
+	metricsURL() string
+	stop() error
+}
+
+// serviceConfig is what every instance is started with.
+type serviceConfig struct {
+	dbURL, jetstreamURL, workDir string
+}
+
+// buildBinary compiles ./cmd/appview into dir.
+func buildBinary(dir string) (string, error) {
+	bin := filepath.Join(dir, "appview")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/appview")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/appview: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// freeAddr returns a currently free 127.0.0.1 TCP address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// sessionSecret keeps the service from warning about a missing secret.
+const sessionSecret = "lexview-benchingest-session-secret-0123456789"
+
+// tokenKey seals secrets at rest (required with PostgreSQL): random per run.
+var tokenKey = func() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}()
+
+// child is `appview serve` in its own process.
+type child struct {
+	cmd     *exec.Cmd
+	metrics string
+	logPath string
+	done    chan error
+}
+
+func startChild(bin string, cfg serviceConfig) (*child, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(cfg.workDir, "appview.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = cfg.workDir // no stray .env is read
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.dbURL, "JETSTREAM_URL="+cfg.jetstreamURL, "PORT=0",
+		"METRICS_ADDR="+addr, "LOG_LEVEL=warn", "PLC_URL=http://127.0.0.1:1", "SESSION_SECRET="+sessionSecret,
+		"TOKEN_ENCRYPTION_KEY="+tokenKey)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the benchmark
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, metrics: "http://" + addr + "/metrics", logPath: logPath, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait() }()
+	return c, nil
+}
+
+func (c *child) pid() int           { return c.cmd.Process.Pid }
+func (c *child) metricsURL() string { return c.metrics }
+
+// stop sends SIGTERM and waits for a graceful exit (SIGKILL after 30s).
+func (c *child) stop() error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		return err
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return errors.New("appview did not stop within 30s after SIGTERM; killed")
+	}
+}
+
+// exited reports whether the child ended early (and how).
+func (c *child) exited() (bool, error) {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// logTail returns the last lines the service logged.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// inProcess is the App running inside the benchmark (for CPU profiles).
+type inProcess struct {
+	app     *appview.App
+	metrics string
+}
+
+func startInProcess(cfg serviceConfig) (*inProcess, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	app, err := appview.New(appview.Config{
+		DatabaseURL: cfg.dbURL, JetstreamURL: cfg.jetstreamURL, MetricsAddr: addr, PLCURL: "http://127.0.0.1:1",
+		SessionSecret: sessionSecret, TokenEncryptionKey: tokenKey, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := app.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	return &inProcess{app: app, metrics: "http://" + addr + "/metrics"}, nil
+}
+
+func (p *inProcess) pid() int           { return os.Getpid() }
+func (p *inProcess) metricsURL() string { return p.metrics }
+func (p *inProcess) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.app.Shutdown(ctx)
+}
+
+// procStats is a reading of a process's CPU time and memory.
+type procStats struct {
+	at       time.Time
+	cpu      time.Duration // user + system
+	rss, hwm int64         // bytes: current and peak resident set
+}
+
+var clockTicks = func() int64 {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 100
+}()
+
+func readProc(pid int) (procStats, error) {
+	st := procStats{at: time.Now()}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return st, err
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15 of the whole line.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return st, errors.New("unexpected /proc/PID/stat")
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return st, errors.New("short /proc/PID/stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	st.cpu = time.Duration(ut+stt) * time.Second / time.Duration(clockTicks)
+	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return st, err
+	}
+	defer status.Close()
+	b, _ := io.ReadAll(status)
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[0], 10, 64)
+		if k == "VmRSS" {
+			st.rss = kb << 10
+		} else {
+			st.hwm = kb << 10
+		}
+	}
+	return st, nil
+}
+
+// machineBusy is the CPU time all processes used so far (/proc/stat:
+// everything but idle and iowait), to tell how busy the rest of the
+// machine was during a phase.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest time is already in user
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / time.Duration(clockTicks)
+}
+
+// treeCPU is the CPU time of a process and its children: its own, that of
+// its exited children (cutime, cstime) and that of the live ones. 0 when
+// pid is 0 or gone.
+func treeCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	fields := func(p string) []string {
+		b, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			return nil
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			return nil
+		}
+		return strings.Fields(string(b[i+1:])) // f[1] is the ppid, f[11..14] utime stime cutime cstime
+	}
+	sum := func(f []string, from, to int) (ticks int64) {
+		for i := from; i <= to && i < len(f); i++ {
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += n
+		}
+		return ticks
+	}
+	self := strconv.Itoa(pid)
+	ticks := sum(fields(self), 11, 14)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		if f := fields(e.Name()); len(f) > 12 && f[1] == self {
+			ticks += sum(f, 11, 12)
+		}
+	}
+	return time.Duration(ticks) * time.Second / time.Duration(clockTicks)
+}

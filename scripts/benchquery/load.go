@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// loader drives GET requests over a fixed number of keep-alive connections.
+type loader struct {
+	url    string
+	conns  int
+	client *http.Client
+	tr     *http.Transport
+}
+
+func newLoader(url string, conns int) *loader {
+	tr := &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	return &loader{url: url, conns: conns, tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+func (l *loader) close() { l.tr.CloseIdleConnections() }
+
+// result is one load run: every request's latency and the totals.
+type result struct {
+	lat      []time.Duration // sorted after run
+	errors   int
+	firstErr string
+	bytes    int64
+	elapsed  time.Duration
+}
+
+func (r *result) rps() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
+
+func (r *result) bytesPerResp() float64 {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return float64(r.bytes) / float64(len(r.lat))
+}
+
+// pct returns the p-th percentile latency (nearest rank); 100 is the max.
+func (r *result) pct(p float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	i := int(float64(len(r.lat))*p/100+0.5) - 1
+	return r.lat[min(max(i, 0), len(r.lat)-1)]
+}
+
+// run sends requests from l.conns goroutines, each one request at a time,
+// until d has passed. Latencies of successful (200) responses are kept;
+// anything else counts as an error.
+func (l *loader) run(d time.Duration) *result {
+	type worker struct {
+		lat      []time.Duration
+		errors   int
+		firstErr string
+		bytes    int64
+	}
+	workers := make([]worker, l.conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range workers {
+		w := &workers[i]
+		w.lat = make([]time.Duration, 0, 1<<14)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequest(http.MethodGet, l.url, nil)
+			if err != nil {
+				w.errors, w.firstErr = 1, err.Error()
+				return
+			}
+			req.Header.Set("X-Client-Key", clientKey)
+			for {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					return
+				}
+				resp, err := l.client.Do(req)
+				if err != nil {
+					w.errors++
+					if w.firstErr == "" {
+						w.firstErr = err.Error()
+					}
+					continue
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				took := time.Since(t0)
+				switch {
+				case err != nil:
+					w.errors++
+					if w.firstErr == "" {
+						w.firstErr = "read body: " + err.Error()
+					}
+				case resp.StatusCode != http.StatusOK:
+					w.errors++
+					if w.firstErr == "" {
+						w.firstErr = fmt.Sprintf("status %d", resp.StatusCode)
+					}
+				default:
+					w.lat = append(w.lat, took)
+					w.bytes += n
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res := &result{elapsed: time.Since(start)}
+	total := 0
+	for i := range workers {
+		total += len(workers[i].lat)
+	}
+	res.lat = make([]time.Duration, 0, total)
+	for i := range workers {
+		w := &workers[i]
+		res.lat = append(res.lat, w.lat...)
+		res.errors += w.errors
+		res.bytes += w.bytes
+		if res.firstErr == "" {
+			res.firstErr = w.firstErr
+		}
+	}
+	slices.Sort(res.lat)
+	return res
+}

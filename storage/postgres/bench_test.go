@@ -1,0 +1,14 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+func openBench(t testing.TB) storage.Store { return storagetest.Postgres(t) }
+
+func BenchmarkWriteBatch(b *testing.B) { storagetest.BenchWriteBatch(b, openBench) }
+
+func BenchmarkList(b *testing.B) { storagetest.BenchList(b, "postgres", openBench) }
