@@ -83,6 +83,18 @@ func TestWritePath(t *testing.T) {
 		if got.Object(t)["record"].(map[string]any)["text"] != "edited" {
 			t.Fatalf("read after put: %s", got.Raw)
 		}
+		// When the PDS reports the token expired, Lexview refreshes it at the
+		// issuer and retries; the app keeps using the token it registered.
+		pds.ExpireAccessTokens()
+		for i, text := range []string{"after refresh", "again with the app's token"} {
+			if r := phone.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": text}); r.Status != 200 {
+				t.Fatalf("write %d after the PDS expired the token: %d %s", i, r.Status, r.Raw)
+			}
+		}
+		if st := pds.Stats(); st.Refreshes != 1 {
+			t.Fatalf("refreshes: %+v", st)
+		}
+
 		// A PDS error is forwarded unchanged.
 		pds.FailNext("com.atproto.repo.createRecord", 400, "InvalidRequest", "no thanks")
 		r = phone.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "refused"})

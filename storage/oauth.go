@@ -48,6 +48,11 @@ type DeviceSession struct {
 	PDSURL             string
 	Issuer             string // the authorization server's issuer URL
 	AuthKID            string // the client authentication key that established it; "" for none
+	// AppTokenHash is the hex SHA-256 of the access token the app
+	// registered and presents on its calls, and AppExpiresAt its expiry.
+	// They stay put when Lexview refreshes the PDS tokens itself.
+	AppTokenHash string
+	AppExpiresAt time.Time
 	// Version counts token updates (1 at creation). UpdateDeviceSessionTokens
 	// takes the version read and refuses to write if it moved.
 	Version   int64

@@ -237,7 +237,8 @@ func (h *Handler) newSession(r *http.Request, c storage.APIClient, p storage.DPo
 	now := h.now()
 	s := storage.DeviceSession{ID: storage.NewID(), ClientID: c.ID, DID: req.DID, DPoPKeyID: p.ID, JKT: p.JKT,
 		ExpiresAt: expires, Scopes: strings.Join(strings.Fields(req.Scopes), " "), PDSURL: strings.TrimRight(req.PDSURL, "/"),
-		Issuer: strings.TrimRight(req.Issuer, "/"), CreatedAt: now, UpdatedAt: now}
+		Issuer: strings.TrimRight(req.Issuer, "/"), CreatedAt: now, UpdatedAt: now,
+		AppTokenHash: userauth.TokenHash(req.AccessToken), AppExpiresAt: expires}
 	if k, err := h.store.GetCurrentClientAuthKey(r.Context(), c.ID); err == nil {
 		s.AuthKID = k.KID
 	}

@@ -6,7 +6,9 @@ package userauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -132,6 +134,12 @@ func (a *Authenticator) RequestURL(r *http.Request) string {
 	return strings.TrimRight(a.PublicURL, "/") + r.URL.EscapedPath()
 }
 
+// TokenHash is the stored form (hex SHA-256) of an app's access token.
+func TokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
 // DPoPSession checks DPoP authentication (`Authorization: DPoP <token>`
 // and a `DPoP` proof) for the API client clientID and returns the device
 // session the proof's key belongs to.
@@ -159,14 +167,18 @@ func (a *Authenticator) DPoPSession(r *http.Request, clientID string) (*storage.
 	if err != nil {
 		return nil, err
 	}
-	stored, err := a.Sealer.OpenString(AccessTokenPurpose(s.ID), s.SealedAccessToken)
-	if err != nil {
-		return nil, unauthorized(msgBadAccessToken)
+	// The app presents the token it registered; after Lexview refreshed the
+	// PDS tokens itself, the current one is accepted too.
+	expires := s.ExpiresAt
+	if s.AppTokenHash != "" && subtle.ConstantTimeCompare([]byte(TokenHash(token)), []byte(s.AppTokenHash)) == 1 {
+		expires = s.AppExpiresAt
+	} else {
+		stored, err := a.Sealer.OpenString(AccessTokenPurpose(s.ID), s.SealedAccessToken)
+		if err != nil || subtle.ConstantTimeCompare([]byte(stored), []byte(token)) != 1 {
+			return nil, unauthorized(msgBadAccessToken)
+		}
 	}
-	if subtle.ConstantTimeCompare([]byte(stored), []byte(token)) != 1 {
-		return nil, unauthorized(msgBadAccessToken)
-	}
-	if !a.now().Before(s.ExpiresAt) {
+	if !a.now().Before(expires) {
 		return nil, unauthorized(MsgTokenExpired)
 	}
 	return &s, nil

@@ -13,7 +13,7 @@ import (
 const provisionColumns = `id, handle_hash, client_id, sealed_key, jkt, pkce_challenge, created_at, expires_at, used_at`
 
 const sessionColumns = `id, client_id, did, dpop_key_id, jkt, sealed_dpop_key, sealed_access_token, sealed_refresh_token,
-	expires_at, scopes, pds_url, issuer, auth_kid, version, created_at, updated_at`
+	expires_at, scopes, pds_url, issuer, auth_kid, version, created_at, updated_at, app_token_hash, app_expires_at`
 
 const authKeyColumns = `client_id, kid, sealed_private_key, public_jwk, status, created_at, retired_at, revoked_at`
 
@@ -44,11 +44,12 @@ func scanProvision(row rowScanner) (storage.DPoPProvision, error) {
 func scanSession(row rowScanner) (storage.DeviceSession, error) {
 	var s storage.DeviceSession
 	var kid sql.NullString
-	var expires, created, updated Time
+	var expires, created, updated, appExpires Time
 	err := row.Scan(&s.ID, &s.ClientID, &s.DID, &s.DPoPKeyID, &s.JKT, &s.SealedDPoPKey, &s.SealedAccessToken,
-		&s.SealedRefreshToken, &expires, &s.Scopes, &s.PDSURL, &s.Issuer, &kid, &s.Version, &created, &updated)
+		&s.SealedRefreshToken, &expires, &s.Scopes, &s.PDSURL, &s.Issuer, &kid, &s.Version, &created, &updated,
+		&s.AppTokenHash, &appExpires)
 	s.AuthKID = kid.String
-	s.ExpiresAt, s.CreatedAt, s.UpdatedAt = expires.T, created.T, updated.T
+	s.ExpiresAt, s.CreatedAt, s.UpdatedAt, s.AppExpiresAt = expires.T, created.T, updated.T, appExpires.T
 	return s, err
 }
 
@@ -104,10 +105,10 @@ func (db *DB) PurgeDPoPProvisions(ctx context.Context, before time.Time) (int64,
 // CreateDeviceSession implements storage.OAuthStore.
 func (db *DB) CreateDeviceSession(ctx context.Context, s storage.DeviceSession) error {
 	_, err := db.exec(ctx, `INSERT INTO device_sessions (`+sessionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`,
 		s.ID, s.ClientID, s.DID, s.DPoPKeyID, s.JKT, s.SealedDPoPKey, s.SealedAccessToken, s.SealedRefreshToken,
 		db.dialect.Time(s.ExpiresAt), s.Scopes, s.PDSURL, s.Issuer, nullString(s.AuthKID),
-		db.dialect.Time(s.CreatedAt), db.dialect.Time(s.UpdatedAt))
+		db.dialect.Time(s.CreatedAt), db.dialect.Time(s.UpdatedAt), s.AppTokenHash, db.dialect.Time(s.AppExpiresAt))
 	return db.conflict("create device session", err)
 }
 
