@@ -21,11 +21,56 @@ type Identities interface {
 	PDSEndpoint(ctx context.Context, did syntax.DID) (string, error)
 }
 
-var (
-	tokURI      = []byte(`"uri"`)
-	tokType     = []byte(`"$type"`)
-	tokMimeType = []byte(`"mimeType"`)
-)
+// tokMimeType marks records that may hold blobs (current or legacy form).
+var tokMimeType = []byte(`"mimeType"`)
+
+// topLevelKeys scans a JSON object without decoding it and reports
+// whether its own (top-level) keys include "uri" and "$type". plain is
+// false when the value is not an object this scanner is sure about (for
+// example a key with escape sequences); callers then take the slow path.
+func topLevelKeys(b []byte) (hasURI, hasType, plain bool) {
+	if len(b) < 2 || b[0] != '{' {
+		return false, false, false
+	}
+	depth, expectKey := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			depth++
+			expectKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		case '"':
+			j := i + 1
+			escaped := false
+			for ; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					escaped = true
+					j++
+				}
+			}
+			if j >= len(b) {
+				return false, false, false
+			}
+			if depth == 1 && expectKey {
+				if escaped {
+					return false, false, false
+				}
+				switch string(b[i+1 : j]) {
+				case "uri":
+					hasURI = true
+				case "$type":
+					hasType = true
+				}
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return hasURI, hasType, depth == 0
+}
 
 // appendRecord appends the served form of rec to buf: the record's fields
 // plus `uri`, a `$type` (the collection, when the record lacks one), and a
@@ -35,8 +80,8 @@ var (
 // into the stored JSON without decoding it.
 func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, error) {
 	v := bytes.TrimSpace(rec.Value)
-	if len(v) >= 2 && v[0] == '{' && !bytes.Contains(v, tokURI) && bytes.Contains(v, tokType) &&
-		!bytes.Contains(v, tokMimeType) {
+	hasURI, hasType, plain := topLevelKeys(v)
+	if plain && !hasURI && hasType && !bytes.Contains(v, tokMimeType) {
 		buf = append(buf, `{"uri":`...)
 		buf = appendJSONString(buf, rec.URI)
 		rest := bytes.TrimSpace(v[1:])

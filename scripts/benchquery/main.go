@@ -64,29 +64,35 @@ func main() {
 	if *records < pageLimit+1 || *conns < 1 || *duration <= 0 || (*shape != "post" && *shape != "reply") {
 		log.Fatal("need -records > 20, -c >= 1, a positive -duration and -shape post or reply")
 	}
+	if err := run(*records, *duration, *conns, *warmup, *dbPath, *shape, *profDir); err != nil {
+		log.Fatal(err) // after run's deferred clean-up
+	}
+}
 
-	if *dbPath == "" {
+// run seeds, measures both servers and prints the report.
+func run(records int, duration time.Duration, conns int, warmup time.Duration, dbPath, shape, profDir string) error {
+	if dbPath == "" {
 		dir, err := os.MkdirTemp("", "lexview-benchquery-")
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "bench.db")
+		dbPath = filepath.Join(dir, "bench.db")
 	}
-	if *profDir != "" {
-		if err := os.MkdirAll(*profDir, 0o755); err != nil {
-			log.Fatal(err)
+	if profDir != "" {
+		if err := os.MkdirAll(profDir, 0o755); err != nil {
+			return err
 		}
 	}
 
 	fmt.Printf("benchquery: %v per server (+%v warm-up), %d connections, GOMAXPROCS=%d, NumCPU=%d\n",
-		*duration, *warmup, *conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		duration, warmup, conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	ctx := context.Background()
-	n, err := prepare(ctx, *dbPath, *records, *shape)
+	n, err := prepare(ctx, dbPath, records, shape)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	fmt.Printf("database: %s (%d records in %s)\n\n", *dbPath, n, benchCollection)
+	fmt.Printf("database: %s (%d records in %s)\n\n", dbPath, n, benchCollection)
 
 	servers := []struct{ name, sub string }{
 		{"lexview", "serve-lexview"},
@@ -95,12 +101,12 @@ func main() {
 	results := map[string]*result{}
 	for _, s := range servers {
 		prof := ""
-		if *profDir != "" {
-			prof = filepath.Join(*profDir, s.name+".pprof")
+		if profDir != "" {
+			prof = filepath.Join(profDir, s.name+".pprof")
 		}
-		res, err := measure(s.name, s.sub, *dbPath, *conns, *warmup, *duration, prof)
+		res, err := measure(s.name, s.sub, dbPath, conns, warmup, duration, prof)
 		if err != nil {
-			log.Fatalf("%s: %v", s.name, err)
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		results[s.name] = res
 	}
@@ -120,9 +126,10 @@ func main() {
 	if lv.errors > 0 || bare.errors > 0 {
 		fmt.Printf("note: errors during measurement (lexview %d, bare %d); first: %s\n", lv.errors, bare.errors, firstErr(lv, bare))
 	}
-	if *profDir != "" {
-		fmt.Printf("CPU profiles: go tool pprof -top %s\n", filepath.Join(*profDir, "lexview.pprof"))
+	if profDir != "" {
+		fmt.Printf("CPU profiles: go tool pprof -top %s\n", filepath.Join(profDir, "lexview.pprof"))
 	}
+	return nil
 }
 
 // measure runs one server in a child process and loads it.
