@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +195,38 @@ func TestSessionRegistrationRefusals(t *testing.T) {
 	}
 	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{"pkce_challenge": challenge}, "X-Client-Key", pub.Key, "Origin", "https://web.app.test"); r.Status != 200 {
 		t.Fatalf("public provision: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestExpiredAccessToken checks that a registered access token past its
+// expiry answers 401 token_expired.
+func TestExpiredAccessToken(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Now: clock})
+	pds := oauthtest.New(t, oauthtest.Options{})
+	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
+	client, secret := env.NewClient(t, clients.NewClient{})
+	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
+		Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`),
+		TargetCollection: "app.test.note",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d := env.SignIn(t, pds, testenv.AppClient{Key: client.Key, Secret: secret}, did)
+	signer, err := oauth.NewSigner(d.Key, clock) // proofs follow the instance's clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Signer = signer
+	if r := d.Call(t, "GET", "/xrpc/app.test.listNotes", nil); r.Status != 200 {
+		t.Fatalf("fresh token: %d %s", r.Status, r.Raw)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour) // the registered token expired an hour ago
+	mu.Unlock()
+	if r := d.Call(t, "GET", "/xrpc/app.test.listNotes", nil); r.Status != 401 || r.Error(t) != "token_expired" {
+		t.Fatalf("expired token: %d %s", r.Status, r.Raw)
 	}
 }

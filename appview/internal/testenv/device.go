@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"crypto/ecdsa"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ type Device struct {
 	Client      AppClient
 	DID         string
 	Signer      *oauth.Signer
+	Key         *ecdsa.PrivateKey // the provisioned DPoP key
 	AccessToken string
 	SessionID   string
 }
@@ -92,7 +94,7 @@ func (e *Env) SignIn(t testing.TB, pds *oauthtest.Server, client AppClient, did 
 		t.Fatalf("provision reused: %d %s", again.Status, again.Raw)
 	}
 	id, _ := r.Object(t)["session_id"].(string)
-	return &Device{Env: e, Client: client, DID: did, Signer: signer, AccessToken: access, SessionID: id}
+	return &Device{Env: e, Client: client, DID: did, Signer: signer, Key: priv, AccessToken: access, SessionID: id}
 }
 
 // Proof returns a fresh DPoP proof of the device for method and path (its
