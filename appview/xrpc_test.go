@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,66 +19,22 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-// plcStandIn serves DID documents the way plc.directory does: GET /{did}.
-func plcStandIn(t testing.TB, pds string, dids ...string) *httptest.Server {
-	docs := map[string]bool{}
-	for _, d := range dids {
-		docs[d] = true
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		did := strings.TrimPrefix(r.URL.Path, "/")
-		if !docs[did] {
-			http.Error(w, `{"message":"DID not registered"}`, http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/did+ld+json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"@context":    []string{"https://www.w3.org/ns/did/v1"},
-			"id":          did,
-			"alsoKnownAs": []string{"at://" + strings.TrimPrefix(did, "did:plc:") + ".test"},
-			"service": []map[string]string{{
-				"id": "#atproto_pds", "type": "AtprotoPersonalDataServer", "serviceEndpoint": pds,
-			}},
-		})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 type testEnv struct {
 	app *appview.App
-	srv *httptest.Server
+	url string
 	key string // an API client key
 }
 
-func newEnv(t *testing.T, store storage.Store, cfg appview.Config) *testEnv {
+// newEnv starts an instance whose PLC stand-in knows the given DIDs, each
+// hosted on pds.
+func newEnv(t *testing.T, store storage.Store, pds string, dids ...string) *testEnv {
 	t.Helper()
-	cfg.Store = store
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	env := testenv.New(t, store, appview.Config{})
+	for _, did := range dids {
+		env.PLC.Register(did, strings.TrimPrefix(did, "did:plc:")+".test", pds)
 	}
-	if cfg.PLCURL == "" {
-		cfg.PLCURL = plcStandIn(t, "https://pds.example.com").URL
-	}
-	cfg.TokenEncryptionKey = testenv.TokenKey
-	app, err := appview.New(cfg)
-	if err != nil {
-		t.Fatalf("appview.New: %v", err)
-	}
-	srv := httptest.NewServer(app)
-	t.Cleanup(func() {
-		srv.Close()
-		app.Shutdown(context.Background())
-	})
-	client, _, err := app.Clients().Create(context.Background(), clients.NewClient{
-		Name: "test", ClientIDURL: "https://app.test/client-metadata.json", ClientURI: "https://app.test",
-		RedirectURIs: []string{"https://app.test/callback"}, CreatedBy: "did:plc:admin",
-		RateLimitCapacity: ptr(100000),
-	})
-	if err != nil {
-		t.Fatalf("create API client: %v", err)
-	}
-	return &testEnv{app: app, srv: srv, key: client.Key}
+	client, _ := env.NewClient(t, clients.NewClient{RateLimitCapacity: ptr(100000)})
+	return &testEnv{app: env.App, url: env.URL, key: client.Key}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -97,7 +51,7 @@ func (e *testEnv) putLexicon(t *testing.T, doc string, target string) *lexicon.L
 // call makes a request with a client key and decodes the JSON answer.
 func (e *testEnv) call(t *testing.T, method, path string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+path, nil)
+	req, _ := http.NewRequest(method, e.url+path, nil)
 	req.Header.Set("X-Client-Key", e.key)
 	return do(t, req)
 }
@@ -144,7 +98,7 @@ func seed(t *testing.T, s storage.Store, n int, dids ...string) []storage.Record
 func TestDefaultQueries(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
-		env := newEnv(t, store, appview.Config{})
+		env := newEnv(t, store, "https://pds.example.com")
 		env.putLexicon(t, postLexicon, "")
 		env.putLexicon(t, listLexicon, "app.test.post")
 		env.putLexicon(t, bareQuery, "")
@@ -152,7 +106,7 @@ func TestDefaultQueries(t *testing.T) {
 		recs := seed(t, store, 45, "did:plc:alice", "did:plc:bob", "did:plc:carol")
 
 		t.Run("health", func(t *testing.T) {
-			resp, err := http.Get(env.srv.URL + "/health")
+			resp, err := http.Get(env.url + "/health")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,22 +241,22 @@ func TestDefaultQueries(t *testing.T) {
 		})
 
 		t.Run("client identification", func(t *testing.T) {
-			req, _ := http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts", nil)
+			req, _ := http.NewRequest("GET", env.url+"/xrpc/app.test.listPosts", nil)
 			status, body := do(t, req)
 			if status != 401 || body["error"] != "Missing client identification" {
 				t.Fatalf("no key: %d %v", status, body)
 			}
-			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1&client_key="+env.key, nil)
+			req, _ = http.NewRequest("GET", env.url+"/xrpc/app.test.listPosts?limit=1&client_key="+env.key, nil)
 			if status, body = do(t, req); status != 200 {
 				t.Fatalf("client_key parameter: %d %v", status, body)
 			}
-			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1", nil)
+			req, _ = http.NewRequest("GET", env.url+"/xrpc/app.test.listPosts?limit=1", nil)
 			req.Header.Set("X-Client-Key", env.key)
 			req.Header.Set("Authorization", "Bearer hv_someadminkey")
 			if status, body = do(t, req); status != 401 || body["error"] == nil {
 				t.Fatalf("admin key on XRPC: %d %v", status, body)
 			}
-			req, _ = http.NewRequest("GET", env.srv.URL+"/xrpc/app.test.listPosts?limit=1", nil)
+			req, _ = http.NewRequest("GET", env.url+"/xrpc/app.test.listPosts?limit=1", nil)
 			req.Header.Set("X-Client-Key", "hvc_unknown")
 			if status, body = do(t, req); status != 401 || body["error"] != "Invalid client" {
 				t.Fatalf("unknown key: %d %v", status, body)
@@ -327,8 +281,7 @@ func TestDefaultQueries(t *testing.T) {
 func TestBlobURLsAndHandles(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
-		plc := plcStandIn(t, "https://pds.alice.test/", "did:plc:alice")
-		env := newEnv(t, store, appview.Config{PLCURL: plc.URL})
+		env := newEnv(t, store, "https://pds.alice.test/", "did:plc:alice")
 		env.putLexicon(t, postLexicon, "")
 		env.putLexicon(t, listLexicon, "app.test.post")
 		cid := "bafkreibme22gw2h7y2h7tg2fhqotaqjucnbc24deqo72b6mkl2egezxhvy"

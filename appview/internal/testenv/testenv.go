@@ -87,6 +87,17 @@ func (p *PLC) NewAccount(t testing.TB, k256 bool, pds string) *Account {
 	return a
 }
 
+// Register serves a DID document for did with a handle and a PDS but no
+// signing key, for tests that only resolve accounts.
+func (p *PLC) Register(did, handle, pds string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.doc[did] = identity.DIDDocument{
+		DID: syntax.DID(did), AlsoKnownAs: []string{"at://" + handle},
+		Service: []identity.DocService{{ID: "#atproto_pds", Type: "AtprotoPersonalDataServer", ServiceEndpoint: pds}},
+	}
+}
+
 // SetKey gives the account a new #atproto key (a key rotation).
 func (a *Account) SetKey(t testing.TB, k256 bool) {
 	t.Helper()
