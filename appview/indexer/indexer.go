@@ -59,7 +59,7 @@ type Snapshotter interface {
 // Options tunes a Writer. Zero values take the defaults.
 type Options struct {
 	MaxBatch   int           // changes per transaction; default 1000
-	MaxDelay   time.Duration // longest wait to fill a batch; default 50ms
+	MaxDelay   time.Duration // longest wait to fill a batch; default 100ms
 	QueueSize  int           // changes waiting before producers block; default 10000
 	RetryDelay time.Duration // first wait after a failed commit; default 100ms
 	// ValidationOff reports collections whose validation an operator
@@ -120,7 +120,7 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 		opt.MaxBatch = 1000
 	}
 	if opt.MaxDelay <= 0 {
-		opt.MaxDelay = 50 * time.Millisecond
+		opt.MaxDelay = 100 * time.Millisecond
 	}
 	if opt.QueueSize <= 0 {
 		opt.QueueSize = 10_000
