@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"time"
 
@@ -132,24 +133,23 @@ func ParseProof(proof string) (Proof, error) {
 		}
 	}
 
-	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.ES256})
+	pub, jkt, err := proofKey(head.JWK)
 	if err != nil {
-		return Proof{}, fmt.Errorf("%w: %v", ErrMalformedProof, err)
+		return Proof{}, err
 	}
-	if len(jws.Signatures) != 1 {
-		return Proof{}, fmt.Errorf("%w: expected one signature", ErrMalformedProof)
-	}
-	jwk := jws.Signatures[0].Protected.JSONWebKey
-	if jwk == nil {
-		return Proof{}, fmt.Errorf("%w: no jwk header", ErrProofKey)
-	}
-	pub, ok := jwk.Key.(*ecdsa.PublicKey)
-	if !ok || pub.Curve != elliptic.P256() {
-		return Proof{}, fmt.Errorf("%w: not an EC P-256 public key", ErrProofKey)
-	}
-	payload, err := jws.Verify(pub)
-	if err != nil {
+	signed, sigSeg := proof[:strings.LastIndexByte(proof, '.')], proof[strings.LastIndexByte(proof, '.')+1:]
+	sig, err := base64.RawURLEncoding.DecodeString(sigSeg)
+	if err != nil || len(sig) != 64 {
 		return Proof{}, ErrProofSignature
+	}
+	digest := sha256.Sum256([]byte(signed))
+	r, sv := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !ecdsa.Verify(pub, digest[:], r, sv) {
+		return Proof{}, ErrProofSignature
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(signed[len(headSeg)+1:])
+	if err != nil {
+		return Proof{}, fmt.Errorf("%w: payload encoding", ErrMalformedProof)
 	}
 	var c proofClaims
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -164,11 +164,33 @@ func ParseProof(proof string) (Proof, error) {
 	if err != nil {
 		return Proof{}, fmt.Errorf("%w: iat: %v", ErrMalformedProof, err)
 	}
-	jkt, err := thumbprint(jwk)
-	if err != nil {
-		return Proof{}, fmt.Errorf("%w: %v", ErrProofKey, err)
-	}
 	return Proof{JKT: jkt, Key: pub, JTI: c.JTI, IAT: iat, HTM: c.HTM, HTU: c.HTU, ATH: c.ATH, Nonce: c.Nonce}, nil
+}
+
+// proofKey reads the embedded public key (EC P-256, kty/crv/x/y) and its
+// RFC 7638 thumbprint, computed from the canonical member order.
+func proofKey(jwk map[string]json.RawMessage) (*ecdsa.PublicKey, string, error) {
+	var kty, crv, x, y string
+	for name, dst := range map[string]*string{"kty": &kty, "crv": &crv, "x": &x, "y": &y} {
+		if err := json.Unmarshal(jwk[name], dst); err != nil {
+			return nil, "", fmt.Errorf("%w: jwk %s", ErrProofKey, name)
+		}
+	}
+	if kty != "EC" || crv != "P-256" {
+		return nil, "", fmt.Errorf("%w: not an EC P-256 public key", ErrProofKey)
+	}
+	xb, errX := base64.RawURLEncoding.DecodeString(x)
+	yb, errY := base64.RawURLEncoding.DecodeString(y)
+	if errX != nil || errY != nil || len(xb) != 32 || len(yb) != 32 {
+		return nil, "", fmt.Errorf("%w: bad coordinates", ErrProofKey)
+	}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, xb...), yb...))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: point not on the curve", ErrProofKey)
+	}
+	x, y = base64.RawURLEncoding.EncodeToString(xb), base64.RawURLEncoding.EncodeToString(yb)
+	sum := sha256.Sum256([]byte(`{"crv":"P-256","kty":"EC","x":"` + x + `","y":"` + y + `"}`))
+	return pub, base64.RawURLEncoding.EncodeToString(sum[:]), nil
 }
 
 // numericDate converts a JWT NumericDate (seconds, possibly fractional).
