@@ -197,6 +197,11 @@ func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 		cfg.TokenEncryptionKey = TokenKey
 	}
 	cfg.AllowPrivateNetworks = true // stand-ins live on 127.0.0.1
+	if cfg.EventLogRetentionDays == 0 {
+		// Tests seed entries with fixed past dates; the started App's purge
+		// worker must not remove them mid-test.
+		cfg.EventLogRetentionDays = -1
+	}
 	if cfg.RelayURL == "" {
 		cfg.RelayURL = "http://127.0.0.1:1" // never the real network
 	}
