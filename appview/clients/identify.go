@@ -107,15 +107,22 @@ func Middleware(id Identifier, lim Limiter, log *slog.Logger) func(http.Handler)
 			}
 			if lim != nil {
 				if ok, wait := lim.Allow(c); !ok {
-					secs := int64(math.Ceil(wait.Seconds()))
-					w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-					respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
+					RateLimited(w, wait)
 					return
 				}
 			}
 			next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
 		})
 	}
+}
+
+// RateLimited answers 429 for an empty bucket: {"error":"rate limit
+// exceeded"} with Retry-After in whole seconds (at least one). Every
+// rate-limited endpoint answers through it.
+func RateLimited(w http.ResponseWriter, wait time.Duration) {
+	secs := int64(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
 }
 
 // Unverified is an Identifier that accepts any non-empty key as an

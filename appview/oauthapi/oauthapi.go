@@ -10,9 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/lexview/lexview/appview/clients"
@@ -89,7 +87,6 @@ const (
 	msgNeedsClientKey = "requires an API client key"
 	msgInvalidClient  = "Invalid client"
 	msgNeedsDPoP      = "requires DPoP authentication"
-	msgRateLimited    = "rate limit exceeded"
 	msgBadBody        = "invalid request body"
 	msgBodyTooLarge   = "request body too large"
 )
@@ -125,8 +122,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.
 		return storage.APIClient{}, false
 	}
 	if ok, wait := h.clients.Allow(id); !ok {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
+		clients.RateLimited(w, wait)
 		return storage.APIClient{}, false
 	}
 	// The registry caches identities; the row is read fresh for the secret.
@@ -148,11 +144,6 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.
 		return storage.APIClient{}, false
 	}
 	return c, true
-}
-
-// retryAfter renders a wait as whole seconds, at least one.
-func retryAfter(wait time.Duration) string {
-	return strconv.FormatInt(max(int64(math.Ceil(wait.Seconds())), 1), 10)
 }
 
 // secretMatches compares the SHA-256 of a presented secret with the stored

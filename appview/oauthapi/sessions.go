@@ -14,6 +14,7 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/appview/userauth"
@@ -75,8 +76,7 @@ func (h *Handler) rateLimit(w http.ResponseWriter, r *http.Request, key string) 
 		return false
 	}
 	if ok, wait := h.clients.Allow(id); !ok {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
+		clients.RateLimited(w, wait)
 		return false
 	}
 	return true

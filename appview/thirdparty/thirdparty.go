@@ -15,9 +15,7 @@ package thirdparty
 import (
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/lexview/lexview/appview/clients"
@@ -45,7 +43,6 @@ const (
 	msgBadBody        = "invalid request body"
 	msgNotFound       = "API client not found"
 	msgConflict       = "client_id_url already registered"
-	msgRateLimited    = "rate limit exceeded"
 	msgBodyTooLarge   = "request body too large"
 )
 
@@ -140,8 +137,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, creating 
 		return caller{}, false
 	}
 	if ok, wait := h.registry.Allow(c); !ok {
-		w.Header().Set("Retry-After", strconv.FormatInt(max(int64(math.Ceil(wait.Seconds())), 1), 10))
-		respond.Error(w, http.StatusTooManyRequests, msgRateLimited)
+		clients.RateLimited(w, wait)
 		return caller{}, false
 	}
 	s, err := h.users.DPoPSession(r, c.ID)
