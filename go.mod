@@ -3,15 +3,14 @@ module github.com/lexview/lexview
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/yuin/gopher-lua v1.1.2
 )
 
-require (
-	github.com/coder/websocket v1.8.15 // indirect
-	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-)
+require github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -1,0 +1,441 @@
+package luascript
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/lexview/lexview/script"
+	"github.com/lexview/lexview/storage"
+)
+
+// maxLoadAll bounds Record.load_all.
+const maxLoadAll = 1000
+
+// recordToLua converts an indexed record into {uri, cid, ...fields}.
+func (v *vm) recordToLua(rec storage.Record) lua.LValue {
+	val, err := v.fromJSON(rec.Value)
+	t, ok := val.(*lua.LTable)
+	if err != nil || !ok {
+		t = v.L.CreateTable(0, 2)
+	}
+	t.RawSetString("uri", lua.LString(rec.URI))
+	t.RawSetString("cid", lua.LString(rec.CID))
+	return t
+}
+
+// hostErr raises a host failure as a Lua error (scripts may pcall it).
+func (v *vm) hostErr(fn string, err error) {
+	v.L.RaiseError("%s: %s", fn, err.Error())
+}
+
+// db.query{collection, did, limit, cursor, sort, sortDirection, filter}
+func (v *vm) dbQuery(L *lua.LState) int {
+	q := v.recordQuery(L, "db.query")
+	page, err := v.run.inv.Host.QueryRecords(v.run.ctx, q)
+	if err != nil {
+		v.hostErr("db.query", err)
+	}
+	out := L.CreateTable(0, 2)
+	recs := v.newArray(len(page.Records))
+	for i, rec := range page.Records {
+		recs.RawSetInt(i+1, v.recordToLua(rec))
+	}
+	out.RawSetString("records", recs)
+	if page.Cursor != "" {
+		out.RawSetString("cursor", lua.LString(page.Cursor))
+	}
+	L.Push(out)
+	return 1
+}
+
+// db.count{collection, did, filter}
+func (v *vm) dbCount(L *lua.LState) int {
+	q := v.recordQuery(L, "db.count")
+	n, err := v.run.inv.Host.CountMatching(v.run.ctx, q)
+	if err != nil {
+		v.hostErr("db.count", err)
+	}
+	L.Push(lua.LNumber(n))
+	return 1
+}
+
+// recordQuery reads the options table of db.query and db.count.
+func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
+	opts := L.OptTable(1, L.CreateTable(0, 0))
+	q := storage.RecordQuery{
+		Collection: optString(L, opts, "collection", v.run.inv.Collection),
+		DID:        optString(L, opts, "did", ""),
+		Cursor:     optString(L, opts, "cursor", ""),
+		Sort:       optString(L, opts, "sort", ""),
+	}
+	if q.Collection == "" {
+		L.RaiseError("%s: collection is required (the lexicon has no target_collection)", fn)
+	}
+	if _, err := syntax.ParseNSID(q.Collection); err != nil {
+		L.RaiseError("%s: invalid collection %q", fn, q.Collection)
+	}
+	switch dir := strings.ToLower(optString(L, opts, "sortDirection", "desc")); dir {
+	case "asc":
+		q.Ascending = true
+	case "desc":
+	default:
+		L.RaiseError("%s: sortDirection must be \"asc\" or \"desc\"", fn)
+	}
+	switch lim := opts.RawGetString("limit").(type) {
+	case *lua.LNilType:
+		q.Limit = 20
+	case lua.LNumber:
+		if lim < 1 || lim > 100 || lim != lua.LNumber(int(lim)) {
+			L.RaiseError("%s: limit must be an integer between 1 and 100", fn)
+		}
+		q.Limit = int(lim)
+	default:
+		L.RaiseError("%s: limit must be a number", fn)
+	}
+	if f := opts.RawGetString("filter"); f != lua.LNil {
+		filter, err := v.parseFilter(f, 1)
+		if err != nil {
+			L.RaiseError("%s: filter: %s", fn, err.Error())
+		}
+		q.Filter = &filter
+	}
+	return q
+}
+
+func optString(L *lua.LState, t *lua.LTable, key, def string) string {
+	switch x := t.RawGetString(key).(type) {
+	case *lua.LNilType:
+		return def
+	case lua.LString:
+		return string(x)
+	default:
+		L.RaiseError("%s must be a string", key)
+	}
+	return def
+}
+
+// parseFilter converts a Lua filter: a leaf {field=, op=, value=}, a group
+// {AND = {...}} / {OR = {...}}, or a list of conditions (an implicit AND).
+func (v *vm) parseFilter(val lua.LValue, depth int) (storage.Filter, error) {
+	t, ok := val.(*lua.LTable)
+	if !ok {
+		return storage.Filter{}, errors.New("a condition must be a table")
+	}
+	if depth > storage.MaxFilterDepth {
+		return storage.Filter{}, fmt.Errorf("nested deeper than %d levels", storage.MaxFilterDepth)
+	}
+	group := func(list lua.LValue) ([]storage.Filter, error) {
+		lt, ok := list.(*lua.LTable)
+		if !ok || lt.Len() == 0 {
+			return nil, errors.New("AND and OR take a non-empty list of conditions")
+		}
+		out := make([]storage.Filter, 0, lt.Len())
+		for i := 1; i <= lt.Len(); i++ {
+			f, err := v.parseFilter(lt.RawGetInt(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+		return out, nil
+	}
+	for _, k := range []string{"AND", "and"} {
+		if list := t.RawGetString(k); list != lua.LNil {
+			and, err := group(list)
+			return storage.Filter{And: and}, err
+		}
+	}
+	for _, k := range []string{"OR", "or"} {
+		if list := t.RawGetString(k); list != lua.LNil {
+			or, err := group(list)
+			return storage.Filter{Or: or}, err
+		}
+	}
+	if t.RawGetString("field") == lua.LNil && t.Len() > 0 {
+		and, err := group(t)
+		return storage.Filter{And: and}, err
+	}
+	field, ok := t.RawGetString("field").(lua.LString)
+	if !ok || field == "" {
+		return storage.Filter{}, errors.New("a condition needs a field")
+	}
+	op := "="
+	if o, ok := t.RawGetString("op").(lua.LString); ok {
+		op = strings.ToUpper(strings.TrimSpace(string(o)))
+	}
+	f := storage.Filter{Field: string(field), Op: op}
+	switch x := t.RawGetString("value").(type) {
+	case *lua.LNilType:
+		f.Value = nil
+	case lua.LString:
+		f.Value = string(x)
+	case lua.LNumber:
+		f.Value = float64(x)
+	case lua.LBool:
+		f.Value = bool(x)
+	case *lua.LUserData:
+		if x != v.null {
+			return f, errors.New("unsupported value")
+		}
+	default:
+		return f, fmt.Errorf("a value must be a string, number, boolean or nil, not %s", x.Type().String())
+	}
+	return f, nil
+}
+
+// db.get(at_uri): one record or nil.
+func (v *vm) dbGet(L *lua.LState) int {
+	uri := L.CheckString(1)
+	if u, err := syntax.ParseATURI(uri); err != nil || u.RecordKey() == "" {
+		L.RaiseError("db.get: a full AT URI (at://did/collection/rkey) is required, got %q", uri)
+	}
+	rec, err := v.run.inv.Host.GetRecord(v.run.ctx, uri)
+	if errors.Is(err, storage.ErrNotFound) {
+		L.Push(lua.LNil)
+		return 1
+	}
+	if err != nil {
+		v.hostErr("db.get", err)
+	}
+	L.Push(v.recordToLua(rec))
+	return 1
+}
+
+// db.raw(sql, params): rows as tables keyed by column, and the number of
+// affected rows for writes.
+func (v *vm) dbRaw(L *lua.LState) int {
+	query := L.CheckString(1)
+	var args []any
+	if pt := L.OptTable(2, nil); pt != nil {
+		for i := 1; i <= pt.Len(); i++ {
+			switch x := pt.RawGetInt(i).(type) {
+			case lua.LString:
+				args = append(args, string(x))
+			case lua.LNumber:
+				if x == lua.LNumber(int64(x)) {
+					args = append(args, int64(x))
+				} else {
+					args = append(args, float64(x))
+				}
+			case lua.LBool:
+				args = append(args, bool(x))
+			case *lua.LNilType:
+				args = append(args, nil)
+			default:
+				L.RaiseError("db.raw: parameter %d must be a string, number, boolean or nil", i)
+			}
+		}
+	}
+	res, err := v.run.inv.Host.RawQuery(v.run.ctx, query, args, v.e.limits.MaxRawRows)
+	if err != nil {
+		v.hostErr("db.raw", err)
+	}
+	rows := v.newArray(len(res.Rows))
+	for i, row := range res.Rows {
+		t := L.CreateTable(0, len(res.Columns))
+		for c, col := range res.Columns {
+			if c < len(row) {
+				t.RawSetString(col, goToLua(row[c]))
+			}
+		}
+		rows.RawSetInt(i+1, t)
+	}
+	L.Push(rows)
+	L.Push(lua.LNumber(res.Affected))
+	return 2
+}
+
+func goToLua(x any) lua.LValue {
+	switch x := x.(type) {
+	case nil:
+		return lua.LNil
+	case string:
+		return lua.LString(x)
+	case []byte:
+		return lua.LString(x)
+	case int64:
+		return lua.LNumber(x)
+	case float64:
+		return lua.LNumber(x)
+	case bool:
+		return lua.LBool(x)
+	}
+	return lua.LString(fmt.Sprint(x))
+}
+
+// Record.load_all(uris): the records in order, nil where not indexed.
+// The lookups run concurrently in chunks.
+func (v *vm) recordLoadAll(L *lua.LState) int {
+	list := L.CheckTable(1)
+	n := list.Len()
+	if n > maxLoadAll {
+		L.RaiseError("Record.load_all: at most %d URIs", maxLoadAll)
+	}
+	uris := make([]string, n)
+	for i := range uris {
+		s, ok := list.RawGetInt(i + 1).(lua.LString)
+		if !ok {
+			L.RaiseError("Record.load_all: entry %d is not a string", i+1)
+		}
+		uris[i] = string(s)
+	}
+	found, err := v.loadParallel(uris)
+	if err != nil {
+		v.hostErr("Record.load_all", err)
+	}
+	out := v.newArray(n)
+	for i, uri := range uris {
+		if rec, ok := found[uri]; ok {
+			out.RawSetInt(i+1, v.recordToLua(rec))
+		} else {
+			out.RawSetInt(i+1, lua.LNil)
+		}
+	}
+	L.Push(out)
+	return 1
+}
+
+// loadChunk is how many URIs one concurrent lookup takes.
+const loadChunk = 50
+
+func (v *vm) loadParallel(uris []string) (map[string]storage.Record, error) {
+	host, ctx := v.run.inv.Host, v.run.ctx
+	if len(uris) <= loadChunk {
+		return host.GetRecords(ctx, uris)
+	}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	all := make(map[string]storage.Record, len(uris))
+	for start := 0; start < len(uris); start += loadChunk {
+		chunk := uris[start:min(start+loadChunk, len(uris))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := host.GetRecords(ctx, chunk)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			for k, r := range got {
+				all[k] = r
+			}
+		}()
+	}
+	wg.Wait()
+	return all, firstErr
+}
+
+// installRecord prepares Record(collection, fields [, rkey]) and the
+// methods of Record objects.
+func (v *vm) installRecord() {
+	L := v.L
+	methods := L.NewTable()
+	methods.RawSetString("save", L.NewFunction(v.recordSave))
+	methods.RawSetString("delete", L.NewFunction(v.recordDelete))
+	v.recordMT = L.NewTable()
+	v.recordMT.RawSetString("__index", methods)
+	v.recordMT.RawSetString("__metatable", lua.LFalse)
+	v.recordClass = L.NewTable()
+	v.recordClass.RawSetString("__call", L.NewFunction(v.recordNew))
+	v.recordClass.RawSetString("__metatable", lua.LFalse)
+}
+
+// recordNew is Record(collection, fields [, rkey]).
+func (v *vm) recordNew(L *lua.LState) int {
+	// Argument 1 is the Record table itself (__call).
+	collection := L.CheckString(2)
+	if _, err := syntax.ParseNSID(collection); err != nil {
+		L.RaiseError("Record: invalid collection %q", collection)
+	}
+	fields := L.OptTable(3, L.CreateTable(0, 0))
+	obj := L.CreateTable(0, 4)
+	fields.ForEach(func(k, val lua.LValue) { obj.RawSet(k, val) })
+	obj.RawSetString("$type", lua.LString(collection))
+	if rkey := L.OptString(4, ""); rkey != "" {
+		obj.RawSetString("\x00rkey", lua.LString(rkey))
+	}
+	obj.Metatable = v.recordMT
+	L.Push(obj)
+	return 1
+}
+
+// recordTarget returns the collection and rkey a Record object writes to.
+func (v *vm) recordTarget(L *lua.LState, obj *lua.LTable) (collection, rkey string, exists bool) {
+	collection = lua.LVAsString(obj.RawGetString("$type"))
+	if uri, ok := obj.RawGetString("uri").(lua.LString); ok && uri != "" {
+		u, err := syntax.ParseATURI(string(uri))
+		if err != nil || u.RecordKey() == "" {
+			L.RaiseError("record uri %q is not a record AT URI", string(uri))
+		}
+		return u.Collection().String(), u.RecordKey().String(), true
+	}
+	if rk, ok := obj.RawGetString("\x00rkey").(lua.LString); ok {
+		return collection, string(rk), false
+	}
+	return collection, "", false
+}
+
+// writer checks that the invocation may write and returns its caller.
+func (v *vm) writer(L *lua.LState, what string) *script.Caller {
+	inv := v.run.inv
+	if inv.Kind != script.KindProcedure {
+		L.RaiseError("%s: records can be written only from procedure scripts", what)
+	}
+	if inv.Caller == nil || inv.Caller.SessionID == "" {
+		L.RaiseError("%s: the caller has no PDS session to write with", what)
+	}
+	return inv.Caller
+}
+
+// record:save(): createRecord, or putRecord when the object has a uri (or
+// an rkey was given). Sets uri and cid; returns the object.
+func (v *vm) recordSave(L *lua.LState) int {
+	obj := L.CheckTable(1)
+	caller := v.writer(L, "record:save")
+	collection, rkey, exists := v.recordTarget(L, obj)
+	body := L.CreateTable(0, 8)
+	obj.ForEach(func(k, val lua.LValue) {
+		if ks, ok := k.(lua.LString); ok && (ks == "uri" || ks == "cid" || ks == "\x00rkey") {
+			return
+		}
+		body.RawSet(k, val)
+	})
+	raw, err := v.encodeJSON(body, v.e.limits.MaxString)
+	if err != nil {
+		L.RaiseError("record:save: %s", err.Error())
+	}
+	res, err := v.run.inv.Host.WriteRecord(v.run.ctx, caller, script.RecordWrite{
+		Collection: collection, RKey: rkey, Record: json.RawMessage(raw), Update: exists || rkey != "",
+	})
+	if err != nil {
+		v.hostErr("record:save", err)
+	}
+	obj.RawSetString("uri", lua.LString(res.URI))
+	obj.RawSetString("cid", lua.LString(res.CID))
+	L.Push(obj)
+	return 1
+}
+
+// record:delete(): deleteRecord of the object's uri.
+func (v *vm) recordDelete(L *lua.LState) int {
+	obj := L.CheckTable(1)
+	caller := v.writer(L, "record:delete")
+	collection, rkey, _ := v.recordTarget(L, obj)
+	if rkey == "" {
+		L.RaiseError("record:delete: the record has no uri")
+	}
+	if _, err := v.run.inv.Host.WriteRecord(v.run.ctx, caller, script.RecordWrite{Delete: true, Collection: collection, RKey: rkey}); err != nil {
+		v.hostErr("record:delete", err)
+	}
+	return 0
+}

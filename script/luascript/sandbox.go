@@ -1,0 +1,406 @@
+package luascript
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/lexview/lexview/script"
+)
+
+// vm is one pooled gopher-lua state with the sandboxed globals prepared.
+type vm struct {
+	e   *Engine
+	L   *lua.LState
+	run *run // the execution using the VM, nil while idle
+
+	globals     []entry            // sandboxed base functions and values
+	libs        map[string][]entry // library tables, copied fresh for every run
+	envMeta     *lua.LTable        // metatable of every run's environment
+	arrayMT     *lua.LTable        // marks tables that encode as JSON arrays
+	null        *lua.LUserData     // json.null
+	empty       *lua.LUserData     // json.empty_array
+	recordClass *lua.LTable        // metatable of the Record global (__call)
+	recordMT    *lua.LTable        // metatable of Record objects
+}
+
+type entry struct {
+	key string
+	val lua.LValue
+}
+
+// run is the state of one execution.
+type run struct {
+	ctx       context.Context // the request's context with the deadline; never the budget
+	inv       *script.Invocation
+	limits    Limits
+	allocated int64
+	memoryHit bool
+}
+
+// Base functions scripts keep. Everything else in gopher-lua's base
+// library (load, loadstring, dofile, loadfile, require, module, getfenv,
+// setfenv, collectgarbage, newproxy, print, ...) is left out.
+var baseAllowed = []string{
+	"assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget", "rawset",
+	"select", "setmetatable", "getmetatable", "tonumber", "tostring", "type", "unpack", "xpcall", "_VERSION",
+}
+
+// Library members scripts keep, by library.
+var libAllowed = map[string][]string{
+	lua.StringLibName: {"byte", "char", "find", "format", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse", "sub", "upper"},
+	lua.TabLibName:    {"concat", "insert", "maxn", "remove", "sort"},
+	lua.MathLibName: {"abs", "acos", "asin", "atan", "atan2", "ceil", "cos", "cosh", "deg", "exp", "floor", "fmod", "frexp",
+		"huge", "ldexp", "log", "log10", "max", "min", "modf", "pi", "pow", "rad", "random", "sin", "sinh", "sqrt", "tan", "tanh"},
+	lua.OsLibName: {"clock", "date", "difftime", "time"},
+}
+
+func newVM(e *Engine) *vm {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       e.limits.CallStack,
+		RegistrySize:        1024 * 4,
+		RegistryMaxSize:     1024 * 256,
+		MinimizeStackMemory: true,
+	})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}, {lua.OsLibName, lua.OpenOs},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	v := &vm{e: e, L: L, libs: map[string][]entry{}}
+	v.arrayMT = L.NewTable()
+	v.arrayMT.RawSetString("__metatable", lua.LFalse)
+	v.null = L.NewUserData()
+	v.null.Value = "null"
+	v.empty = L.NewUserData()
+	v.empty.Value = "empty_array"
+
+	g := L.G.Global
+	for _, name := range baseAllowed {
+		v.globals = append(v.globals, entry{name, g.RawGetString(name)})
+	}
+	v.globals = append(v.globals, entry{"print", L.NewFunction(v.print)})
+
+	// The VM's own string table backs string methods ("x"):rep(...)
+	// through the string metatable; guard it in place, add the guarded
+	// concatenation, and protect the metatable so scripts cannot reach
+	// the table.
+	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
+	v.guardStrings(str)
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__metatable", lua.LFalse)
+	}
+	tab := g.RawGetString(lua.TabLibName).(*lua.LTable)
+	tab.RawSetString("concat", L.NewFunction(v.tableConcat))
+	for lib, names := range libAllowed {
+		t := g.RawGetString(lib).(*lua.LTable)
+		for _, n := range names {
+			v.libs[lib] = append(v.libs[lib], entry{n, t.RawGetString(n)})
+		}
+	}
+	// Lua 5.2+ names scripts from other AppViews use.
+	v.libs[lua.TabLibName] = append(v.libs[lua.TabLibName],
+		entry{"unpack", g.RawGetString("unpack")}, entry{"pack", L.NewFunction(tablePack)})
+
+	v.installHostLibs()
+	v.envMeta = L.NewTable()
+	v.envMeta.RawSetString("__index", L.NewFunction(v.envIndex))
+	v.envMeta.RawSetString("__metatable", lua.LFalse)
+	// Nothing reaches the state's own globals: every run gets its own
+	// environment (newEnv).
+	for _, name := range []string{"io", "debug", "package", "require", "dofile", "loadfile", "load", "loadstring", "collectgarbage", "module", "channel", "coroutine"} {
+		g.RawSetString(name, lua.LNil)
+	}
+	return v
+}
+
+// newEnv builds the global environment of one run: fresh tables, so that
+// whatever a script changes dies with the run.
+func (v *vm) newEnv(inv *script.Invocation) *lua.LTable {
+	L := v.L
+	env := L.CreateTable(0, len(v.globals)+len(v.libs)+24)
+	for _, en := range v.globals {
+		env.RawSetString(en.key, en.val)
+	}
+	for name, entries := range v.libs {
+		t := L.CreateTable(0, len(entries))
+		for _, en := range entries {
+			t.RawSetString(en.key, en.val)
+		}
+		env.RawSetString(name, t)
+	}
+	env.RawSetString("_G", env)
+	v.setInvocationGlobals(env, inv)
+	env.Metatable = v.envMeta
+	return env
+}
+
+// envIndex resolves globals that are built on first use (vars).
+func (v *vm) envIndex(L *lua.LState) int {
+	env := L.CheckTable(1)
+	if key, ok := L.Get(2).(lua.LString); ok && key == "vars" && v.run != nil {
+		t := v.loadVars()
+		env.RawSetString("vars", t)
+		L.Push(t)
+		return 1
+	}
+	L.Push(lua.LNil)
+	return 1
+}
+
+// alloc accounts n bytes of new string data against the limits.
+func (v *vm) alloc(n int) {
+	r := v.run
+	if r == nil {
+		return
+	}
+	if n > r.limits.MaxString {
+		r.memoryHit = true
+		v.L.RaiseError("string too large: %d bytes (at most %d)", n, r.limits.MaxString)
+	}
+	r.allocated += int64(n)
+	if r.allocated > r.limits.MaxAllocated {
+		r.memoryHit = true
+		v.L.RaiseError("memory limit exceeded: the script built more than %d bytes of strings", r.limits.MaxAllocated)
+	}
+}
+
+// guardStrings replaces the string functions that can build large strings
+// with checked versions and adds the guarded concatenation.
+func (v *vm) guardStrings(str *lua.LTable) {
+	L := v.L
+	str.RawSetString(concatKey, L.NewFunction(v.concat))
+	str.RawSetString("rep", L.NewFunction(v.rep))
+	format := str.RawGetString("format").(*lua.LFunction)
+	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int { return v.format(L, format) }))
+	gsub := str.RawGetString("gsub").(*lua.LFunction)
+	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int { return v.gsub(L, gsub) }))
+	for _, name := range []string{"lower", "upper", "reverse", "char"} {
+		orig := str.RawGetString(name).(*lua.LFunction)
+		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+			n := orig.GFunction(L)
+			if s, ok := L.Get(-1).(lua.LString); ok {
+				v.alloc(len(s))
+			}
+			return n
+		}))
+	}
+	for _, name := range []string{"dump", "gfind"} {
+		str.RawSetString(name, lua.LNil)
+	}
+}
+
+// concat implements `a .. b` (see rewriteConcat).
+func (v *vm) concat(L *lua.LState) int {
+	a, b := L.Get(1), L.Get(2)
+	if lua.LVCanConvToString(a) && lua.LVCanConvToString(b) {
+		as, bs := lua.LVAsString(a), lua.LVAsString(b)
+		v.alloc(len(as) + len(bs))
+		L.Push(lua.LString(as + bs))
+		return 1
+	}
+	mm := L.GetMetaField(a, "__concat")
+	if mm == lua.LNil {
+		mm = L.GetMetaField(b, "__concat")
+	}
+	if mm == lua.LNil {
+		bad := a
+		if lua.LVCanConvToString(a) {
+			bad = b
+		}
+		L.RaiseError("attempt to concatenate a %s value", bad.Type().String())
+	}
+	L.Push(mm)
+	L.Push(a)
+	L.Push(b)
+	L.Call(2, 1)
+	return 1
+}
+
+// rep is string.rep(s, n [, sep]) with the size checked before building.
+func (v *vm) rep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := L.CheckInt(2)
+	sep := L.OptString(3, "")
+	if n <= 0 {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	size := int64(len(s))*int64(n) + int64(len(sep))*int64(n-1)
+	if size > int64(v.e.limits.MaxString) {
+		v.alloc(v.e.limits.MaxString + 1)
+	}
+	v.alloc(int(size))
+	if sep == "" {
+		L.Push(lua.LString(strings.Repeat(s, n)))
+		return 1
+	}
+	var sb strings.Builder
+	sb.Grow(int(size))
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteString(sep)
+		}
+		sb.WriteString(s)
+	}
+	L.Push(lua.LString(sb.String()))
+	return 1
+}
+
+// format is string.format with Lua 5.4's two-digit limit on widths and
+// precisions, and the result size bounded before formatting.
+func (v *vm) format(L *lua.LState, orig *lua.LFunction) int {
+	f := L.CheckString(1)
+	size := len(f)
+	arg := 2
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
+			i++
+		}
+		digits := 0
+		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+			i, digits = i+1, digits+1
+		}
+		if i < len(f) && f[i] == '.' {
+			i++
+			p := 0
+			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				i, p = i+1, p+1
+			}
+			digits = max(digits, p)
+		}
+		if digits > 2 {
+			L.RaiseError("invalid format (width or precision too long)")
+		}
+		size += 100
+		if i < len(f) && (f[i] == 's' || f[i] == 'q') {
+			size += 2 * len(lua.LVAsString(L.Get(arg)))
+		}
+		arg++
+	}
+	if size > v.e.limits.MaxString {
+		v.alloc(size)
+	}
+	n := orig.GFunction(L)
+	if s, ok := L.Get(-1).(lua.LString); ok {
+		v.alloc(len(s))
+	}
+	return n
+}
+
+// gsub is string.gsub with the result size bounded: a string replacement
+// is checked against the largest possible result before running, and
+// function or table replacements are counted as they are produced.
+func (v *vm) gsub(L *lua.LState, orig *lua.LFunction) int {
+	s := L.CheckString(1)
+	L.CheckString(2)
+	repl := L.Get(3)
+	limit := int64(len(s)) + 1
+	if L.GetTop() >= 4 {
+		limit = min(limit, int64(L.CheckInt(4)))
+	}
+	switch r := repl.(type) {
+	case lua.LString, lua.LNumber:
+		bound := int64(len(s)) + max(limit, 0)*int64(len(lua.LVAsString(r)))
+		if bound > int64(v.e.limits.MaxString) {
+			v.alloc(v.e.limits.MaxString + 1)
+		}
+	case *lua.LFunction, *lua.LTable:
+		produced := int64(len(s))
+		wrapped := L.NewFunction(func(L *lua.LState) int {
+			top := L.GetTop()
+			if t, ok := r.(*lua.LTable); ok {
+				L.Push(L.GetTable(t, L.Get(1)))
+			} else {
+				L.Push(r)
+				for i := 1; i <= top; i++ {
+					L.Push(L.Get(i))
+				}
+				L.Call(top, 1)
+			}
+			if out := L.Get(-1); lua.LVCanConvToString(out) {
+				produced += int64(len(lua.LVAsString(out)))
+				if produced > int64(v.e.limits.MaxString) {
+					v.alloc(v.e.limits.MaxString + 1)
+				}
+			}
+			return 1
+		})
+		L.Replace(3, wrapped)
+	}
+	n := orig.GFunction(L)
+	if out, ok := L.Get(-n).(lua.LString); ok {
+		v.alloc(len(out))
+	}
+	return n
+}
+
+// tableConcat is table.concat with the size computed before joining.
+func (v *vm) tableConcat(L *lua.LState) int {
+	t := L.CheckTable(1)
+	sep := L.OptString(2, "")
+	i := L.OptInt(3, 1)
+	j := L.OptInt(4, t.Len())
+	var parts []string
+	size := 0
+	for k := i; k <= j; k++ {
+		val := t.RawGetInt(k)
+		if !lua.LVCanConvToString(val) {
+			L.RaiseError("invalid value (at index %d) in table for 'concat'", k)
+		}
+		s := lua.LVAsString(val)
+		size += len(s)
+		if k > i {
+			size += len(sep)
+		}
+		if size > v.e.limits.MaxString {
+			v.alloc(size)
+		}
+		parts = append(parts, s)
+	}
+	v.alloc(size)
+	L.Push(lua.LString(strings.Join(parts, sep)))
+	return 1
+}
+
+// tablePack is Lua 5.2's table.pack.
+func tablePack(L *lua.LState) int {
+	n := L.GetTop()
+	t := L.CreateTable(n, 1)
+	for i := 1; i <= n; i++ {
+		t.RawSetInt(i, L.Get(i))
+	}
+	t.RawSetString("n", lua.LNumber(n))
+	L.Push(t)
+	return 1
+}
+
+// print writes its arguments to the debug log.
+func (v *vm) print(L *lua.LState) int {
+	parts := make([]string, L.GetTop())
+	for i := range parts {
+		parts[i] = L.ToStringMeta(L.Get(i + 1)).String()
+	}
+	method := ""
+	if v.run != nil && v.run.inv != nil {
+		method = v.run.inv.Method
+	}
+	v.e.log.Debug("script print", "method", method, "message", fmt.Sprint(strings.Join(parts, "\t")))
+	return 0
+}

@@ -1,0 +1,189 @@
+// Package script defines how Lexview runs operator scripts: an Engine
+// compiles source into a Program, and a Program runs one invocation (an
+// XRPC query or procedure, or a record event) against a Host, which gives
+// the script its reach into Lexview (the record index, the PDS write path,
+// script variables, the event log, outbound HTTP). The default engine,
+// gopher-lua with a sandbox and an exact instruction budget, lives in
+// script/luascript; a library user can plug another runtime by
+// implementing Engine.
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// Trigger kinds: a trigger is "<kind>:<nsid>".
+const (
+	KindQuery     = "xrpc.query"
+	KindProcedure = "xrpc.procedure"
+	KindIndex     = "record.index" // every record event of a collection
+	KindCreate    = "record.create"
+	KindUpdate    = "record.update"
+	KindDelete    = "record.delete"
+)
+
+// Kinds lists the trigger kinds.
+var Kinds = []string{KindQuery, KindProcedure, KindIndex, KindCreate, KindUpdate, KindDelete}
+
+// Trigger names the trigger of kind for nsid.
+func Trigger(kind, nsid string) string { return kind + ":" + nsid }
+
+// ParseTrigger splits a trigger into its kind and NSID, checking the kind.
+func ParseTrigger(t string) (kind, nsid string, err error) {
+	kind, nsid, ok := strings.Cut(t, ":")
+	if !ok || nsid == "" {
+		return "", "", fmt.Errorf("trigger %q is not <kind>:<nsid>", t)
+	}
+	for _, k := range Kinds {
+		if k == kind {
+			return kind, nsid, nil
+		}
+	}
+	return "", "", fmt.Errorf("unknown trigger kind %q (want one of %s)", kind, strings.Join(Kinds, ", "))
+}
+
+// Engine compiles scripts. Implementations must be safe for concurrent use.
+type Engine interface {
+	// Compile parses source once; the Program runs it any number of times,
+	// concurrently. A syntax error is an *Error of kind ErrSyntax.
+	Compile(name, source string) (Program, error)
+}
+
+// Program is a compiled script.
+type Program interface {
+	// Run calls the script's handle() for one invocation and returns its
+	// result as JSON ("null" when it returned nil). Failures are *Error.
+	Run(ctx context.Context, inv *Invocation) (json.RawMessage, error)
+}
+
+// Invocation is what one run of a script sees.
+type Invocation struct {
+	Host Host
+	// Kind is the trigger kind (KindQuery, KindProcedure, KindIndex, ...).
+	Kind string
+	// Method is the NSID of the XRPC method, or of the collection for
+	// record events.
+	Method string
+	// Params are the query-string parameters (first value of each).
+	Params url.Values
+	// Collection is the lexicon's target collection; "" for none.
+	Collection string
+	// Caller is the authenticated user; nil when anonymous.
+	Caller *Caller
+	// Input is the procedure's JSON body; nil for queries and events.
+	Input json.RawMessage
+	// Event is set for record-event scripts.
+	Event *RecordEvent
+	// Depth counts nested xrpc.query/xrpc.procedure calls.
+	Depth int
+}
+
+// Caller is the user behind a request.
+type Caller struct {
+	DID      string
+	ClientID string // the API client, when known
+	// SessionID names the user's OAuth session with their PDS; "" when
+	// the caller cannot write (for example service-auth callers).
+	SessionID string
+}
+
+// RecordEvent is a record change a record-event script runs for.
+type RecordEvent struct {
+	Action     string // create, update or delete
+	URI        string
+	DID        string
+	Collection string
+	RKey       string
+	CID        string
+	Rev        string
+	Record     json.RawMessage // nil for deletes
+}
+
+// RecordWrite is a write through the caller's PDS session.
+type RecordWrite struct {
+	Delete     bool
+	Collection string
+	RKey       string // "" lets the PDS choose (create)
+	Record     json.RawMessage
+	// Update replaces the record at RKey (putRecord) instead of creating.
+	Update bool
+}
+
+// WriteResult is the PDS's answer to a write.
+type WriteResult struct {
+	URI string
+	CID string
+}
+
+// Host is Lexview as a script sees it. Every method takes the request's
+// context, not the script's budget.
+type Host interface {
+	storage.QueryStore
+	// GetRecord returns one indexed record or storage.ErrNotFound.
+	GetRecord(ctx context.Context, uri string) (storage.Record, error)
+	// Vars returns the decrypted script variables.
+	Vars(ctx context.Context) (map[string]string, error)
+	// Log writes message to the debug log and the event log.
+	Log(ctx context.Context, inv *Invocation, message string)
+	// WriteRecord writes through the caller's PDS session and indexes the
+	// result.
+	WriteRecord(ctx context.Context, caller *Caller, w RecordWrite) (WriteResult, error)
+	// XRPC calls a local XRPC method as the invocation's caller and
+	// returns the HTTP status and body.
+	XRPC(ctx context.Context, inv *Invocation, httpMethod, nsid string, params url.Values, body []byte) (int, []byte, error)
+	// HTTPClient makes the script's outbound requests; it must refuse
+	// private addresses unless the operator allowed them.
+	HTTPClient() *http.Client
+}
+
+// ErrorKind classifies script failures.
+type ErrorKind int
+
+// Failure kinds.
+const (
+	ErrSyntax   ErrorKind = iota + 1 // the source does not compile
+	ErrRuntime                       // the script raised an error
+	ErrNoHandle                      // the script defines no handle()
+	ErrBudget                        // the instruction budget or the deadline ran out
+	ErrMemory                        // the memory ceiling was hit
+)
+
+// Wire messages of script failures (the specification's 500 bodies).
+const (
+	MsgFailed  = "script execution failed"
+	MsgTimeout = "script exceeded execution time limit"
+)
+
+// Error is a script failure. Msg is for logs and operators, never for
+// clients: clients get PublicMessage.
+type Error struct {
+	Kind ErrorKind
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// PublicMessage is what a client is told.
+func (e *Error) PublicMessage() string {
+	if e.Kind == ErrBudget {
+		return MsgTimeout
+	}
+	return MsgFailed
+}
+
+// PublicMessage returns the client-facing message of any script error.
+func PublicMessage(err error) string {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.PublicMessage()
+	}
+	return MsgFailed
+}
