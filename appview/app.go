@@ -21,9 +21,12 @@ import (
 	"github.com/lexview/lexview/appview/admin/apiclients"
 	"github.com/lexview/lexview/appview/admin/authkeys"
 	"github.com/lexview/lexview/appview/admin/backfill"
+	"github.com/lexview/lexview/appview/admin/deadletters"
 	"github.com/lexview/lexview/appview/admin/events"
 	"github.com/lexview/lexview/appview/admin/lexicons"
 	"github.com/lexview/lexview/appview/admin/operator"
+	"github.com/lexview/lexview/appview/admin/scripts"
+	"github.com/lexview/lexview/appview/admin/scriptvars"
 	"github.com/lexview/lexview/appview/admin/users"
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
@@ -33,6 +36,7 @@ import (
 	"github.com/lexview/lexview/appview/metrics"
 	"github.com/lexview/lexview/appview/oauthapi"
 	"github.com/lexview/lexview/appview/respond"
+	"github.com/lexview/lexview/appview/scripting"
 	"github.com/lexview/lexview/appview/serviceauth"
 	"github.com/lexview/lexview/appview/session"
 	"github.com/lexview/lexview/appview/thirdparty"
@@ -41,6 +45,7 @@ import (
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/postgres"
 	"github.com/lexview/lexview/storage/sqlite"
@@ -68,6 +73,7 @@ type App struct {
 	sealer        *oauth.Sealer // seals secrets at rest
 	users         *userauth.Authenticator
 	pds           *oauth.Client // acts on users' PDSes with their DPoP sessions
+	scripts       *scripting.Runtime
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -130,7 +136,17 @@ func New(cfg Config) (*App, error) {
 	if cfg.MetricsAddr != "" {
 		a.metrics = metrics.New()
 	}
+	a.pds = oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: cfg.Now},
+		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
+	a.scripts = scripting.New(scripting.Options{
+		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
+		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
+	})
+	if err := a.scripts.Reload(ctx); err != nil {
+		return fail(err)
+	}
 	a.writer = a.newWriter()
+	a.scripts.SetWriter(a.writer)
 	// Backfill: the job manager writes through the one batch writer.
 	a.backfill = backfilljobs.New(backfilljobs.Config{
 		Store: a.store, Writer: a.writer, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
@@ -156,8 +172,6 @@ func New(cfg Config) (*App, error) {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
 	}
-	a.pds = oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: cfg.Now},
-		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil
@@ -182,15 +196,21 @@ func (a *App) routes() http.Handler {
 		_, _ = w.Write([]byte("ok"))
 	})
 	clientMW := clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log)
-	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{
+	xh := xrpc.New(xrpc.Options{
 		Lexicons:         a.lexicons,
 		Records:          a.store,
 		Identities:       directoryIdentities{a.cfg.Directory},
 		ClientMiddleware: clientMW,
 		Users:            a.users,
 		Procedures:       &xrpc.Proxy{PDS: a.pds, Indexer: a.writer, Logger: a.log},
+		Scripts:          a.scripts,
 		Logger:           a.log,
-	}))
+	})
+	a.scripts.SetLocalXRPC(func(ctx context.Context, inv *script.Invocation, method, nsid string, query map[string][]string, body []byte) (int, []byte, error) {
+		status, out := xh.Call(scripting.WithDepth(ctx, inv.Depth+1), method, nsid, query, body)
+		return status, out, nil
+	})
+	mux.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: a.users, PDS: a.pds, Directory: a.cfg.Directory,
 		HTTPClient: a.cfg.HTTPClient, Logger: a.log}).Mount(mux)
 	mux.Handle("/admin/", a.admin)
@@ -211,7 +231,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
 		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
-		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient,
+		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Scripts: a.scripts,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
 			"metrics":          a.cfg.MetricsAddr != "",
@@ -226,6 +246,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 		users.Mount,
 		backfill.Mount,
 		authkeys.Mount,
+		scripts.Mount, scriptvars.Mount, deadletters.Mount,
 	} {
 		mount(m, deps)
 	}
@@ -274,6 +295,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.bg, a.cancel = context.WithCancel(ctx)
 	a.startSync()
 	a.goWorker(a.backfill.Run) // backfill worker: one job at a time
+	a.goWorker(func(ctx context.Context) { a.scripts.Run(ctx, scriptRefresh) })
 	if days := a.cfg.EventLogRetentionDays; days > 0 {
 		a.goWorker(func(ctx context.Context) {
 			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)

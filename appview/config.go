@@ -13,6 +13,9 @@ import (
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/netguard"
+	"github.com/lexview/lexview/appview/scripting"
+	"github.com/lexview/lexview/script"
+	"github.com/lexview/lexview/script/luascript"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -81,6 +84,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// ScriptEngine runs Lua scripts; nil uses the gopher-lua engine
+	// (script/luascript) with the specification's limits.
+	ScriptEngine script.Engine
+	// ScriptRetry bounds the automatic retries of failed record-event
+	// scripts before their dead letters wait for an operator (default 3
+	// attempts, 2 s backoff doubling).
+	ScriptRetry scripting.RetryPolicy
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
 	// client with timeouts that refuses private and loopback addresses
 	// (except the hosts of PLCURL, RelayURL and JetstreamURL).
@@ -145,6 +155,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ScriptEngine == nil {
+		c.ScriptEngine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{

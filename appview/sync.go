@@ -28,6 +28,10 @@ const ValidationSettingPrefix = "validation."
 
 const validationRefresh = 5 * time.Second
 
+// scriptRefresh is how soon script changes made through another instance
+// take effect here (changes through this instance apply at once).
+const scriptRefresh = 5 * time.Second
+
 // tombstoneRetention is how long deletes are remembered against replays.
 const tombstoneRetention = 7 * 24 * time.Hour
 
@@ -65,7 +69,7 @@ func (v *validationToggles) refresh(ctx context.Context) error {
 func (a *App) newWriter() *indexer.Writer {
 	a.validation = &validationToggles{store: a.store, off: map[string]bool{}}
 	return indexer.New(a.store, a.lexicons, indexer.Options{
-		ValidationOff: a.validation.isOff, Metrics: a.metrics, Logger: a.log, Now: a.cfg.Now,
+		ValidationOff: a.validation.isOff, Hook: a.scripts, Metrics: a.metrics, Logger: a.log, Now: a.cfg.Now,
 	})
 }
 

@@ -392,27 +392,39 @@ func (c *Client) PutRecord(ctx context.Context, sessionID, repo, collection, rke
 	return c.write(ctx, sess, "/xrpc/com.atproto.repo.putRecord", in)
 }
 
+// DeleteRecord calls com.atproto.repo.deleteRecord on the session's PDS
+// for the session's repository. It returns the PDS's status and body
+// unchanged, and the revision of the commit (when the PDS gave one).
+func (c *Client) DeleteRecord(ctx context.Context, sessionID, collection, rkey string) (int, []byte, string, error) {
+	sess, err := c.sessions.Load(ctx, sessionID)
+	if err != nil {
+		return 0, nil, "", fmt.Errorf("oauth: load session: %w", err)
+	}
+	in := struct {
+		Repo       string `json:"repo"`
+		Collection string `json:"collection"`
+		Rkey       string `json:"rkey"`
+	}{sess.DID, collection, rkey}
+	status, body, err := c.post(ctx, sess, "/xrpc/com.atproto.repo.deleteRecord", in)
+	if err != nil || status != http.StatusOK {
+		return status, body, "", err
+	}
+	var out struct {
+		Commit *struct {
+			Rev string `json:"rev"`
+		} `json:"commit"`
+	}
+	rev := ""
+	if json.Unmarshal(body, &out) == nil && out.Commit != nil {
+		rev = out.Commit.Rev
+	}
+	return status, body, rev, nil
+}
+
 func (c *Client) write(ctx context.Context, sess *UserSession, path string, in any) (int, []byte, *WriteResult, error) {
-	payload, err := json.Marshal(in)
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("oauth: encode %s input: %w", path, err)
-	}
-	resp, err := c.send(ctx, sess, outbound{
-		method: http.MethodPost, path: path, contentType: "application/json", buffered: payload, length: -1,
-	})
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWriteResponse+1))
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("oauth: read PDS response: %w", err)
-	}
-	if len(body) > maxWriteResponse {
-		return 0, nil, nil, fmt.Errorf("oauth: PDS response exceeds %d bytes", maxWriteResponse)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, body, nil, nil
+	status, body, err := c.post(ctx, sess, path, in)
+	if err != nil || status != http.StatusOK {
+		return status, body, nil, err
 	}
 	var out struct {
 		URI    string `json:"uri"`
@@ -423,13 +435,37 @@ func (c *Client) write(ctx context.Context, sess *UserSession, path string, in a
 		} `json:"commit"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.URI == "" || out.CID == "" {
-		return resp.StatusCode, body, nil, fmt.Errorf("oauth: PDS write response lacks uri and cid")
+		return status, body, nil, fmt.Errorf("oauth: PDS write response lacks uri and cid")
 	}
 	res := &WriteResult{URI: out.URI, CID: out.CID}
 	if out.Commit != nil {
 		res.CommitCID, res.Rev = out.Commit.CID, out.Commit.Rev
 	}
-	return resp.StatusCode, body, res, nil
+	return status, body, res, nil
+}
+
+// post sends a JSON procedure call through the session and returns the
+// status and (bounded) body.
+func (c *Client) post(ctx context.Context, sess *UserSession, path string, in any) (int, []byte, error) {
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return 0, nil, fmt.Errorf("oauth: encode %s input: %w", path, err)
+	}
+	resp, err := c.send(ctx, sess, outbound{
+		method: http.MethodPost, path: path, contentType: "application/json", buffered: payload, length: -1,
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxWriteResponse+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("oauth: read PDS response: %w", err)
+	}
+	if len(body) > maxWriteResponse {
+		return 0, nil, fmt.Errorf("oauth: PDS response exceeds %d bytes", maxWriteResponse)
+	}
+	return resp.StatusCode, body, nil
 }
 
 // discard drains a little of a response that will not be returned, so its

@@ -47,7 +47,8 @@ type ScriptStore interface {
 	// DeleteScript removes a script or returns ErrNotFound.
 	DeleteScript(ctx context.Context, id string) error
 
-	// PutScriptVariable inserts or replaces a variable.
+	// PutScriptVariable inserts or replaces a variable. Zero CreatedAt and
+	// UpdatedAt mean now; replacing keeps the stored CreatedAt.
 	PutScriptVariable(ctx context.Context, v ScriptVariable) error
 	// ListScriptVariables returns every variable ordered by key.
 	ListScriptVariables(ctx context.Context) ([]ScriptVariable, error)
@@ -94,14 +95,22 @@ type DeadLetterPosition struct {
 type DeadLetterQuery struct {
 	Collection string // "" for all
 	Resolved   *bool  // nil for both
-	Limit      int    // page size (ListDeadLetters only)
-	After      *DeadLetterPosition
+	// Limit is the page size of ListDeadLetters: <= 0 means
+	// DefaultDeadLetterPage, and it is capped at MaxDeadLetterPage.
+	Limit int
+	After *DeadLetterPosition
 }
+
+// Page sizes of ListDeadLetters.
+const (
+	DefaultDeadLetterPage = 50
+	MaxDeadLetterPage     = 500
+)
 
 // DeadLetterStore keeps dead letters.
 type DeadLetterStore interface {
-	// AddDeadLetter stores d; the store assigns ID and CreatedAt when
-	// empty.
+	// AddDeadLetter stores d; the store assigns ID (storage.NewID) and
+	// CreatedAt (now) when empty. ErrConflict when the ID exists.
 	AddDeadLetter(ctx context.Context, d DeadLetter) (DeadLetter, error)
 	// GetDeadLetter returns one dead letter (with Record) or ErrNotFound.
 	GetDeadLetter(ctx context.Context, id string) (DeadLetter, error)
@@ -119,27 +128,53 @@ type DeadLetterStore interface {
 	RecordDeadLetterFailure(ctx context.Context, id, errMsg string, attempts int) error
 	// UnresolvedDeadLetterIDs lists the IDs of unresolved dead letters
 	// (of one collection when collection is not ""), oldest first, at most
-	// limit.
+	// limit (<= 0 means 100).
 	UnresolvedDeadLetterIDs(ctx context.Context, collection string, limit int) ([]string, error)
 }
 
 // Filter operators of a RecordQuery leaf condition.
 var FilterOps = []string{"=", "!=", "<", ">", "<=", ">=", "LIKE", "NOT LIKE"}
 
-// MaxFilterDepth bounds the nesting of filter groups.
+// MaxFilterDepth bounds the nesting of filter groups: the root filter is
+// at depth 1, the members of a group one deeper than the group, and no
+// filter may sit deeper than MaxFilterDepth (a leaf at depth 5 is accepted;
+// a group at depth 5, whose members would be at depth 6, is refused).
 const MaxFilterDepth = 5
+
+// MaxFilterConditions bounds the number of leaf conditions in one filter.
+const MaxFilterConditions = 100
+
+// Page sizes of QueryRecords.
+const (
+	DefaultQueryLimit = 20
+	MaxQueryLimit     = 100
+)
+
+// MaxGetRecords bounds the URIs of one GetRecords call; callers batch.
+const MaxGetRecords = 1000
 
 // ErrInvalidQuery wraps the reason a RecordQuery or raw statement is
 // refused (bad field path, operator, value type, nesting, sensitive table).
 var ErrInvalidQuery = errors.New("invalid query")
 
 // Filter is a condition on record fields: a leaf (Field, Op, Value) or a
-// group (And or Or, non-empty). Field is a path into the record value:
-// names separated by dots, with [n] array indices ("embed.images[0].alt").
-// Value is a string, float64, bool or nil (nil only with "=" and "!=",
-// meaning absent or null). Comparisons are type-strict: a number matches
-// only numeric fields, a string only string fields; strings compare
-// bytewise, and LIKE is case-insensitive for ASCII letters.
+// group (And or Or, non-empty); exactly one of the three is set. Field is a
+// path into the record value: names of letters, digits, '_', '$' and '-'
+// separated by dots, with [n] array indices ("embed.images[0].alt"). A
+// name steps into an object only and an index into an array only.
+//
+// Value is a string, float64, bool or nil (nil only with "=" and "!=":
+// "=" nil matches a field that is absent or JSON null, "!=" nil one that
+// is present and not null). Comparisons are type-strict: a number matches
+// only numeric fields, compared numerically; a string only string fields,
+// compared bytewise (UTF-8); a bool only booleans, with "=" and "!=". A
+// field of another type, or absent, matches no comparison, "!=" and
+// "NOT LIKE" included. LIKE and NOT LIKE take a string pattern ('%' any
+// run, '_' one character, '\' escapes the next character) and ignore the
+// case of ASCII letters only.
+//
+// Invalid paths, operators, values and nesting are refused with an error
+// wrapping ErrInvalidQuery.
 type Filter struct {
 	Field string
 	Op    string
@@ -148,20 +183,30 @@ type Filter struct {
 	Or    []Filter
 }
 
-// RecordQuery is a scripted listing: a collection, optionally one
-// repository, a filter and an order.
+// RecordQuery is a scripted listing: a collection (required), optionally
+// one repository, a filter and an order.
 type RecordQuery struct {
 	Collection string
 	DID        string
 	Filter     *Filter
-	// Sort is a field path into the record; "" orders by indexing time
-	// (newest first by default) with keyset pagination.
+	// Sort is "" to order by indexing time (newest first by default), then
+	// URI, with keyset pagination. Otherwise it is a field path (as in
+	// Filter) and records are ordered by that field: numbers first
+	// (numerically), then strings (bytewise), then booleans (false first);
+	// records where the field is absent, null, an object or an array come
+	// last. Ties are broken by URI. Descending order reverses the values
+	// and URIs within each group, never the groups. Field-sorted pages are
+	// cursored by offset, so records written between pages may be skipped
+	// or repeated.
 	Sort string
 	// Ascending reverses the default descending order.
 	Ascending bool
-	Limit     int
+	// Limit is the page size: <= 0 means DefaultQueryLimit, and it is
+	// capped at MaxQueryLimit.
+	Limit int
 	// Cursor continues a previous page: an opaque value from
-	// RecordQueryPage.Cursor of the same query.
+	// RecordQueryPage.Cursor of the same query (same collection, DID,
+	// filter and order); any other cursor is refused.
 	Cursor string
 }
 
@@ -188,14 +233,26 @@ type QueryStore interface {
 	// Cursor are ignored).
 	CountMatching(ctx context.Context, q RecordQuery) (int64, error)
 	// GetRecords returns the records at uris, keyed by URI; absent ones
-	// are missing from the map.
+	// are missing from the map. More than MaxGetRecords URIs are refused
+	// with an error wrapping ErrInvalidQuery.
 	GetRecords(ctx context.Context, uris []string) (map[string]Record, error)
-	// RawQuery runs one parameterised SQL statement for a script. Reads
-	// (SELECT, WITH) may use any table but the sensitive ones (users,
-	// keys, sessions, secrets, clients, variables, settings); writes
-	// (INSERT, UPDATE, DELETE) may target only the records table. Other
-	// statements, several statements, and catalog or file functions are
-	// refused with an error wrapping ErrInvalidQuery. At most maxRows rows
-	// are returned.
+	// RawQuery runs one parameterised SQL statement for a script, in the
+	// backend's own SQL and placeholder syntax ("?" or "?NNN" on SQLite,
+	// "$1" on PostgreSQL). Reads (SELECT, WITH) run in a read-only
+	// transaction and may use any table but the sensitive ones (admin
+	// users and API keys, API clients, sessions, DPoP provisions, client
+	// auth keys, settings, scripts, script variables, the event log);
+	// writes (INSERT, UPDATE, DELETE) may reference only the records
+	// table. Other statements, several statements, system catalogs and
+	// file, network or configuration functions are refused with an error
+	// wrapping ErrInvalidQuery that says why; so is a string literal that
+	// names a refused table (SQLite accepts one as a table name). The
+	// statement runs under ctx's deadline. At most maxRows rows are
+	// returned (<= 0 means 1000); the rest are dropped.
+	//
+	// Values come back as string, int64, float64, bool, []byte (binary
+	// columns) or nil: times become RFC 3339 strings, PostgreSQL numerics
+	// int64 or float64, and other PostgreSQL types (json, uuid, ...) their
+	// text.
 	RawQuery(ctx context.Context, sql string, args []any, maxRows int) (RawResult, error)
 }

@@ -27,6 +27,9 @@ type Store interface {
 	OperatorStore
 	BackfillStore
 	OAuthStore
+	ScriptStore
+	DeadLetterStore
+	QueryStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

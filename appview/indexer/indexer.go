@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,9 @@ type Change struct {
 	// Received is when the change reached Lexview (for lag metrics); zero
 	// means now.
 	Received time.Time
+	// Scripted marks a change whose record-event script already ran (a
+	// retried dead letter, a reindex); the Hook leaves it alone.
+	Scripted bool
 }
 
 // URI is the change's AT URI.
@@ -56,6 +60,19 @@ type Snapshotter interface {
 	Snapshot() *lexicon.Snapshot
 }
 
+// Hook runs record-event scripts on changes before they are written.
+type Hook interface {
+	// Wants reports, cheaply, whether a change has a script to run.
+	Wants(c Change) bool
+	// Apply runs the scripts of changes and returns what to write in
+	// their place, in order: each change unchanged (no script), with the
+	// record the script returned, or left out (the script skipped it, or
+	// failed and the failure is stored as a dead letter before Apply
+	// returns). An error means a failure could not be made durable; the
+	// writer retries.
+	Apply(ctx context.Context, source string, changes []Change) ([]Change, error)
+}
+
 // Options tunes a Writer. Zero values take the defaults.
 type Options struct {
 	MaxBatch   int           // changes per transaction; default 1000
@@ -65,9 +82,11 @@ type Options struct {
 	// ValidationOff reports collections whose validation an operator
 	// turned off. Nil validates everything.
 	ValidationOff func(collection string) bool
-	Metrics       *metrics.Metrics
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// Hook runs record-event scripts; nil runs none.
+	Hook    Hook
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Writer is the batch writer. Create it with New and run it with Run.
@@ -330,6 +349,7 @@ func (w *Writer) collect(ctx context.Context, first *item) []*item {
 // drain deadline passes: queued changes are never dropped while Lexview
 // runs.
 func (w *Writer) commit(ctx context.Context, items []*item) {
+	w.runHooks(ctx, items)
 	var b storage.Batch
 	oldest := time.Time{}
 	for _, it := range items {
@@ -346,23 +366,9 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 			b.Cursor = it.cursor // items are in stream order: the last cursor wins
 		}
 	}
-	delay := w.opt.RetryDelay
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = w.store.ApplyBatch(context.WithoutCancel(ctx), b)
-		if err == nil {
-			break
-		}
-		w.opt.Logger.Error("committing a batch failed; retrying", "changes", len(b.Ops), "attempt", attempt, "err", err)
-		if ctx.Err() != nil && attempt >= 3 {
-			break // shutting down: give up after a few tries
-		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-		}
-		delay = min(delay*2, 5*time.Second)
-	}
+	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
+		return w.store.ApplyBatch(context.WithoutCancel(ctx), b)
+	})
 	if err == nil {
 		lag := -1.0
 		if !oldest.IsZero() {
@@ -384,5 +390,51 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 	for _, it := range items {
 		it.err = err
 		close(it.done)
+	}
+}
+
+// retry calls fn until it succeeds, with backoff; once ctx has ended it
+// gives up after a few attempts.
+func (w *Writer) retry(ctx context.Context, what string, changes int, fn func() error) error {
+	delay := w.opt.RetryDelay
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		w.opt.Logger.Error(what+" failed; retrying", "changes", changes, "attempt", attempt, "err", err)
+		if ctx.Err() != nil && attempt >= 3 {
+			return err // shutting down: give up after a few tries
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// runHooks replaces each item's changes with what the record-event
+// scripts made of them. It retries until the outcome is durable; when it
+// cannot be (shutting down), the changes are written as they came, so
+// nothing acknowledged is lost.
+func (w *Writer) runHooks(ctx context.Context, items []*item) {
+	h := w.opt.Hook
+	if h == nil {
+		return
+	}
+	for _, it := range items {
+		if !slices.ContainsFunc(it.changes, h.Wants) {
+			continue
+		}
+		var out []Change
+		err := w.retry(ctx, "running record-event scripts", len(it.changes), func() error {
+			var err error
+			out, err = h.Apply(context.WithoutCancel(ctx), it.source, it.changes)
+			return err
+		})
+		if err == nil {
+			it.changes = out
+		}
 	}
 }

@@ -4,10 +4,12 @@
 package xrpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/respond"
@@ -46,7 +48,17 @@ type Options struct {
 	// authenticated user. When nil, authenticated procedure calls answer
 	// 501.
 	Procedures http.Handler
-	Logger     *slog.Logger
+	// Scripts serves methods that have a script bound; nil runs every
+	// method with the default behaviour.
+	Scripts ScriptServer
+	Logger  *slog.Logger
+}
+
+// ScriptServer runs the script bound to a routed method.
+type ScriptServer interface {
+	// ServeScript answers the request with the method's script and
+	// reports whether one was bound.
+	ServeScript(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) bool
 }
 
 // Handler serves /xrpc/{nsid}.
@@ -57,6 +69,7 @@ type Handler struct {
 	ids      Identities
 	routed   http.Handler
 	procs    http.Handler
+	scripts  ScriptServer
 	log      *slog.Logger
 }
 
@@ -64,7 +77,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{
 		lexicons: o.Lexicons, records: o.Records, ids: o.Identities,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, log: o.Logger,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, log: o.Logger,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -151,8 +164,60 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 			respond.Error(w, http.StatusUnauthorized, "authentication required")
 			return
 		}
+		if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+			return
+		}
 		h.procs.ServeHTTP(w, r)
 		return
 	}
+	if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+		return
+	}
 	h.query(w, r, lex)
+}
+
+// Call runs a local method in-process, as the caller already in ctx (no
+// client identification or user authentication is repeated), and returns
+// the status and body. Scripts use it for xrpc.query and xrpc.procedure.
+func (h *Handler) Call(ctx context.Context, method, nsid string, query url.Values, body []byte) (int, []byte) {
+	lex, ok := h.lexicons.Snapshot().Get(nsid)
+	if !ok || !routable(lex.Kind, method) {
+		return http.StatusNotFound, []byte(`{"error":"` + msgMethodNotFound + `"}`)
+	}
+	target := "/xrpc/" + nsid
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, lexiconKey{}, lex), method, target, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusBadRequest, []byte(`{"error":"invalid request"}`)
+	}
+	req.SetPathValue("nsid", nsid)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+	h.dispatch(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// bufferedResponse collects an in-process response.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if !b.wrote {
+		b.status, b.wrote = status, true
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
 }

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +31,7 @@ func (s *Server) serveXRPC(w http.ResponseWriter, r *http.Request) {
 	routes := map[string]route{
 		"com.atproto.repo.createRecord": {http.MethodPost, true, s.createRecord},
 		"com.atproto.repo.putRecord":    {http.MethodPost, true, s.putRecord},
+		"com.atproto.repo.deleteRecord": {http.MethodPost, true, s.deleteRecord},
 		"com.atproto.repo.uploadBlob":   {http.MethodPost, true, s.uploadBlob},
 		"com.atproto.repo.getRecord":    {http.MethodGet, false, s.getRecord},
 		"com.atproto.server.getSession": {http.MethodGet, true, s.getSession},
@@ -162,6 +164,31 @@ func (s *Server) putRecord(w http.ResponseWriter, r *http.Request, did string) {
 	writeCommit(w, rec)
 }
 
+// deleteRecord removes a record of the session's repository (a missing
+// record is not an error, as on the reference PDS).
+func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request, did string) {
+	var in struct {
+		Repo       string `json:"repo"`
+		Collection string `json:"collection"`
+		Rkey       string `json:"rkey"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil || in.Collection == "" || in.Rkey == "" {
+		writeXRPCError(w, http.StatusBadRequest, "InvalidRequest", "Input must have the properties repo, collection and rkey")
+		return
+	}
+	if in.Repo != did {
+		writeXRPCError(w, http.StatusBadRequest, "InvalidRequest", "Input/repo must be the session's DID")
+		return
+	}
+	uri := "at://" + did + "/" + in.Collection + "/" + in.Rkey
+	s.mu.Lock()
+	delete(s.records, uri)
+	s.order = slices.DeleteFunc(s.order, func(u string) bool { return u == uri })
+	rev := s.nextTIDLocked()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"commit": map[string]string{"cid": cidFor(0x71, []byte(rev+uri)), "rev": rev}})
+}
+
 // storeLocked stores a record version and logs the write.
 func (s *Server) storeLocked(did, collection, rkey string, value json.RawMessage) Record {
 	uri := "at://" + did + "/" + collection + "/" + rkey
@@ -282,7 +309,9 @@ func (s *Server) Records() []Record {
 	defer s.mu.Unlock()
 	out := make([]Record, 0, len(s.order))
 	for _, uri := range s.order {
-		out = append(out, *s.records[uri])
+		if rec, ok := s.records[uri]; ok {
+			out = append(out, *rec)
+		}
 	}
 	return out
 }

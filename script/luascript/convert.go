@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
@@ -17,63 +18,13 @@ import (
 const maxJSONDepth = 64
 
 // fromJSON decodes JSON into a Lua value. Arrays are marked so that they
-// encode back as arrays, empty ones included.
+// encode back as arrays, empty ones included; null becomes json.null.
 func (v *vm) fromJSON(raw []byte) (lua.LValue, error) {
 	if len(raw) == 0 {
 		return lua.LNil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
-		return lua.LNil, err
-	}
-	return v.toLua(x, 0)
-}
-
-// toLua converts a decoded JSON value (json.Number numbers) into Lua.
-func (v *vm) toLua(x any, depth int) (lua.LValue, error) {
-	if depth > maxJSONDepth {
-		return lua.LNil, errors.New("JSON nested too deeply")
-	}
-	switch x := x.(type) {
-	case nil:
-		return v.null, nil
-	case bool:
-		return lua.LBool(x), nil
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return lua.LNil, err
-		}
-		return lua.LNumber(f), nil
-	case float64:
-		return lua.LNumber(x), nil
-	case string:
-		return lua.LString(x), nil
-	case []any:
-		t := v.L.CreateTable(len(x), 0)
-		for i, e := range x {
-			lv, err := v.toLua(e, depth+1)
-			if err != nil {
-				return lua.LNil, err
-			}
-			t.RawSetInt(i+1, lv)
-		}
-		t.Metatable = v.arrayMT
-		return t, nil
-	case map[string]any:
-		t := v.L.CreateTable(0, len(x))
-		for k, e := range x {
-			lv, err := v.toLua(e, depth+1)
-			if err != nil {
-				return lua.LNil, err
-			}
-			t.RawSetString(k, lv)
-		}
-		return t, nil
-	}
-	return lua.LNil, fmt.Errorf("unsupported JSON value %T", x)
+	p := parser{v: v, s: raw}
+	return p.parse()
 }
 
 // newArray returns an empty table marked as a JSON array.
@@ -87,19 +38,46 @@ func (v *vm) newArray(n int) *lua.LTable {
 // marked as arrays (JSON input, json.empty_array, db results) and tables
 // whose keys are exactly 1..n encode as arrays; other tables as objects
 // with sorted keys (number keys become strings); an empty unmarked table
-// is {}.
+// is {}. A lazy record the script has not changed is written as its
+// stored JSON with uri and cid added (see encoder.splice).
 func (v *vm) encodeJSON(val lua.LValue, maxBytes int) (json.RawMessage, error) {
-	e := encoder{max: maxBytes, arrayMT: v.arrayMT}
-	if err := e.value(val, 0); err != nil {
+	out, err := v.encode(val, maxBytes)
+	if err != nil {
 		return nil, err
 	}
-	return e.buf, nil
+	return bytes.Clone(out), nil
 }
 
+// maxKeptBuffer is the largest encoding buffer a VM keeps between uses.
+const maxKeptBuffer = 1 << 20
+
+// encode is encodeJSON into the VM's reusable buffer: the result is valid
+// until the next encode.
+func (v *vm) encode(val lua.LValue, maxBytes int) ([]byte, error) {
+	e := encoder{v: v, buf: v.encBuf[:0], fields: v.encFields[:0], max: maxBytes}
+	err := e.value(val, 0)
+	clear(e.fields[:e.high]) // drop the references to Lua values
+	v.encFields = e.fields[:0]
+	if cap(e.buf) <= maxKeptBuffer {
+		v.encBuf = e.buf[:0]
+	}
+	return e.buf, err
+}
+
+// kv is one field of an object being encoded.
+type kv struct {
+	k string
+	v lua.LValue
+}
+
+// encoder writes JSON. Its buffers belong to the VM: encoding runs no Lua
+// code and so never re-enters itself.
 type encoder struct {
-	buf     []byte
-	max     int
-	arrayMT lua.LValue
+	v      *vm
+	buf    []byte
+	fields []kv // a stack: each object being written owns a segment
+	high   int  // the longest fields has been
+	max    int
 }
 
 var errTooLarge = errors.New("JSON output too large")
@@ -146,8 +124,14 @@ func (e *encoder) value(val lua.LValue, depth int) error {
 }
 
 func (e *encoder) table(t *lua.LTable, depth int) error {
+	if e.v.isLazy(t) {
+		if done, err := e.splice(t, depth); done {
+			return err
+		}
+		e.v.materialize(t)
+	}
 	n := t.Len()
-	if t.Metatable == e.arrayMT || (n > 0 && countKeys(t) == n) {
+	if t.Metatable == lua.LValue(e.v.arrayMT) || (n > 0 && countKeys(t) == n) {
 		e.buf = append(e.buf, '[')
 		for i := 1; i <= n; i++ {
 			if i > 1 {
@@ -160,34 +144,34 @@ func (e *encoder) table(t *lua.LTable, depth int) error {
 		e.buf = append(e.buf, ']')
 		return nil
 	}
-	type kv struct {
-		k string
-		v lua.LValue
-	}
-	var fields []kv
+	start := len(e.fields)
 	var err error
-	t.ForEach(func(k, val lua.LValue) {
+	// Next, unlike ForEach, hands out the keys the table already holds
+	// as interface values instead of boxing each one again.
+	for k, val := t.Next(lua.LNil); k != lua.LNil; k, val = t.Next(k) {
 		switch k := k.(type) {
 		case lua.LString:
-			fields = append(fields, kv{string(k), val})
+			e.fields = append(e.fields, kv{string(k), val})
 		case lua.LNumber:
-			fields = append(fields, kv{k.String(), val})
+			e.fields = append(e.fields, kv{k.String(), val})
 		default:
 			err = fmt.Errorf("cannot encode a table key of type %s", k.Type().String())
 		}
-	})
-	if err != nil {
-		return err
 	}
-	slices.SortFunc(fields, func(a, b kv) int {
-		switch {
-		case a.k < b.k:
-			return -1
-		case a.k > b.k:
-			return 1
-		}
-		return 0
-	})
+	e.high = max(e.high, len(e.fields))
+	if err == nil {
+		// Nested tables push their fields after these (and may move the
+		// stack); this segment stays as it is until it is popped.
+		fields := e.fields[start:]
+		slices.SortFunc(fields, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+		err = e.object(fields, depth)
+	}
+	e.fields = e.fields[:start]
+	return err
+}
+
+// object writes sorted fields as a JSON object.
+func (e *encoder) object(fields []kv, depth int) error {
 	e.buf = append(e.buf, '{')
 	for i, f := range fields {
 		if i > 0 {
@@ -203,18 +187,86 @@ func (e *encoder) table(t *lua.LTable, depth int) error {
 	return nil
 }
 
+// splice writes a lazy record the script has not changed raw (uri and cid
+// are strings and there is nothing else in the table) as its stored JSON
+// with uri and cid put first, without decoding it: {"cid":..,"uri":..,
+// then the rest of the stored object. It reports false, having written
+// nothing, when the record must be materialized and encoded as a table:
+// when the stored JSON is not one spliceable object (scanner.spliceable),
+// or when copying it would nest deeper than the encoder allows.
+func (e *encoder) splice(t *lua.LTable, depth int) (bool, error) {
+	r := e.v.run
+	if r == nil {
+		return false, nil
+	}
+	raw, ok := r.lazy[t]
+	uri, isStr := t.RawGetString("uri").(lua.LString)
+	cid, isStr2 := t.RawGetString("cid").(lua.LString)
+	if !ok || !isStr || !isStr2 || countKeys(t) != 2 {
+		return false, nil
+	}
+	body, empty, deepest, ok := e.v.scan.spliceable(raw)
+	if !ok || depth+max(deepest, 1) > maxJSONDepth {
+		return false, nil
+	}
+	e.buf = append(e.buf, `{"cid":`...)
+	e.str(string(cid))
+	e.buf = append(e.buf, `,"uri":`...)
+	e.str(string(uri))
+	if empty {
+		e.buf = append(e.buf, '}')
+	} else {
+		e.buf = append(e.buf, ',')
+		e.buf = append(e.buf, body...)
+	}
+	if len(e.buf) > e.max {
+		return true, errTooLarge
+	}
+	return true, nil
+}
+
+// countKeys counts the entries of t without boxing keys: the array part
+// by index, then the hash part with Next from the end of the array.
 func countKeys(t *lua.LTable) int {
-	n := 0
-	t.ForEach(func(lua.LValue, lua.LValue) { n++ })
+	n, m := 0, t.MaxN()
+	for i := 1; i <= m; i++ {
+		if t.RawGetInt(i) != lua.LNil {
+			n++
+		}
+	}
+	var k lua.LValue = lua.LNil
+	if m > 0 {
+		k = lua.LNumber(m)
+	}
+	for k, _ = t.Next(k); k != lua.LNil; k, _ = t.Next(k) {
+		n++
+	}
 	return n
 }
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII marks the bytes str copies as they are.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // str appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func (e *encoder) str(s string) {
 	e.buf = append(e.buf, '"')
 	for i := 0; i < len(s); {
+		if plainASCII[s[i]] {
+			j := i + 1
+			for j < len(s) && plainASCII[s[j]] {
+				j++
+			}
+			e.buf = append(e.buf, s[i:j]...)
+			i = j
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {

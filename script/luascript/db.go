@@ -17,18 +17,6 @@ import (
 // maxLoadAll bounds Record.load_all.
 const maxLoadAll = 1000
 
-// recordToLua converts an indexed record into {uri, cid, ...fields}.
-func (v *vm) recordToLua(rec storage.Record) lua.LValue {
-	val, err := v.fromJSON(rec.Value)
-	t, ok := val.(*lua.LTable)
-	if err != nil || !ok {
-		t = v.L.CreateTable(0, 2)
-	}
-	t.RawSetString("uri", lua.LString(rec.URI))
-	t.RawSetString("cid", lua.LString(rec.CID))
-	return t
-}
-
 // hostErr raises a host failure as a Lua error (scripts may pcall it).
 func (v *vm) hostErr(fn string, err error) {
 	v.L.RaiseError("%s: %s", fn, err.Error())
@@ -67,7 +55,7 @@ func (v *vm) dbCount(L *lua.LState) int {
 
 // recordQuery reads the options table of db.query and db.count.
 func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
-	opts := L.OptTable(1, L.CreateTable(0, 0))
+	opts := v.plain(L.OptTable(1, L.CreateTable(0, 0)))
 	q := storage.RecordQuery{
 		Collection: optString(L, opts, "collection", v.run.inv.Collection),
 		DID:        optString(L, opts, "did", ""),
@@ -127,6 +115,7 @@ func (v *vm) parseFilter(val lua.LValue, depth int) (storage.Filter, error) {
 	if !ok {
 		return storage.Filter{}, errors.New("a condition must be a table")
 	}
+	v.plain(t)
 	if depth > storage.MaxFilterDepth {
 		return storage.Filter{}, fmt.Errorf("nested deeper than %d levels", storage.MaxFilterDepth)
 	}
@@ -357,7 +346,7 @@ func (v *vm) recordNew(L *lua.LState) int {
 	if _, err := syntax.ParseNSID(collection); err != nil {
 		L.RaiseError("Record: invalid collection %q", collection)
 	}
-	fields := L.OptTable(3, L.CreateTable(0, 0))
+	fields := v.plain(L.OptTable(3, L.CreateTable(0, 0)))
 	obj := L.CreateTable(0, 4)
 	fields.ForEach(func(k, val lua.LValue) { obj.RawSet(k, val) })
 	obj.RawSetString("$type", lua.LString(collection))
@@ -371,6 +360,7 @@ func (v *vm) recordNew(L *lua.LState) int {
 
 // recordTarget returns the collection and rkey a Record object writes to.
 func (v *vm) recordTarget(L *lua.LState, obj *lua.LTable) (collection, rkey string, exists bool) {
+	v.plain(obj)
 	collection = lua.LVAsString(obj.RawGetString("$type"))
 	if uri, ok := obj.RawGetString("uri").(lua.LString); ok && uri != "" {
 		u, err := syntax.ParseATURI(string(uri))
@@ -400,7 +390,7 @@ func (v *vm) writer(L *lua.LState, what string) *script.Caller {
 // record:save(): createRecord, or putRecord when the object has a uri (or
 // an rkey was given). Sets uri and cid; returns the object.
 func (v *vm) recordSave(L *lua.LState) int {
-	obj := L.CheckTable(1)
+	obj := v.plain(L.CheckTable(1))
 	caller := v.writer(L, "record:save")
 	collection, rkey, exists := v.recordTarget(L, obj)
 	body := L.CreateTable(0, 8)

@@ -89,6 +89,8 @@ type Engine struct {
 	log    *slog.Logger
 	now    func() time.Time
 	tids   *tidSource
+	// eagerRecords turns lazy records off (tests compare both paths).
+	eagerRecords bool
 }
 
 var _ script.Engine = (*Engine)(nil)
@@ -129,6 +131,10 @@ func (e *Engine) Compile(name, source string) (script.Program, error) {
 	if err != nil {
 		return nil, &script.Error{Kind: script.ErrSyntax, Msg: err.Error()}
 	}
+	// The main chunk is vararg, so with Lua 5.1's compatibility gopher-lua
+	// builds an `arg` table on every call; but it names that table only in
+	// nested functions, so in the main chunk nothing can read it.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	return &program{e: e, name: name, proto: proto}, nil
 }
 
@@ -149,6 +155,7 @@ func (e *Engine) put(v *vm, healthy bool) {
 		return
 	}
 	v.L.SetTop(0)
+	v.releaseLazy(v.run)
 	v.run = nil
 	select {
 	case e.pool <- v:
@@ -168,6 +175,7 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 	v.run = &run{ctx: ctx, inv: inv, limits: lim}
 	healthy := false
 	defer func() {
+		healthy = healthy && v.clean()
 		if r := recover(); r != nil { // a bug in a host function: never reaches the client
 			err = &script.Error{Kind: script.ErrRuntime, Msg: fmt.Sprintf("internal error: %v", r)}
 			healthy = false

@@ -179,13 +179,16 @@ func TestNothingLeaksBetweenRuns(t *testing.T) {
 	e := New(Options{PoolSize: 1})
 	dirty := `function handle()
 		leaked_global = "yes"
-		string.upper = function() return "hijacked" end
-		table.insert = nil
-		math.pi = 3
-		json.encode = nil
-		db.query = nil
 		rawset(_G, "raw_leak", 1)
-		Record.load_all = nil
+		assert(not pcall(function() string.upper = function() return "hijacked" end end))
+		assert(not pcall(function() table.insert = nil end))
+		assert(not pcall(function() math.pi = 3 end))
+		assert(not pcall(function() json.encode = nil end))
+		assert(not pcall(function() db.query = nil end))
+		assert(not pcall(function() Record.load_all = nil end))
+		rawset(string, "upper", function() return "hijacked" end)
+		rawset(db, "query", nil)
+		rawset(Record, "load_all", false)
 		return "ok"
 	end`
 	if _, err := runScript(t, e, dirty); err != nil {

@@ -19,24 +19,23 @@ const timeLayout = "2006-01-02T15:04:05.000Z"
 // once per VM; the tables holding them are copied for every run.
 func (v *vm) installHostLibs() {
 	L := v.L
-	fn := func(f lua.LGFunction) lua.LValue { return L.NewFunction(f) }
-	v.globals = append(v.globals,
-		entry{"log", fn(v.logFn)},
-		entry{"now", fn(v.nowFn)},
-	)
-	v.libs["json"] = []entry{
-		{"encode", fn(v.jsonEncode)}, {"decode", fn(v.jsonDecode)}, {"array", fn(v.jsonArray)},
-		{"null", v.null}, {"empty_array", v.empty},
+	set := func(t *lua.LTable, fns map[string]lua.LGFunction) {
+		for name, f := range fns {
+			t.RawSetString(name, L.NewFunction(f))
+		}
 	}
-	v.libs["tid"] = []entry{{"now", fn(v.tidNow)}, {"to_time", fn(v.tidToTime)}, {"from_time", fn(v.tidFromTime)}, {"valid", fn(v.tidValid)}}
-	v.libs["db"] = []entry{{"query", fn(v.dbQuery)}, {"get", fn(v.dbGet)}, {"count", fn(v.dbCount)}, {"raw", fn(v.dbRaw)}}
-	v.libs["xrpc"] = []entry{{"query", fn(v.xrpcQuery)}, {"procedure", fn(v.xrpcProcedure)}}
-	v.libs["http"] = []entry{
-		{"request", fn(v.httpRequest)}, {"get", fn(v.httpMethod("GET"))}, {"delete", fn(v.httpMethod("DELETE"))},
-		{"head", fn(v.httpMethod("HEAD"))}, {"post", fn(v.httpMethod("POST"))}, {"put", fn(v.httpMethod("PUT"))},
-		{"patch", fn(v.httpMethod("PATCH"))},
-	}
-	v.libs["Record"] = []entry{{"load_all", fn(v.recordLoadAll)}}
+	set(v.base, map[string]lua.LGFunction{"log": v.logFn, "now": v.nowFn})
+	set(v.lib("json"), map[string]lua.LGFunction{"encode": v.jsonEncode, "decode": v.jsonDecode, "array": v.jsonArray})
+	v.lib("json").RawSetString("null", v.null)
+	v.lib("json").RawSetString("empty_array", v.empty)
+	set(v.lib("tid"), map[string]lua.LGFunction{"now": v.tidNow, "to_time": v.tidToTime, "from_time": v.tidFromTime, "valid": v.tidValid})
+	set(v.lib("db"), map[string]lua.LGFunction{"query": v.dbQuery, "get": v.dbGet, "count": v.dbCount, "raw": v.dbRaw})
+	set(v.lib("xrpc"), map[string]lua.LGFunction{"query": v.xrpcQuery, "procedure": v.xrpcProcedure})
+	set(v.lib("http"), map[string]lua.LGFunction{
+		"request": v.httpRequest, "get": v.httpMethod("GET"), "delete": v.httpMethod("DELETE"), "head": v.httpMethod("HEAD"),
+		"post": v.httpMethod("POST"), "put": v.httpMethod("PUT"), "patch": v.httpMethod("PATCH"),
+	})
+	set(v.lib("Record"), map[string]lua.LGFunction{"load_all": v.recordLoadAll})
 	v.installRecord()
 }
 
@@ -69,10 +68,9 @@ func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) {
 		}
 	}
 	if ev := inv.Event; ev != nil {
-		for k, s := range map[string]string{"action": ev.Action, "uri": ev.URI, "did": ev.DID, "collection": ev.Collection,
-			"rkey": ev.RKey, "cid": ev.CID, "rev": ev.Rev} {
-			if s != "" {
-				env.RawSetString(k, lua.LString(s))
+		for _, f := range eventFields(ev) {
+			if f.v != "" {
+				env.RawSetString(f.k, lua.LString(f.v))
 			}
 		}
 		if len(ev.Record) > 0 {
@@ -81,9 +79,37 @@ func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) {
 			}
 		}
 	}
-	// Record is callable: Record(collection, fields [, rkey]).
-	rec := env.RawGetString("Record").(*lua.LTable)
-	rec.Metatable = v.recordClass
+}
+
+// eventField is one string global of a record event.
+type eventField struct{ k, v string }
+
+// eventFields lists the string globals of a record event, in a fixed order.
+func eventFields(ev *script.RecordEvent) [7]eventField {
+	return [7]eventField{{"action", ev.Action}, {"uri", ev.URI}, {"did", ev.DID}, {"collection", ev.Collection},
+		{"rkey", ev.RKey}, {"cid", ev.CID}, {"rev", ev.Rev}}
+}
+
+// envSize is how many globals setInvocationGlobals sets, with _G and the
+// script's handle: the capacity hint of the run's environment.
+func envSize(inv *script.Invocation) int {
+	n := 4 // _G, params, method, handle
+	for _, set := range []bool{inv.Collection != "", inv.Caller != nil, len(inv.Input) > 0} {
+		if set {
+			n++
+		}
+	}
+	if ev := inv.Event; ev != nil {
+		for _, f := range eventFields(ev) {
+			if f.v != "" {
+				n++
+			}
+		}
+		if len(ev.Record) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // loadVars builds the vars table from the host's decrypted variables.
@@ -121,7 +147,7 @@ func (v *vm) nowFn(L *lua.LState) int {
 }
 
 func (v *vm) jsonEncode(L *lua.LState) int {
-	out, err := v.encodeJSON(L.CheckAny(1), v.e.limits.MaxString)
+	out, err := v.encode(L.CheckAny(1), v.e.limits.MaxString)
 	if errors.Is(err, errTooLarge) {
 		v.alloc(v.e.limits.MaxString + 1)
 	}
@@ -144,7 +170,7 @@ func (v *vm) jsonDecode(L *lua.LState) int {
 
 // json.array(t): marks t so that it encodes as an array even when empty.
 func (v *vm) jsonArray(L *lua.LState) int {
-	t := L.OptTable(1, nil)
+	t := v.plain(L.OptTable(1, nil))
 	if t == nil {
 		t = L.CreateTable(0, 0)
 	}

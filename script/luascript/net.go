@@ -19,7 +19,7 @@ import (
 func (v *vm) xrpcQuery(L *lua.LState) int {
 	nsid := L.CheckString(1)
 	params := url.Values{}
-	if t := L.OptTable(2, nil); t != nil {
+	if t := v.plain(L.OptTable(2, nil)); t != nil {
 		t.ForEach(func(k, val lua.LValue) {
 			params.Set(lua.LVAsString(k), lua.LVAsString(L.ToStringMeta(val)))
 		})
@@ -95,7 +95,7 @@ func (v *vm) httpMethod(method string) lua.LGFunction {
 			req.RawSetString("body", L.Get(2))
 			optIdx = 3
 		}
-		if opts := L.OptTable(optIdx, nil); opts != nil {
+		if opts := v.plain(L.OptTable(optIdx, nil)); opts != nil {
 			req.RawSetString("headers", opts.RawGetString("headers"))
 			req.RawSetString("timeout", opts.RawGetString("timeout"))
 		}
@@ -109,7 +109,7 @@ func (v *vm) httpMethod(method string) lua.LGFunction {
 // body}, or nil and an error message. Requests go through the host's
 // guarded client (no private addresses unless the operator allowed them).
 func (v *vm) httpRequest(L *lua.LState) int {
-	opts := L.CheckTable(1)
+	opts := v.plain(L.CheckTable(1))
 	method := strings.ToUpper(optString(L, opts, "method", "GET"))
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
@@ -149,7 +149,7 @@ func (v *vm) httpRequest(L *lua.LState) int {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if hdrs, ok := opts.RawGetString("headers").(*lua.LTable); ok {
-		hdrs.ForEach(func(k, val lua.LValue) { req.Header.Set(lua.LVAsString(k), lua.LVAsString(val)) })
+		v.plain(hdrs).ForEach(func(k, val lua.LValue) { req.Header.Set(lua.LVAsString(k), lua.LVAsString(val)) })
 	}
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", "Lexview-script")

@@ -2,6 +2,7 @@ package luascript
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,33 +12,46 @@ import (
 )
 
 // vm is one pooled gopher-lua state with the sandboxed globals prepared.
+//
+// Every run gets a fresh environment table whose metatable falls back to
+// base, which holds the allowed functions and one read-only proxy per
+// library. Whatever a script assigns lands in its own environment and dies
+// with the run; library tables cannot be assigned to, and a proxy changed
+// with rawset marks the VM unfit for reuse (see clean).
 type vm struct {
 	e   *Engine
 	L   *lua.LState
 	run *run // the execution using the VM, nil while idle
 
-	globals     []entry            // sandboxed base functions and values
-	libs        map[string][]entry // library tables, copied fresh for every run
-	envMeta     *lua.LTable        // metatable of every run's environment
-	arrayMT     *lua.LTable        // marks tables that encode as JSON arrays
-	null        *lua.LUserData     // json.null
-	empty       *lua.LUserData     // json.empty_array
-	recordClass *lua.LTable        // metatable of the Record global (__call)
-	recordMT    *lua.LTable        // metatable of Record objects
-}
-
-type entry struct {
-	key string
-	val lua.LValue
+	base        *lua.LTable                     // globals shared by every run
+	proxies     []*lua.LTable                   // the library proxies in base
+	libs        map[string]*lua.LTable          // library contents being assembled (newVM only)
+	envMeta     *lua.LTable                     // metatable of every run's environment
+	arrayMT     *lua.LTable                     // marks tables that encode as JSON arrays
+	null        *lua.LUserData                  // json.null
+	empty       *lua.LUserData                  // json.empty_array
+	recordClass *lua.LTable                     // metatable of the Record proxy (adds __call)
+	recordMT    *lua.LTable                     // metatable of Record objects
+	lazyMT      *lua.LTable                     // metatable of lazy records (lazy.go)
+	spareLazy   map[*lua.LTable]json.RawMessage // an emptied lazy map for the next run
+	scan        scanner                         // checks stored JSON for splicing
+	encBuf      []byte                          // encode's output buffer, reused
+	encFields   []kv                            // encode's field stack, reused
+	keys        map[string]string               // object keys the parser has seen (parser.key)
 }
 
 // run is the state of one execution.
 type run struct {
 	ctx       context.Context // the request's context with the deadline; never the budget
 	inv       *script.Invocation
+	env       *lua.LTable
 	limits    Limits
 	allocated int64
 	memoryHit bool
+	// lazy holds the stored JSON of the run's lazy records (lazy.go);
+	// lazyBytes is its total size.
+	lazy      map[*lua.LTable]json.RawMessage
+	lazyBytes int
 }
 
 // Base functions scripts keep. Everything else in gopher-lua's base
@@ -76,7 +90,7 @@ func newVM(e *Engine) *vm {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
-	v := &vm{e: e, L: L, libs: map[string][]entry{}}
+	v := &vm{e: e, L: L, base: L.NewTable(), libs: map[string]*lua.LTable{}}
 	v.arrayMT = L.NewTable()
 	v.arrayMT.RawSetString("__metatable", lua.LFalse)
 	v.null = L.NewUserData()
@@ -86,9 +100,10 @@ func newVM(e *Engine) *vm {
 
 	g := L.G.Global
 	for _, name := range baseAllowed {
-		v.globals = append(v.globals, entry{name, g.RawGetString(name)})
+		v.base.RawSetString(name, g.RawGetString(name))
 	}
-	v.globals = append(v.globals, entry{"print", L.NewFunction(v.print)})
+	v.base.RawSetString("print", L.NewFunction(v.print))
+	v.installLazy()
 
 	// The VM's own string table backs string methods ("x"):rep(...)
 	// through the string metatable; guard it in place, add the guarded
@@ -104,16 +119,37 @@ func newVM(e *Engine) *vm {
 	for lib, names := range libAllowed {
 		t := g.RawGetString(lib).(*lua.LTable)
 		for _, n := range names {
-			v.libs[lib] = append(v.libs[lib], entry{n, t.RawGetString(n)})
+			v.lib(lib).RawSetString(n, t.RawGetString(n))
 		}
 	}
 	// Lua 5.2+ names scripts from other AppViews use.
-	v.libs[lua.TabLibName] = append(v.libs[lua.TabLibName],
-		entry{"unpack", g.RawGetString("unpack")}, entry{"pack", L.NewFunction(tablePack)})
+	v.lib(lua.TabLibName).RawSetString("unpack", g.RawGetString("unpack"))
+	v.lib(lua.TabLibName).RawSetString("pack", L.NewFunction(tablePack))
 
 	v.installHostLibs()
+	readOnly := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("library tables are read-only (assign to a local copy instead)")
+		return 0
+	})
+	for name, contents := range v.libs {
+		proxy := L.NewTable()
+		mt := v.recordClass
+		if name != "Record" {
+			mt = L.NewTable()
+		}
+		mt.RawSetString("__index", contents)
+		mt.RawSetString("__newindex", readOnly)
+		mt.RawSetString("__metatable", lua.LFalse)
+		proxy.Metatable = mt
+		v.base.RawSetString(name, proxy)
+		v.proxies = append(v.proxies, proxy)
+	}
+	v.libs = nil
+	baseMeta := L.NewTable()
+	baseMeta.RawSetString("__index", L.NewFunction(v.lazyGlobal))
+	v.base.Metatable = baseMeta
 	v.envMeta = L.NewTable()
-	v.envMeta.RawSetString("__index", L.NewFunction(v.envIndex))
+	v.envMeta.RawSetString("__index", v.base)
 	v.envMeta.RawSetString("__metatable", lua.LFalse)
 	// Nothing reaches the state's own globals: every run gets its own
 	// environment (newEnv).
@@ -123,33 +159,42 @@ func newVM(e *Engine) *vm {
 	return v
 }
 
-// newEnv builds the global environment of one run: fresh tables, so that
-// whatever a script changes dies with the run.
+// lib returns the contents table of a library being assembled.
+func (v *vm) lib(name string) *lua.LTable {
+	t, ok := v.libs[name]
+	if !ok {
+		t = v.L.NewTable()
+		v.libs[name] = t
+	}
+	return t
+}
+
+// newEnv builds the global environment of one run.
 func (v *vm) newEnv(inv *script.Invocation) *lua.LTable {
-	L := v.L
-	env := L.CreateTable(0, len(v.globals)+len(v.libs)+24)
-	for _, en := range v.globals {
-		env.RawSetString(en.key, en.val)
-	}
-	for name, entries := range v.libs {
-		t := L.CreateTable(0, len(entries))
-		for _, en := range entries {
-			t.RawSetString(en.key, en.val)
-		}
-		env.RawSetString(name, t)
-	}
+	env := v.L.CreateTable(0, envSize(inv))
 	env.RawSetString("_G", env)
 	v.setInvocationGlobals(env, inv)
 	env.Metatable = v.envMeta
+	v.run.env = env
 	return env
 }
 
-// envIndex resolves globals that are built on first use (vars).
-func (v *vm) envIndex(L *lua.LState) int {
-	env := L.CheckTable(1)
-	if key, ok := L.Get(2).(lua.LString); ok && key == "vars" && v.run != nil {
+// clean reports whether the VM is as it was before the run: a script can
+// change a library proxy only with rawset, and then the VM is dropped.
+func (v *vm) clean() bool {
+	for _, p := range v.proxies {
+		if k, _ := p.Next(lua.LNil); k != lua.LNil {
+			return false
+		}
+	}
+	return true
+}
+
+// lazyGlobal resolves globals that are built on first use (vars).
+func (v *vm) lazyGlobal(L *lua.LState) int {
+	if key, ok := L.Get(2).(lua.LString); ok && key == "vars" && v.run != nil && v.run.env != nil {
 		t := v.loadVars()
-		env.RawSetString("vars", t)
+		v.run.env.RawSetString("vars", t)
 		L.Push(t)
 		return 1
 	}

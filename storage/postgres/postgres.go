@@ -62,7 +62,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 }
 
 // dialect is PostgreSQL's variant of the shared SQL.
-type dialect struct{}
+type dialect struct{ sqlstore.PostgresJSON }
 
 func (dialect) Name() string             { return "postgres" }
 func (dialect) Placeholder(n int) string { return sqlstore.DollarPlaceholder(n) }
@@ -83,6 +83,23 @@ func (dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, err
 		return info, fmt.Errorf("database info: %w", err)
 	}
 	return info, nil
+}
+
+func (dialect) RawSyntax() sqlstore.Syntax { return sqlstore.SyntaxPostgres }
+
+// BeginRaw opens a transaction (READ ONLY for reads) with
+// standard-conforming strings, the lexical rules the raw-statement guard
+// assumes, whatever the server's configuration.
+func (dialect) BeginRaw(ctx context.Context, pool *sql.DB, readOnly bool) (*sql.Tx, error) {
+	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `SET LOCAL standard_conforming_strings = on`); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
 func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {

@@ -26,6 +26,10 @@ func TestAccessSuite(t *testing.T) {
 	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
+func TestScriptsSuite(t *testing.T) {
+	storagetest.RunScripts(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+}
+
 func TestNativeColumnTypes(t *testing.T) {
 	s := storagetest.Postgres(t).(*postgres.Store)
 	want := map[string]string{

@@ -131,7 +131,10 @@ func (s *Store) Vacuum(ctx context.Context) error {
 }
 
 // dialect is SQLite's variant of the shared SQL.
-type dialect struct{ path string }
+type dialect struct {
+	sqlstore.SQLiteJSON
+	path string
+}
 
 func (dialect) Name() string             { return "sqlite" }
 func (dialect) Placeholder(n int) string { return sqlstore.QuestionPlaceholder(n) }
@@ -160,6 +163,14 @@ func (d dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, e
 	}
 	return info, nil
 }
+func (dialect) RawSyntax() sqlstore.Syntax { return sqlstore.SyntaxSQLite }
+
+// BeginRaw opens a transaction on pool: reads go to the reader pool, whose
+// connections are query-only, and writes to the single writer.
+func (dialect) BeginRaw(ctx context.Context, pool *sql.DB, _ bool) (*sql.Tx, error) {
+	return pool.BeginTx(ctx, nil)
+}
+
 func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 	return nil // the writer pool has one connection and takes immediate locks
 }

@@ -28,6 +28,10 @@ func TestAccessSuite(t *testing.T) {
 	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
+func TestScriptsSuite(t *testing.T) {
+	storagetest.RunScripts(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+}
+
 func TestPragmas(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sub", "dir", "p.db"), sqlite.Options{})
@@ -58,10 +62,14 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	s := storagetest.SQLite(t).(*sqlite.Store)
 	ctx := context.Background()
 	cases := map[string]string{
-		"collection page":      "SELECT uri FROM records WHERE collection = ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
-		"collection deep page": "SELECT uri FROM records WHERE collection = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
-		"did page":             "SELECT uri FROM records WHERE collection = ? AND did = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
-		"by uri":               "SELECT uri FROM records WHERE uri = ?",
+		"collection page":              "SELECT uri FROM records WHERE collection = ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"collection deep page":         "SELECT uri FROM records WHERE collection = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"did page":                     "SELECT uri FROM records WHERE collection = ? AND did = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"by uri":                       "SELECT uri FROM records WHERE uri = ?",
+		"filtered query page":          "SELECT uri FROM records WHERE collection = ? AND (CASE WHEN json_type(record, ?) = 'text' THEN json_extract(record, ?) END) LIKE ? ESCAPE ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"dead letters":                 "SELECT id FROM dead_letters WHERE created_at <= ? AND (created_at < ? OR id < ?) ORDER BY created_at DESC, id DESC LIMIT 51",
+		"dead letters of a collection": "SELECT id FROM dead_letters WHERE collection = ? AND resolved_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 51",
+		"unresolved dead letters":      "SELECT id FROM dead_letters WHERE resolved_at IS NULL ORDER BY created_at, id LIMIT 100",
 	}
 	for name, q := range cases {
 		rows, err := s.Reader().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "c", "d", 1, 1, "u")

@@ -151,8 +151,9 @@ type listFixture struct {
 }
 
 // listFixtures holds one *listFixture per backend name. A fixture lives as
-// long as the benchmark that owns it (BenchList's b), which Go runs once per
-// process, so the expensive seeding happens once per backend per process.
+// long as the benchmark that owns it (the b of BenchList or BenchQuery),
+// which Go runs once per process, so the expensive seeding happens once per
+// backend per benchmark and process.
 var listFixtures sync.Map
 
 // ownedTB is a sub-benchmark's TB whose Cleanup and TempDir belong to owner,
@@ -172,18 +173,7 @@ func (o ownedTB) TempDir() string  { return o.owner.TempDir() }
 // the first page of one repository (DIDPage), each of 20 records. The
 // fixture is built on first use, once per backend name.
 func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store) {
-	v, _ := listFixtures.LoadOrStore(backend, &listFixture{})
-	fx := v.(*listFixture)
-	owner := b
-	owner.Cleanup(func() { listFixtures.CompareAndDelete(backend, fx) })
-	get := func(b *testing.B) *listFixture {
-		b.Helper()
-		fx.once.Do(func() { fx.build(ownedTB{TB: b, owner: owner}, open) })
-		if !fx.ready {
-			b.Skip("list fixture unavailable (see the first list sub-benchmark)")
-		}
-		return fx
-	}
+	get := fixtureGetter(b, backend, open)
 	const limit = 20
 	run := func(name string, q func(fx *listFixture) storage.ListQuery) {
 		b.Run(name, func(b *testing.B) {
@@ -210,6 +200,83 @@ func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store
 	})
 	run("DIDPage", func(fx *listFixture) storage.ListQuery {
 		return storage.ListQuery{Collection: BenchCollection, DID: fx.did, Limit: limit}
+	})
+}
+
+// fixtureGetter returns what gives sub-benchmarks of owner the list
+// fixture of backend, building it on first use. The fixture lives as long
+// as owner.
+func fixtureGetter(owner *testing.B, backend string, open func(testing.TB) storage.Store) func(b *testing.B) *listFixture {
+	v, _ := listFixtures.LoadOrStore(backend, &listFixture{})
+	fx := v.(*listFixture)
+	owner.Cleanup(func() { listFixtures.CompareAndDelete(backend, fx) })
+	return func(b *testing.B) *listFixture {
+		b.Helper()
+		fx.once.Do(func() { fx.build(ownedTB{TB: b, owner: owner}, open) })
+		if !fx.ready {
+			b.Skip("list fixture unavailable (see the first sub-benchmark)")
+		}
+		return fx
+	}
+}
+
+// BenchQuery measures scripted record queries (QueryRecords and
+// CountMatching) over the list fixture of BenchList: a LIKE filter on the
+// first page of the collection (FilterFirstPage, one record in four
+// matches), a nested filter (NestedFilterFirstPage), a filtered page of one
+// repository (FilterDIDPage), a page of one repository sorted by a record
+// field (FieldSortDIDPage) and a filtered count over one repository
+// (CountDID). Pages hold 20 records.
+func BenchQuery(b *testing.B, backend string, open func(testing.TB) storage.Store) {
+	get := fixtureGetter(b, backend, open)
+	const limit = 20
+	like := func(field, pattern string) storage.Filter {
+		return storage.Filter{Field: field, Op: "LIKE", Value: pattern}
+	}
+	run := func(name string, q func(fx *listFixture) storage.RecordQuery) {
+		b.Run(name, func(b *testing.B) {
+			fx := get(b)
+			query := q(fx)
+			ctx := context.Background()
+			for b.Loop() {
+				page, err := fx.store.QueryRecords(ctx, query)
+				if err != nil {
+					b.Fatalf("query: %v", err)
+				}
+				if len(page.Records) != limit || page.Cursor == "" {
+					b.Fatalf("query: got %d records, cursor %q", len(page.Records), page.Cursor)
+				}
+			}
+		})
+	}
+	run("FilterFirstPage", func(*listFixture) storage.RecordQuery {
+		f := like("text", "trail run%")
+		return storage.RecordQuery{Collection: BenchCollection, Filter: &f, Limit: limit}
+	})
+	run("NestedFilterFirstPage", func(*listFixture) storage.RecordQuery {
+		f := storage.Filter{Or: []storage.Filter{
+			{Field: "langs[0]", Op: "=", Value: "fr"},
+			{And: []storage.Filter{like("text", "%meetup%"), {Field: "createdAt", Op: ">=", Value: "2026-01-01"}}},
+		}}
+		return storage.RecordQuery{Collection: BenchCollection, Filter: &f, Limit: limit}
+	})
+	run("FilterDIDPage", func(fx *listFixture) storage.RecordQuery {
+		f := like("text", "%meetup%")
+		return storage.RecordQuery{Collection: BenchCollection, DID: fx.did, Filter: &f, Limit: limit}
+	})
+	run("FieldSortDIDPage", func(fx *listFixture) storage.RecordQuery {
+		return storage.RecordQuery{Collection: BenchCollection, DID: fx.did, Sort: "createdAt", Limit: limit}
+	})
+	b.Run("CountDID", func(b *testing.B) {
+		fx := get(b)
+		f := like("text", "%#99%")
+		query := storage.RecordQuery{Collection: BenchCollection, DID: fx.did, Filter: &f}
+		ctx := context.Background()
+		for b.Loop() {
+			if n, err := fx.store.CountMatching(ctx, query); err != nil || n == 0 {
+				b.Fatalf("count: %d %v", n, err)
+			}
+		}
 	})
 }
 

@@ -41,6 +41,14 @@ type Dialect interface {
 	// delete carrying a rev removes only rows at that rev or older, and
 	// leaves a tombstone at that rev.
 	DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error
+
+	// JSONDialect renders access to record fields for QueryRecords.
+	JSONDialect
+	// RawSyntax selects the lexical rules the raw-statement guard applies.
+	RawSyntax() Syntax
+	// BeginRaw opens the transaction a script's raw statement runs in, on
+	// pool. A readOnly transaction must refuse every write.
+	BeginRaw(ctx context.Context, pool *sql.DB, readOnly bool) (*sql.Tx, error)
 }
 
 // DB implements storage.Store on top of database/sql.

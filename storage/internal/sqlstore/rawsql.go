@@ -1,0 +1,160 @@
+package sqlstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// defaultRawRows is the row cap of RawQuery when the caller gives none.
+const defaultRawRows = 1000
+
+// RawQuery implements storage.QueryStore. The statement passes guardRaw
+// first; reads then run in a read-only transaction on the reader pool,
+// writes in a transaction on the writer. The statement is prepared on its
+// own, so a driver never runs a second statement hidden in the text.
+func (db *DB) RawQuery(ctx context.Context, stmt string, args []any, maxRows int) (storage.RawResult, error) {
+	write, err := guardRaw(stmt, db.dialect.RawSyntax())
+	if err != nil {
+		return storage.RawResult{}, err
+	}
+	if maxRows <= 0 {
+		maxRows = defaultRawRows
+	}
+	if stmt, err = db.rebindRaw(stmt); err != nil {
+		return storage.RawResult{}, err
+	}
+	pool := db.reader
+	if write {
+		pool = db.writer
+	}
+	tx, err := db.dialect.BeginRaw(ctx, pool, !write)
+	if err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	prepared, err := tx.PrepareContext(ctx, stmt)
+	if err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+	}
+	defer prepared.Close()
+
+	if write {
+		res, err := prepared.ExecContext(ctx, args...)
+		if err != nil {
+			return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		if err := tx.Commit(); err != nil {
+			return storage.RawResult{}, fmt.Errorf("raw query: commit: %w", err)
+		}
+		return storage.RawResult{Affected: n}, nil
+	}
+
+	rows, err := prepared.QueryContext(ctx, args...)
+	if err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+	}
+	binary := make([]bool, len(cols))
+	numeric := make([]bool, len(cols))
+	for i, ct := range types {
+		switch strings.ToUpper(ct.DatabaseTypeName()) {
+		case "BYTEA", "BLOB":
+			binary[i] = true
+		case "NUMERIC", "DECIMAL":
+			numeric[i] = true
+		case "":
+			binary[i] = db.dialect.Name() == "sqlite" // an expression: only blobs come as bytes
+		}
+	}
+	res := storage.RawResult{Columns: cols, Rows: [][]any{}}
+	for len(res.Rows) < maxRows && rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		}
+		for i, v := range vals {
+			vals[i] = rawValue(v, binary[i], numeric[i])
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+	}
+	return res, nil
+}
+
+// rawValue converts a scanned value to string, int64, float64, bool,
+// []byte or nil.
+func rawValue(v any, binary, numeric bool) any {
+	switch x := v.(type) {
+	case nil, string, int64, float64, bool:
+		return x
+	case []byte:
+		switch {
+		case binary:
+			return bytes.Clone(x)
+		case numeric:
+			if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				return n
+			}
+			if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+				return f
+			}
+		}
+		return string(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case float32:
+		return float64(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// rebindRaw lets scripts write "?" placeholders on every backend: each
+// "?" outside literals, quoted names and comments becomes the dialect's
+// n-th placeholder.
+func (db *DB) rebindRaw(stmt string) (string, error) {
+	toks, err := lexSQL(stmt, db.dialect.RawSyntax())
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	last, n := 0, 0
+	for _, t := range toks {
+		if t.kind != tokPunct || t.text != "?" {
+			continue
+		}
+		n++
+		b.WriteString(stmt[last:t.start])
+		b.WriteString(db.dialect.Placeholder(n))
+		last = t.end
+	}
+	if n == 0 {
+		return stmt, nil
+	}
+	b.WriteString(stmt[last:])
+	return b.String(), nil
+}
