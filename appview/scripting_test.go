@@ -195,6 +195,10 @@ func TestScriptFailures(t *testing.T) {
 		if r.Status != 400 {
 			t.Fatalf("syntax error upload: %d %s", r.Status, r.Raw)
 		}
+		r = e.admin.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": json.RawMessage(feedLexicon), "script": "function handle( end"})
+		if r.Status != 400 || !strings.Contains(r.Error(t), "script has a syntax error") {
+			t.Fatalf("lexicon with a syntax error: %d %s", r.Status, r.Raw)
+		}
 		for _, tc := range []struct{ src, want string }{
 			{`function handle() error("the secret detail") end`, "script execution failed"},
 			{`x = 1`, "script execution failed"},

@@ -92,6 +92,17 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admin.Princi
 	if req.IndexHook != nil {
 		up.IndexHook = *req.IndexHook
 	}
+	if h.Scripts != nil {
+		for field, src := range map[string]string{"script": up.Script, "index_hook": up.IndexHook} {
+			if src == "" {
+				continue
+			}
+			if err := h.Scripts.Check(src); err != nil {
+				respond.Error(w, http.StatusBadRequest, field+" has a syntax error: "+err.Error())
+				return
+			}
+		}
+	}
 	l, created, err := h.Lexicons.Put(r.Context(), up)
 	if lexicon.IsParseError(err) {
 		respond.Error(w, http.StatusBadRequest, err.Error())
