@@ -28,10 +28,6 @@ type budget struct {
 	exceeded bool
 }
 
-func newBudget(parent context.Context, instructions int64) *budget {
-	return &budget{parent: parent, left: instructions}
-}
-
 // Done counts one instruction.
 func (b *budget) Done() <-chan struct{} {
 	b.left--

@@ -202,7 +202,7 @@ func (e *encoder) splice(t *lua.LTable, depth int) (bool, error) {
 	raw, ok := r.lazy[t]
 	uri, isStr := t.RawGetString("uri").(lua.LString)
 	cid, isStr2 := t.RawGetString("cid").(lua.LString)
-	if !ok || !isStr || !isStr2 || countKeys(t) != 2 {
+	if !ok || !isStr || !isStr2 || !onlyURIAndCID(t) {
 		return false, nil
 	}
 	body, empty, deepest, ok := e.v.scan.spliceable(raw)
@@ -242,6 +242,17 @@ func countKeys(t *lua.LTable) int {
 		n++
 	}
 	return n
+}
+
+// onlyURIAndCID reports whether a lazy record, whose uri and cid the
+// caller has found to be strings, holds nothing else. A lazy table gains
+// entries only in its array part (table.insert) or as keys appended after
+// the uri and cid recordToLua set first (number keys table.insert puts in
+// the hash part): Next from "cid" finds the latter. Were cid not after uri,
+// Next would find uri and the record would just not be spliced.
+func onlyURIAndCID(t *lua.LTable) bool {
+	k, _ := t.Next(lua.LString("cid"))
+	return k == lua.LNil && t.MaxN() == 0
 }
 
 const hexDigits = "0123456789abcdef"

@@ -65,8 +65,11 @@ func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 	if q.Collection == "" {
 		L.RaiseError("%s: collection is required (the lexicon has no target_collection)", fn)
 	}
-	if _, err := syntax.ParseNSID(q.Collection); err != nil {
-		L.RaiseError("%s: invalid collection %q", fn, q.Collection)
+	if q.Collection != v.validNSID { // a script's queries mostly name one collection
+		if _, err := syntax.ParseNSID(q.Collection); err != nil {
+			L.RaiseError("%s: invalid collection %q", fn, q.Collection)
+		}
+		v.validNSID = q.Collection
 	}
 	switch dir := strings.ToLower(optString(L, opts, "sortDirection", "desc")); dir {
 	case "asc":
@@ -351,7 +354,10 @@ func (v *vm) recordNew(L *lua.LState) int {
 	fields.ForEach(func(k, val lua.LValue) { obj.RawSet(k, val) })
 	obj.RawSetString("$type", lua.LString(collection))
 	if rkey := L.OptString(4, ""); rkey != "" {
-		obj.RawSetString("\x00rkey", lua.LString(rkey))
+		if v.run.rkeys == nil {
+			v.run.rkeys = map[*lua.LTable]string{}
+		}
+		v.run.rkeys[obj] = rkey
 	}
 	obj.Metatable = v.recordMT
 	L.Push(obj)
@@ -359,7 +365,9 @@ func (v *vm) recordNew(L *lua.LState) int {
 }
 
 // recordTarget returns the collection and rkey a Record object writes to.
-func (v *vm) recordTarget(L *lua.LState, obj *lua.LTable) (collection, rkey string, exists bool) {
+// A record whose uri names another repository cannot be written: writes go
+// to the caller's own repository.
+func (v *vm) recordTarget(L *lua.LState, obj *lua.LTable, callerDID string) (collection, rkey string, exists bool) {
 	v.plain(obj)
 	collection = lua.LVAsString(obj.RawGetString("$type"))
 	if uri, ok := obj.RawGetString("uri").(lua.LString); ok && uri != "" {
@@ -367,10 +375,13 @@ func (v *vm) recordTarget(L *lua.LState, obj *lua.LTable) (collection, rkey stri
 		if err != nil || u.RecordKey() == "" {
 			L.RaiseError("record uri %q is not a record AT URI", string(uri))
 		}
+		if u.Authority().String() != callerDID {
+			L.RaiseError("record %s is not in the caller's repository (%s)", string(uri), callerDID)
+		}
 		return u.Collection().String(), u.RecordKey().String(), true
 	}
-	if rk, ok := obj.RawGetString("\x00rkey").(lua.LString); ok {
-		return collection, string(rk), false
+	if rk, ok := v.run.rkeys[obj]; ok {
+		return collection, rk, false
 	}
 	return collection, "", false
 }
@@ -392,10 +403,10 @@ func (v *vm) writer(L *lua.LState, what string) *script.Caller {
 func (v *vm) recordSave(L *lua.LState) int {
 	obj := v.plain(L.CheckTable(1))
 	caller := v.writer(L, "record:save")
-	collection, rkey, exists := v.recordTarget(L, obj)
+	collection, rkey, exists := v.recordTarget(L, obj, caller.DID)
 	body := L.CreateTable(0, 8)
 	obj.ForEach(func(k, val lua.LValue) {
-		if ks, ok := k.(lua.LString); ok && (ks == "uri" || ks == "cid" || ks == "\x00rkey") {
+		if ks, ok := k.(lua.LString); ok && (ks == "uri" || ks == "cid") {
 			return
 		}
 		body.RawSet(k, val)
@@ -420,7 +431,7 @@ func (v *vm) recordSave(L *lua.LState) int {
 func (v *vm) recordDelete(L *lua.LState) int {
 	obj := L.CheckTable(1)
 	caller := v.writer(L, "record:delete")
-	collection, rkey, _ := v.recordTarget(L, obj)
+	collection, rkey, _ := v.recordTarget(L, obj, caller.DID)
 	if rkey == "" {
 		L.RaiseError("record:delete: the record has no uri")
 	}

@@ -156,7 +156,7 @@ func (e *Engine) put(v *vm, healthy bool) {
 	}
 	v.L.SetTop(0)
 	v.releaseLazy(v.run)
-	v.run = nil
+	v.run, v.state = nil, run{} // keep nothing of the invocation while idle
 	select {
 	case e.pool <- v:
 	default:
@@ -171,8 +171,9 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	v := p.e.get()
-	b := newBudget(ctx, lim.Instructions)
-	v.run = &run{ctx: ctx, inv: inv, limits: lim}
+	v.state = run{ctx: ctx, inv: inv, limits: lim, budget: budget{parent: ctx, left: lim.Instructions}}
+	v.run = &v.state
+	b := &v.run.budget
 	healthy := false
 	defer func() {
 		healthy = healthy && v.clean()

@@ -138,8 +138,10 @@ func TestResourceExhaustionIsRefused(t *testing.T) {
 		{"gsub function", script.ErrMemory, `function handle() local s = ("x"):rep(1e6) local big = ("y"):rep(1e4) return (s:gsub("x", function() return big end)) end`},
 		{"table.concat", script.ErrMemory, `function handle() local t = {} local s = ("x"):rep(1e6) for i = 1, 100 do t[i] = s end return table.concat(t) end`},
 		{"many strings", script.ErrMemory, `function handle() local t = {} local s = ("x"):rep(1e7) for i = 1, 1000 do t[i] = s .. i end return #t end`},
+		{"unpack", script.ErrRuntime, `function handle() local t = {} for i = 1, 200000 do t[i] = i end return {unpack(t)} end`},
+		{"string.byte", script.ErrRuntime, `function handle() return {string.byte(("x"):rep(1e6), 1, -1)} end`},
 		{"huge table", script.ErrBudget, `function handle() local t = {} local i = 0 while true do i = i + 1 t[i] = {i, i, i} end end`},
-		{"upper growth", script.ErrMemory, `function handle() local t = {} local s = ("x"):rep(1e7) for i = 1, 1000 do t[i] = s:upper() end end`},
+		{"upper growth", script.ErrMemory, `function handle() local t = {} local s = ("x"):rep(1e6) for i = 1, 1000 do t[i] = s:upper() end end`},
 		{"json encode growth", script.ErrMemory, `function handle() local t = {} local s = ("x"):rep(1e6) for i = 1, 100 do t[i] = s end return json.encode(t) end`},
 	} {
 		start := time.Now()
@@ -243,6 +245,22 @@ func TestLua54Compatibility(t *testing.T) {
 		return {p.n, table.unpack({4, 5})}
 	end`)
 	if err != nil || out != `[3,4,5]` {
+		t.Fatalf("%s %v", out, err)
+	}
+}
+
+// TestVarargCompat checks Lua 5.1's vararg compatibility after Compile
+// drops the main chunk's unreachable `arg` table: nested vararg functions
+// still get theirs, and the main chunk sees `arg` as an ordinary global.
+func TestVarargCompat(t *testing.T) {
+	e := New(Options{})
+	out, err := runScript(t, e, `
+		local first = ...
+		local mainArg = arg
+		local function count(...) return arg.n end
+		local function pass(...) return select("#", ...) end
+		function handle() return {count(1, 2, 3), pass(1, 2), first == nil, mainArg == nil} end`)
+	if err != nil || out != `[3,2,true,true]` {
 		t.Fatalf("%s %v", out, err)
 	}
 }

@@ -205,7 +205,11 @@ func (v *vm) materialize(t *lua.LTable) {
 // releaseLazy ends the run's use of its lazy map, keeping a small one for
 // the VM's next run.
 func (v *vm) releaseLazy(r *run) {
-	if r == nil || r.lazy == nil {
+	if r == nil {
+		return
+	}
+	r.rkeys = nil
+	if r.lazy == nil {
 		return
 	}
 	if len(r.lazy) <= maxPooledLazy {

@@ -19,9 +19,10 @@ import (
 // with the run; library tables cannot be assigned to, and a proxy changed
 // with rawset marks the VM unfit for reuse (see clean).
 type vm struct {
-	e   *Engine
-	L   *lua.LState
-	run *run // the execution using the VM, nil while idle
+	e     *Engine
+	L     *lua.LState
+	run   *run // the execution using the VM (&state), nil while idle
+	state run  // the state of the current execution, reused
 
 	base        *lua.LTable                     // globals shared by every run
 	proxies     []*lua.LTable                   // the library proxies in base
@@ -38,6 +39,7 @@ type vm struct {
 	encBuf      []byte                          // encode's output buffer, reused
 	encFields   []kv                            // encode's field stack, reused
 	keys        map[string]string               // object keys the parser has seen (parser.key)
+	validNSID   string                          // the collection recordQuery last found valid
 }
 
 // run is the state of one execution.
@@ -52,6 +54,9 @@ type run struct {
 	// lazyBytes is its total size.
 	lazy      map[*lua.LTable]json.RawMessage
 	lazyBytes int
+	// rkeys are the record keys given to Record(collection, fields, rkey).
+	rkeys  map[*lua.LTable]string
+	budget budget // the LState's context while the script runs
 }
 
 // Base functions scripts keep. Everything else in gopher-lua's base
@@ -122,8 +127,12 @@ func newVM(e *Engine) *vm {
 			v.lib(lib).RawSetString(n, t.RawGetString(n))
 		}
 	}
+	// unpack and string.byte push one value per element: bound them, as
+	// the C Lua stack limit does, so that one call cannot run for long.
+	unpack := L.NewFunction(v.guardResults(g.RawGetString("unpack").(*lua.LFunction), "too many results to unpack"))
+	v.base.RawSetString("unpack", unpack)
 	// Lua 5.2+ names scripts from other AppViews use.
-	v.lib(lua.TabLibName).RawSetString("unpack", g.RawGetString("unpack"))
+	v.lib(lua.TabLibName).RawSetString("unpack", unpack)
 	v.lib(lua.TabLibName).RawSetString("pack", L.NewFunction(tablePack))
 
 	v.installHostLibs()
@@ -225,6 +234,7 @@ func (v *vm) guardStrings(str *lua.LTable) {
 	L := v.L
 	str.RawSetString(concatKey, L.NewFunction(v.concat))
 	str.RawSetString("rep", L.NewFunction(v.rep))
+	str.RawSetString("byte", L.NewFunction(v.guardResults(str.RawGetString("byte").(*lua.LFunction), "string slice too long")))
 	format := str.RawGetString("format").(*lua.LFunction)
 	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int { return v.format(L, format) }))
 	gsub := str.RawGetString("gsub").(*lua.LFunction)
@@ -241,6 +251,47 @@ func (v *vm) guardStrings(str *lua.LTable) {
 	}
 	for _, name := range []string{"dump", "gfind"} {
 		str.RawSetString(name, lua.LNil)
+	}
+}
+
+// maxResults bounds the values one unpack or string.byte call returns.
+const maxResults = 8000
+
+// guardResults wraps unpack(t [, i [, j]]) or string.byte(s [, i [, j]])
+// so that asking for more than maxResults values raises msg instead of
+// filling the stack.
+func (v *vm) guardResults(orig *lua.LFunction, msg string) lua.LGFunction {
+	return func(L *lua.LState) int {
+		n := 0
+		switch x := L.Get(1).(type) {
+		case *lua.LTable:
+			n = x.Len()
+		case lua.LString:
+			n = len(x)
+		}
+		i := L.OptInt(2, 1)
+		j := n
+		if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
+			j = L.CheckInt(3)
+		}
+		if _, isStr := L.Get(1).(lua.LString); isStr {
+			// string.byte: j defaults to i; negative positions count from the end.
+			if L.GetTop() < 3 || L.Get(3) == lua.LNil {
+				j = i
+			}
+			if i < 0 {
+				i = n + i + 1
+			}
+			if j < 0 {
+				j = n + j + 1
+			}
+			j = min(j, n)
+			i = max(i, 1)
+		}
+		if j-i+1 > maxResults {
+			L.RaiseError("%s", msg)
+		}
+		return orig.GFunction(L)
 	}
 }
 
