@@ -27,6 +27,9 @@ import (
 const (
 	benchCollection = "app.bench.feed.post"
 	benchQuery      = "app.bench.feed.listPosts"
+	// scriptedQuery serves the same page through a Lua script that calls
+	// db.query once and returns its result.
+	scriptedQuery = "app.bench.feed.listPostsScripted"
 	clientKey       = "hvc_bench"
 	pageLimit       = 20
 )
@@ -94,9 +97,10 @@ func run(records int, duration time.Duration, conns int, warmup time.Duration, d
 	}
 	fmt.Printf("database: %s (%d records in %s)\n\n", dbPath, n, benchCollection)
 
-	servers := []struct{ name, sub string }{
-		{"lexview", "serve-lexview"},
-		{"bare", "serve-bare"},
+	servers := []struct{ name, sub, query string }{
+		{"lexview", "serve-lexview", benchQuery},
+		{"scripted", "serve-lexview", scriptedQuery},
+		{"bare", "serve-bare", benchQuery},
 	}
 	results := map[string]*result{}
 	for _, s := range servers {
@@ -104,7 +108,7 @@ func run(records int, duration time.Duration, conns int, warmup time.Duration, d
 		if profDir != "" {
 			prof = filepath.Join(profDir, s.name+".pprof")
 		}
-		res, err := measure(s.name, s.sub, dbPath, conns, warmup, duration, prof)
+		res, err := measure(s.name, s.sub, s.query, dbPath, conns, warmup, duration, prof)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -123,6 +127,10 @@ func run(records int, duration time.Duration, conns int, warmup time.Duration, d
 	fmt.Println()
 	fmt.Printf("lexview/bare throughput: %.3f  (target >= %.2f: %s)\n", ratio, targetRatio, verdict(ratio >= targetRatio))
 	fmt.Printf("lexview p99 latency:     %s  (target < %s: %s)\n", ms(lv.pct(99)), ms(targetP99), verdict(lv.pct(99) < targetP99))
+	sc := results["scripted"]
+	fmt.Printf("scripted/default throughput: %.3f  (target >= 0.50: %s)\n", sc.rps()/lv.rps(), verdict(sc.rps()/lv.rps() >= 0.5))
+	added := sc.pct(50) - lv.pct(50)
+	fmt.Printf("script p50 overhead:     %s  (target < 0.200ms: %s)\n", ms(added), verdict(added < 200*time.Microsecond))
 	if lv.errors > 0 || bare.errors > 0 {
 		fmt.Printf("note: errors during measurement (lexview %d, bare %d); first: %s\n", lv.errors, bare.errors, firstErr(lv, bare))
 	}
@@ -133,14 +141,14 @@ func run(records int, duration time.Duration, conns int, warmup time.Duration, d
 }
 
 // measure runs one server in a child process and loads it.
-func measure(name, sub, dbPath string, conns int, warmup, duration time.Duration, profile string) (*result, error) {
+func measure(name, sub, query, dbPath string, conns int, warmup, duration time.Duration, profile string) (*result, error) {
 	args := []string{"-db", dbPath}
 	c, err := startChild(sub, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	url := c.url + "/xrpc/" + benchQuery + "?limit=" + fmt.Sprint(pageLimit)
+	url := c.url + "/xrpc/" + query + "?limit=" + fmt.Sprint(pageLimit)
 	fmt.Printf("%-8s pid %d serving %s\n", name, c.cmd.Process.Pid, url)
 
 	ld := newLoader(url, conns)

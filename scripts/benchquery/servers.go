@@ -25,6 +25,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage/sqlite"
 )
 
@@ -39,6 +40,15 @@ func newLexviewHandler(ctx context.Context, path string) (http.Handler, func(), 
 		return nil, nil, err
 	}
 	app, err := appview.New(appview.Config{Store: s, JetstreamURL: "off", SessionSecret: randomSecret(), Logger: quietLogger()})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	_, _, err = app.Lexicons().Put(ctx, lexicon.Upload{
+		Document:         []byte(`{"lexicon":1,"id":"` + scriptedQuery + `","defs":{"main":{"type":"query"}}}`),
+		TargetCollection: benchCollection,
+		Script:           `function handle() return db.query{limit = tonumber(params.limit) or 20} end`,
+	})
 	if err != nil {
 		s.Close()
 		return nil, nil, err
