@@ -65,6 +65,7 @@ type options struct {
 	profileDir     string
 	calibrate      bool
 	trace          time.Duration
+	hook           bool
 }
 
 func main() {
@@ -82,6 +83,7 @@ func main() {
 	flag.BoolVar(&opt.inProcess, "inprocess", false, "run the service inside this process instead of as a child (for -cpuprofile-dir)")
 	flag.StringVar(&opt.profileDir, "cpuprofile-dir", "", "write CPU profiles of each phase here (implies -inprocess)")
 	flag.DurationVar(&opt.trace, "trace", 0, "with -cpuprofile-dir: also write an execution trace of the first `duration` of each phase")
+	flag.BoolVar(&opt.hook, "hook", false, "give every collection a record-event Lua script (index_hook) that stamps a field on each record")
 	flag.BoolVar(&opt.calibrate, "calibrate", true, "first measure how fast the stand-in alone delivers events")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-ingest [flags]\n\n")
@@ -188,7 +190,7 @@ func (r *runner) backend(ctx context.Context, backend string, stream, steadyEven
 		}
 	}()
 	r.serverPID = db.serverPID
-	if err := registerLexicons(ctx, db.url); err != nil {
+	if err := registerLexicons(ctx, db.url, r.opt.hook); err != nil {
 		return res, err
 	}
 	if err := checkRecords(ctx, db.url, sample); err != nil {
