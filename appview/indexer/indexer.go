@@ -64,13 +64,12 @@ type Snapshotter interface {
 type Hook interface {
 	// Wants reports, cheaply, whether a change has a script to run.
 	Wants(c Change) bool
-	// Apply runs the scripts of changes and returns what to write in
-	// their place, in order: each change unchanged (no script), with the
-	// record the script returned, or left out (the script skipped it, or
-	// failed and the failure is stored as a dead letter before Apply
-	// returns). An error means a failure could not be made durable; the
-	// writer retries.
-	Apply(ctx context.Context, source string, changes []Change) ([]Change, error)
+	// Apply runs the scripts of changes, rewriting their records in
+	// place, and reports per change whether to write it: false when the
+	// script skipped it, or failed and the failure is stored as a dead
+	// letter before Apply returns. An error means a failure could not be
+	// made durable; the writer retries.
+	Apply(ctx context.Context, changes []Change) (keep []bool, err error)
 }
 
 // Options tunes a Writer. Zero values take the defaults.
@@ -423,18 +422,40 @@ func (w *Writer) runHooks(ctx context.Context, items []*item) {
 	if h == nil {
 		return
 	}
-	for _, it := range items {
-		if !slices.ContainsFunc(it.changes, h.Wants) {
+	// One Apply for the whole batch, so scripts run concurrently across
+	// submissions.
+	var all []Change
+	hooked := make([]bool, len(items))
+	for n, it := range items {
+		if slices.ContainsFunc(it.changes, h.Wants) {
+			hooked[n] = true
+			all = append(all, it.changes...)
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	var keep []bool
+	err := w.retry(ctx, "running record-event scripts", len(all), func() error {
+		var err error
+		keep, err = h.Apply(context.WithoutCancel(ctx), all)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	i := 0
+	for n, it := range items {
+		if !hooked[n] {
 			continue
 		}
-		var out []Change
-		err := w.retry(ctx, "running record-event scripts", len(it.changes), func() error {
-			var err error
-			out, err = h.Apply(context.WithoutCancel(ctx), it.source, it.changes)
-			return err
-		})
-		if err == nil {
-			it.changes = out
+		out := it.changes[:0]
+		for range it.changes {
+			if keep[i] {
+				out = append(out, all[i])
+			}
+			i++
 		}
+		it.changes = out
 	}
 }

@@ -50,16 +50,25 @@ type outcome struct {
 	err    error
 }
 
-// Apply runs the record-event scripts of changes concurrently and returns
-// what to write, in order. Each failure is stored as a dead letter (and
-// queued for automatic retries) before Apply returns; an error means a
-// dead letter could not be stored.
-func (r *Runtime) Apply(ctx context.Context, source string, changes []indexer.Change) ([]indexer.Change, error) {
+// Apply runs the record-event scripts of changes concurrently, rewriting
+// their records in place, and reports which to write. Each failure is
+// stored as a dead letter (and queued for automatic retries) before Apply
+// returns; an error means a dead letter could not be stored.
+func (r *Runtime) Apply(ctx context.Context, changes []indexer.Change) ([]bool, error) {
 	snap := r.current()
 	results := make([]outcome, len(changes))
+	var todo []int
+	for i, c := range changes {
+		results[i] = outcome{change: c, keep: true}
+		if !c.Scripted {
+			if _, ok := snap.eventScript(c.Collection, c.Op); ok {
+				todo = append(todo, i)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	work := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(changes)) {
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -68,18 +77,12 @@ func (r *Runtime) Apply(ctx context.Context, source string, changes []indexer.Ch
 			}
 		}()
 	}
-	for i, c := range changes {
-		if !c.Scripted {
-			if _, ok := snap.eventScript(c.Collection, c.Op); ok {
-				work <- i
-				continue
-			}
-		}
-		results[i] = outcome{change: c, keep: true}
+	for _, i := range todo {
+		work <- i
 	}
 	close(work)
 	wg.Wait()
-	out := make([]indexer.Change, 0, len(changes))
+	keep := make([]bool, len(changes))
 	for i, res := range results {
 		if res.err != nil {
 			if err := r.deadLetter(ctx, changes[i], res.err); err != nil {
@@ -87,11 +90,9 @@ func (r *Runtime) Apply(ctx context.Context, source string, changes []indexer.Ch
 			}
 			continue
 		}
-		if res.keep {
-			out = append(out, res.change)
-		}
+		changes[i], keep[i] = res.change, res.keep
 	}
-	return out, nil
+	return keep, nil
 }
 
 // runEvent runs the script a change triggers (if any).

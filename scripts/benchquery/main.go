@@ -30,8 +30,8 @@ const (
 	// scriptedQuery serves the same page through a Lua script that calls
 	// db.query once and returns its result.
 	scriptedQuery = "app.bench.feed.listPostsScripted"
-	clientKey       = "hvc_bench"
-	pageLimit       = 20
+	clientKey     = "hvc_bench"
+	pageLimit     = 20
 )
 
 // Targets the report checks.
