@@ -191,6 +191,11 @@ func TestProcedureScriptWrites(t *testing.T) {
 					if input.delete then r:delete() end
 					return {uri = r.uri, cid = r.cid, copy = copy.uri, caller = caller.did}
 				end`},
+			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.relay","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`),
+				Script: `function handle()
+					local out, err, status = xrpc.procedure("app.test.post", {text = "relayed " .. input.text})
+					return {inner = out, err = err, status = status}
+				end`},
 			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.peek","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note",
 				Script: `function handle() local ok, err = pcall(function() Record(collection, {text = "x"}):save() end) return {ok = ok, err = err} end`},
 		} {
@@ -225,6 +230,15 @@ func TestProcedureScriptWrites(t *testing.T) {
 		}
 		if _, err := store.GetRecord(ctx, uri); err == nil {
 			t.Fatal("deleted record still indexed")
+		}
+		// xrpc.procedure calls a local procedure as the same caller.
+		relay := dev.call(t, "POST", "/xrpc/app.test.relay", map[string]any{"text": "x"})
+		inner, _ := relay.Object(t)["inner"].(map[string]any)
+		if relay.Status != 200 || inner == nil || inner["caller"] != did {
+			t.Fatalf("xrpc.procedure: %d %s", relay.Status, relay.Raw)
+		}
+		if rec, err := store.GetRecord(ctx, inner["uri"].(string)); err != nil || !strings.Contains(string(rec.Value), "relayed x") {
+			t.Fatalf("relayed record: %s %v", rec.Value, err)
 		}
 		// Query scripts cannot write.
 		peek := dev.call(t, "GET", "/xrpc/app.test.peek", nil)

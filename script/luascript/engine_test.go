@@ -264,3 +264,25 @@ func TestVarargCompat(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 }
+
+// countingHost counts Log calls.
+type countingHost struct {
+	nopHost
+	logs *int
+}
+
+func (h countingHost) Log(context.Context, *script.Invocation, string) { *h.logs++ }
+
+func TestLogIsBoundedPerRun(t *testing.T) {
+	n := 0
+	p, err := New(Options{}).Compile("log", `function handle() for i = 1, 10000 do log("line " .. i) end return true end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), &script.Invocation{Host: countingHost{logs: &n}, Kind: script.KindQuery}); err != nil {
+		t.Fatal(err)
+	}
+	if n != maxLogEvents {
+		t.Fatalf("%d event-log entries, want %d", n, maxLogEvents)
+	}
+}

@@ -136,9 +136,19 @@ func (v *vm) logFn(L *lua.LState) int {
 	if len(msg) > 8<<10 {
 		msg = msg[:8<<10] + "…"
 	}
+	v.run.logs++
+	if v.run.logs > maxLogEvents {
+		// The event log is not a firehose: later calls of this run go
+		// to the debug log only.
+		v.e.log.Debug("script log (event-log quota of this run used up)", "method", v.run.inv.Method, "message", msg)
+		return 0
+	}
 	v.run.inv.Host.Log(v.run.ctx, v.run.inv, msg)
 	return 0
 }
+
+// maxLogEvents bounds the event-log entries one execution writes.
+const maxLogEvents = 20
 
 // now(): the current time as an atproto datetime string.
 func (v *vm) nowFn(L *lua.LState) int {

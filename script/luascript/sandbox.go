@@ -57,6 +57,7 @@ type run struct {
 	// rkeys are the record keys given to Record(collection, fields, rkey).
 	rkeys  map[*lua.LTable]string
 	budget budget // the LState's context while the script runs
+	logs   int    // log() calls so far
 }
 
 // Base functions scripts keep. Everything else in gopher-lua's base
