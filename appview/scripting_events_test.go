@@ -247,3 +247,34 @@ func TestProcedureScriptWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadLettersRetriedAfterRestart: the retry queue lives in memory, so
+// a starting instance queues the unresolved dead letters that still have
+// attempts left.
+func TestDeadLettersRetriedAfterRestart(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripting.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		ctx := context.Background()
+		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+			IndexHook: `function handle() return true end`}); err != nil {
+			t.Fatal(err)
+		}
+		c := noteChange("did:plc:restart", "3kaaa", "x")
+		d, err := env.Store.AddDeadLetter(ctx, storage.DeadLetter{Kind: storage.DeadLetterRecord, LexiconID: c.Collection,
+			URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, Action: "create", CID: c.CID,
+			Error: "failed before the restart", Attempts: 1, Record: c.Record})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.App.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the dead letter to be retried and resolved", func() bool {
+			got, err := env.Store.GetDeadLetter(ctx, d.ID)
+			return err == nil && !got.ResolvedAt.IsZero()
+		})
+		if _, err := env.App.Store().GetRecord(ctx, c.URI()); err != nil {
+			t.Fatalf("record not indexed: %v", err)
+		}
+	})
+}

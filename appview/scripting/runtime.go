@@ -237,6 +237,7 @@ func (r *Runtime) build(old *snapshot, scripts []storage.Script, lexicons *lexic
 func (r *Runtime) Run(ctx context.Context, refresh time.Duration) {
 	changed, unsubscribe := r.opt.Lexicons.Subscribe()
 	defer unsubscribe()
+	r.requeue(ctx)
 	go r.retryLoop(ctx)
 	t := time.NewTicker(refresh)
 	defer t.Stop()
@@ -317,4 +318,26 @@ func (b *bound) execute(ctx context.Context, inv *script.Invocation) ([]byte, er
 		return nil, b.err
 	}
 	return b.program.Run(ctx, inv)
+}
+
+// requeue puts the unresolved dead letters that still have automatic
+// attempts left back in the retry queue: the queue lives in memory, so a
+// restart would otherwise leave them to an operator.
+func (r *Runtime) requeue(ctx context.Context) {
+	ids, err := r.opt.Store.UnresolvedDeadLetterIDs(ctx, "", r.opt.Retry.Queue)
+	if err != nil {
+		r.log.Warn("listing dead letters to retry failed", "err", err)
+		return
+	}
+	for _, id := range ids {
+		d, err := r.opt.Store.GetDeadLetter(ctx, id)
+		if err != nil || d.Kind != storage.DeadLetterRecord || d.Attempts >= r.opt.Retry.Attempts {
+			continue
+		}
+		select {
+		case r.retries <- retryJob{letter: d, at: r.opt.Now().Add(r.opt.Retry.Backoff << max(d.Attempts-1, 0))}:
+		default:
+			return
+		}
+	}
 }
