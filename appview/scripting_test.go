@@ -206,7 +206,7 @@ func TestScriptFailures(t *testing.T) {
 			{`function handle() return db.raw("SELECT did FROM admin_users") end`, "script execution failed"},
 		} {
 			e.setScript(t, "xrpc.query:app.test.feed", tc.src)
-			r := e.get(t, "/xrpc/app.test.feed?x=1")
+			r := e.get(t, "/xrpc/app.test.feed?x=1&client_key="+e.key)
 			if r.Status != 500 || r.Error(t) != tc.want || strings.Contains(string(r.Raw), "secret detail") {
 				t.Errorf("%s: %d %s", tc.src, r.Status, r.Raw)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -73,4 +74,19 @@ type ScriptRuntime interface {
 // Audit records an admin action by p in the event log.
 func (d Deps) Audit(ctx context.Context, p *Principal, eventType, subject string, detail any) {
 	d.Events.Record(ctx, eventlog.Entry{Type: eventType, ActorDID: p.DID(), Subject: subject, Detail: detail})
+}
+
+// Failed answers a storage error, if any: 404 with notFound for
+// storage.ErrNotFound, 500 (logged) otherwise. It reports whether err was
+// not nil, that is, whether the request is answered.
+func (d Deps) Failed(w http.ResponseWriter, r *http.Request, err error, notFound string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, storage.ErrNotFound):
+		respond.Error(w, http.StatusNotFound, notFound)
+	default:
+		respond.Internal(w, r, d.Log, err)
+	}
+	return true
 }

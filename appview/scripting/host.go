@@ -16,7 +16,6 @@ import (
 	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
-	"github.com/lexview/lexview/storage"
 )
 
 // host is Lexview as scripts see it.
@@ -118,8 +117,8 @@ func truncate(s string, n int) string {
 }
 
 // WriteRecord writes through the caller's PDS session, then indexes the
-// result through the batch writer (as a scripted change: record-event
-// scripts see it like any other event).
+// result through the batch writer, where record-event scripts see it like
+// any other event.
 func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.RecordWrite) (script.WriteResult, error) {
 	pds := h.r.opt.PDS
 	if pds == nil {
@@ -180,10 +179,4 @@ func (h host) index(ctx context.Context, c indexer.Change) {
 	if err != nil || len(res.Rejected) > 0 {
 		h.r.log.WarnContext(ctx, "indexing a script's write failed", "uri", c.URI(), "err", err, "rejected", len(res.Rejected))
 	}
-}
-
-// GetRecord reads one record (the embedded store's method, named for
-// clarity).
-func (h host) GetRecord(ctx context.Context, uri string) (storage.Record, error) {
-	return h.Store.GetRecord(ctx, uri)
 }

@@ -131,7 +131,6 @@ type compiled struct {
 type bound struct {
 	trigger string
 	source  string
-	origin  string // "script" (trigger-keyed) or "lexicon" (legacy field)
 	*compiled
 }
 
@@ -195,8 +194,10 @@ func (r *Runtime) Reload(ctx context.Context) error {
 // programs old already compiled.
 func (r *Runtime) build(old *snapshot, scripts []storage.Script, lexicons *lexicon.Snapshot) *snapshot {
 	next := &snapshot{byTrigger: map[string]*bound{}, compiled: map[[32]byte]*compiled{}, scripts: scripts, lexicons: lexicons}
-	bind := func(trigger, source, origin string) {
-		key := sha256.Sum256([]byte(source))
+	bind := func(trigger, source string) {
+		// Keyed by trigger too: the trigger names the chunk in error
+		// messages.
+		key := sha256.Sum256([]byte(trigger + "\x00" + source))
 		c, ok := next.compiled[key]
 		if !ok {
 			if c, ok = old.compiled[key]; !ok {
@@ -205,16 +206,16 @@ func (r *Runtime) build(old *snapshot, scripts []storage.Script, lexicons *lexic
 			}
 			next.compiled[key] = c
 		}
-		next.byTrigger[trigger] = &bound{trigger: trigger, source: source, origin: origin, compiled: c}
+		next.byTrigger[trigger] = &bound{trigger: trigger, source: source, compiled: c}
 	}
 	// Legacy lexicon fields first, so that a trigger-keyed script wins.
 	for _, l := range lexicons.All() {
 		if l.Script != "" {
 			switch l.Kind {
 			case lexicon.KindQuery:
-				bind(script.Trigger(script.KindQuery, l.ID), l.Script, "lexicon")
+				bind(script.Trigger(script.KindQuery, l.ID), l.Script)
 			case lexicon.KindProcedure:
-				bind(script.Trigger(script.KindProcedure, l.ID), l.Script, "lexicon")
+				bind(script.Trigger(script.KindProcedure, l.ID), l.Script)
 			}
 		}
 		if l.IndexHook != "" {
@@ -222,11 +223,11 @@ func (r *Runtime) build(old *snapshot, scripts []storage.Script, lexicons *lexic
 			if l.Kind != lexicon.KindRecord && l.TargetCollection != "" {
 				collection = l.TargetCollection
 			}
-			bind(script.Trigger(script.KindIndex, collection), l.IndexHook, "lexicon")
+			bind(script.Trigger(script.KindIndex, collection), l.IndexHook)
 		}
 	}
 	for _, s := range scripts {
-		bind(s.Trigger, s.Source, "script")
+		bind(s.Trigger, s.Source)
 	}
 	return next
 }

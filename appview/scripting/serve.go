@@ -46,6 +46,9 @@ func (r *Runtime) ServeScript(w http.ResponseWriter, req *http.Request, lex *lex
 		respond.Error(w, http.StatusBadRequest, "malformed query string")
 		return true
 	}
+	// The client key identifies the caller's app; it is neither a
+	// parameter of the method nor something for the event log.
+	params.Del("client_key")
 	inv := &script.Invocation{
 		Host: r.host(), Kind: kind, Method: lex.ID, Params: params, Collection: lex.TargetCollection,
 		Caller: callerOf(req.Context()), Depth: depthOf(req.Context()),

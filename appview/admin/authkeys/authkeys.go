@@ -137,12 +137,7 @@ func (h handlers) current(w http.ResponseWriter, r *http.Request, _ *admin.Princ
 		return
 	}
 	k, err := h.Store.GetCurrentClientAuthKey(r.Context(), c.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgKeyNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgKeyNotFound) {
 		return
 	}
 	respond.JSON(w, http.StatusOK, currentResponse{keyView: toView(k), JWKSURI: h.jwksURI(c.ID)})

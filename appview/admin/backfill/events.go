@@ -2,16 +2,13 @@ package backfill
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/lexview/lexview/appview/admin"
-	"github.com/lexview/lexview/appview/respond"
 	jobs "github.com/lexview/lexview/backfill"
-	"github.com/lexview/lexview/storage"
 )
 
 // KeepaliveInterval is how often an idle progress stream sends a comment.
@@ -26,12 +23,7 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admin.Princi
 	sub := h.Backfill.Subscribe(id) // before the snapshot: nothing falls between
 	defer sub.Close()
 	job, err := h.Backfill.Get(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "backfill job not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "backfill job not found") {
 		return
 	}
 	rc := http.NewResponseController(w)

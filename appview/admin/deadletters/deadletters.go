@@ -178,12 +178,7 @@ func (h handlers) count(w http.ResponseWriter, r *http.Request, _ *admin.Princip
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admin.Principal) {
 	d, err := h.Store.GetDeadLetter(r.Context(), r.PathValue("id"))
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgNotFound) {
 		return
 	}
 	out := detail{item: toItem(d)}

@@ -4,13 +4,11 @@ package lexicons
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/lexview/lexview/appview/admin"
 	"github.com/lexview/lexview/appview/respond"
 	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/storage"
 )
 
 // Mount registers the lexicon endpoints.
@@ -152,12 +150,7 @@ func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admin.Principal
 func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
 	id := r.PathValue("id")
 	err := h.Lexicons.Delete(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "lexicon not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "lexicon not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "lexicon.deleted", id, nil)

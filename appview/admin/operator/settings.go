@@ -91,12 +91,7 @@ func (h handlers) deleteSetting(w http.ResponseWriter, r *http.Request, p *admin
 		return
 	}
 	err := h.Store.DeleteSetting(r.Context(), key)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "setting not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "setting not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "setting.deleted", key, nil)
@@ -153,12 +148,7 @@ func isImage(mediaType string, data []byte) bool {
 // is stored.
 func (h handlers) deleteLogo(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
 	err := h.Store.DeleteBlob(r.Context(), LogoKey)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "logo not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "logo not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "logo.deleted", LogoKey, nil)

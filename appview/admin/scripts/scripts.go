@@ -147,12 +147,7 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admin.Principa
 
 func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admin.Principal) {
 	s, err := h.Store.GetScript(r.Context(), r.PathValue("id"))
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgNotFound) {
 		return
 	}
 	respond.JSON(w, http.StatusOK, detail{summary: summarize(s), Source: s.Source})
@@ -214,12 +209,7 @@ func (h handlers) update(w http.ResponseWriter, r *http.Request, p *admin.Princi
 		return
 	}
 	s, err := h.Store.UpdateScript(r.Context(), r.PathValue("id"), req.Source, req.Description)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgNotFound) {
 		return
 	}
 	h.changedScript(r.Context(), w, p, "script.updated", http.StatusOK, s)
@@ -231,12 +221,7 @@ func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admin.Princi
 	if err == nil {
 		err = h.Store.DeleteScript(r.Context(), id)
 	}
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgNotFound) {
 		return
 	}
 	h.reload(r.Context())

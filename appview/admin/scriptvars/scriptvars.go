@@ -159,12 +159,7 @@ func (h handlers) set(w http.ResponseWriter, r *http.Request, p *admin.Principal
 func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
 	key := r.PathValue("key")
 	err := h.Store.DeleteScriptVariable(r.Context(), key)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, msgNotFound) {
 		return
 	}
 	h.invalidate()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -140,12 +139,7 @@ func (h handlers) listKeys(w http.ResponseWriter, r *http.Request, _ *admin.Prin
 func (h handlers) deleteKey(w http.ResponseWriter, r *http.Request, p *admin.Principal) {
 	id := r.PathValue("id")
 	err := h.Store.DeleteAdminAPIKey(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "API key not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "API key not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "api_key.revoked", id, nil)

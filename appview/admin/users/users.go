@@ -223,12 +223,7 @@ func (h handlers) patchPermissions(w http.ResponseWriter, r *http.Request, p *ad
 	}
 	u.Permissions = perms.Sorted()
 	err := h.Store.SetAdminUserPermissions(r.Context(), u.ID, u.Permissions)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "user not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "user not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "user.permissions_updated", u.DID, map[string]any{
@@ -251,12 +246,7 @@ func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admin.Princi
 		return
 	}
 	err := h.Store.DeleteAdminUser(r.Context(), u.ID)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "user not found")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
+	if h.Failed(w, r, err, "user not found") {
 		return
 	}
 	h.Audit(r.Context(), p, "user.deleted", u.DID, map[string]any{"user_id": u.ID})

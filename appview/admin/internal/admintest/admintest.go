@@ -21,6 +21,7 @@ import (
 
 	"github.com/lexview/lexview/appview/admin"
 	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -139,35 +140,9 @@ func (c *Caller) Do(t testing.TB, method, path string, body any) Response {
 	return Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 }
 
-// Response is a decoded HTTP answer.
-type Response struct {
-	Status int
-	Header http.Header
-	Raw    []byte
-}
-
-// JSON decodes the body into v, failing the test if it does not decode.
-func (r Response) JSON(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Raw, v); err != nil {
-		t.Fatalf("status %d: body is not JSON: %q", r.Status, r.Raw)
-	}
-}
-
-// Object decodes the body as a JSON object.
-func (r Response) Object(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	r.JSON(t, &m)
-	return m
-}
-
-// Error returns the `error` string of a JSON error body.
-func (r Response) Error(t testing.TB) string {
-	t.Helper()
-	s, _ := r.Object(t)["error"].(string)
-	return s
-}
+// Response is a decoded HTTP answer (the test environment's type, so the
+// two harnesses share its helpers).
+type Response = testenv.Response
 
 // Expect fails the test unless r has status and, when msg is not "", the
 // error message msg.
