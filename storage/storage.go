@@ -105,7 +105,8 @@ type RecordStore interface {
 	ApplyBatch(ctx context.Context, b Batch) error
 	// GetRecord returns the record at uri or ErrNotFound.
 	GetRecord(ctx context.Context, uri string) (Record, error)
-	// ListRecords returns a page of a collection, newest first.
+	// ListRecords returns a page of a collection, newest first; with a DID,
+	// that repository's records by URI (record key) descending.
 	ListRecords(ctx context.Context, q ListQuery) (Page, error)
 	// CountRecords counts the records of a collection ("" counts all).
 	CountRecords(ctx context.Context, collection string) (int64, error)

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"LargeBatch", testLargeBatch},
 		{"ListNewestFirstWithKeyset", testListKeyset},
 		{"ListTiesAndDIDFilter", testListTiesAndDID},
+		{"ListByDIDInRecordKeyOrder", testListByDIDKeyOrder},
 		{"StreamCursorWithBatch", testStreamCursor},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
@@ -307,6 +308,37 @@ func testListTiesAndDID(t *testing.T, s storage.Store) {
 	}
 }
 
+// testListByDIDKeyOrder: one repository's records come newest record key
+// first (as com.atproto.repo.listRecords lists them), whatever their
+// indexing times, and no neighbour in URI order leaks in.
+func testListByDIDKeyOrder(t *testing.T, s storage.Store) {
+	var want []string
+	var ops []storage.RecordOp
+	for i := range 12 {
+		// Later keys were indexed earlier.
+		r := Rec("did:plc:alice", "app.test.post", fmt.Sprintf("3k%02d", i), base.Add(-time.Duration(i)*time.Minute), nil)
+		ops = append(ops, put(r))
+		want = append([]string{r.URI}, want...)
+	}
+	for _, n := range []struct{ did, collection string }{
+		{"did:plc:alic", "app.test.post"}, {"did:plc:alice2", "app.test.post"},
+		{"did:plc:alice", "app.test.pos"}, {"did:plc:alice", "app.test.posts"}, {"did:plc:alice", "app.test.other"},
+	} {
+		ops = append(ops, put(Rec(n.did, n.collection, "3k99", base, nil)))
+	}
+	apply(t, s, ops...)
+	for _, limit := range []int{1, 5, 12, 100} {
+		got := listAll(t, s, storage.ListQuery{Collection: "app.test.post", DID: "did:plc:alice", Limit: limit})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: got %v\nwant %v", limit, got, want)
+		}
+	}
+	page, err := s.ListRecords(context.Background(), storage.ListQuery{Collection: "app.test.post", DID: "did:plc:nobody", Limit: 5})
+	if err != nil || len(page.Records) != 0 || page.Next != nil {
+		t.Fatalf("unknown DID: %+v %v", page, err)
+	}
+}
+
 func testStreamCursor(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	if _, err := s.GetStreamCursor(ctx, "jetstream"); !errors.Is(err, storage.ErrNotFound) {
@@ -459,12 +491,14 @@ func testDeleteByDID(t *testing.T, s storage.Store) {
 	apply(t, s,
 		put(Rec("did:plc:gone", "app.test.post", "1", base, nil)),
 		put(Rec("did:plc:gone", "app.test.other", "2", base, nil)),
-		put(Rec("did:plc:stays", "app.test.post", "3", base, nil)))
+		put(Rec("did:plc:stays", "app.test.post", "3", base, nil)),
+		put(Rec("did:plc:gone2", "app.test.post", "4", base, nil)), // shares a prefix of the DID
+		put(Rec("did:plc:gon", "app.test.post", "5", base, nil)))
 	n, err := s.DeleteRecordsByDID(ctx, "did:plc:gone")
 	if err != nil || n != 2 {
 		t.Fatalf("deleted %d, %v", n, err)
 	}
-	if total := count(t, s, ""); total != 1 {
+	if total := count(t, s, ""); total != 3 {
 		t.Fatalf("%d records left", total)
 	}
 }

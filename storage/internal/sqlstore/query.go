@@ -28,8 +28,11 @@ func (db *DB) prepareQuery(q storage.RecordQuery) (*recordQuery, error) {
 	}
 	rq := &recordQuery{where: []string{`collection = ?`}, args: []any{q.Collection}}
 	if q.DID != "" {
-		rq.where = append(rq.where, `did = ?`)
-		rq.args = append(rq.args, q.DID)
+		// The URI prefix at://DID/COLLECTION/ fixes both, and lets the
+		// primary key find the repository's records.
+		lo, hi := URIPrefixRange("at://" + q.DID + "/" + q.Collection + "/")
+		rq.where = []string{`uri >= ?`, `uri < ?`}
+		rq.args = []any{lo, hi}
 	}
 	if q.Filter != nil {
 		cond, args, err := translateFilter(db.dialect, q.Filter)

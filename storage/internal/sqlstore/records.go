@@ -15,8 +15,11 @@ const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at`
 // queries are the hot statements, bound once for the dialect.
 type queries struct {
 	getRecord string
-	// list[byDID][after] selects a page of a collection, newest first.
-	list                      [2][2]string
+	// list[after] selects a page of a collection, newest first; listByKey
+	// a page of one repository's records in a collection, by URI (that is,
+	// record key) descending, through the primary key.
+	list                      [2]string
+	listByKey                 string
 	countCollection, countAll string
 	getCursor, putCursor      string
 }
@@ -24,19 +27,15 @@ type queries struct {
 func newQueries(d Dialect) queries {
 	var q queries
 	q.getRecord = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri = ?`)
-	for byDID := range 2 {
-		for after := range 2 {
-			where := `collection = ?`
-			if byDID == 1 {
-				where += ` AND did = ?`
-			}
-			if after == 1 {
-				where += ` AND indexed_at <= ? AND (indexed_at < ? OR uri < ?)` // the bare <= bounds the index range
-			}
-			q.list[byDID][after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
-				` ORDER BY indexed_at DESC, uri DESC LIMIT ?`)
+	for after := range 2 {
+		where := `collection = ?`
+		if after == 1 {
+			where += ` AND indexed_at <= ? AND (indexed_at < ? OR uri < ?)` // the bare <= bounds the index range
 		}
+		q.list[after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
+			` ORDER BY indexed_at DESC, uri DESC LIMIT ?`)
 	}
+	q.listByKey = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
 	q.countAll = `SELECT COUNT(*) FROM records`
 	q.getCursor = Bind(d, `SELECT value FROM stream_cursors WHERE name = ?`)
@@ -97,35 +96,22 @@ func collapse(ops []storage.RecordOp) (upserts, deletes []storage.Record) {
 	return upserts, deletes
 }
 
-// DeleteRecordsByDID implements storage.RecordStore. It deletes collection
-// by collection so that each delete uses the (collection, did) index.
+// URIPrefixRange returns the bounds lo <= uri < hi of the AT URIs that
+// start with prefix, which must end in "/": in byte order nothing falls
+// between "/" and "0".
+func URIPrefixRange(prefix string) (lo, hi string) {
+	return prefix, prefix[:len(prefix)-1] + "0"
+}
+
+// DeleteRecordsByDID implements storage.RecordStore. An account's records
+// share the URI prefix at://DID/, so the primary key finds them.
 func (db *DB) DeleteRecordsByDID(ctx context.Context, did string) (int64, error) {
-	collections, err := queryAll(ctx, db.reader, `SELECT DISTINCT collection FROM records`,
-		func(row rowScanner) (string, error) {
-			var c string
-			err := row.Scan(&c)
-			return c, err
-		})
+	lo, hi := URIPrefixRange("at://" + did + "/")
+	res, err := db.exec(ctx, `DELETE FROM records WHERE uri >= ? AND uri < ?`, lo, hi)
 	if err != nil {
 		return 0, fmt.Errorf("delete records of %s: %w", did, err)
 	}
-	var total int64
-	err = db.inTx(ctx, func(tx *sql.Tx) error {
-		q := Bind(db.dialect, `DELETE FROM records WHERE collection = ? AND did = ?`)
-		for _, c := range collections {
-			res, err := tx.ExecContext(ctx, q, c, did)
-			if err != nil {
-				return err
-			}
-			n, _ := res.RowsAffected()
-			total += n
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("delete records of %s: %w", did, err)
-	}
-	return total, nil
+	return res.RowsAffected()
 }
 
 // PurgeTombstones implements storage.RecordStore.
@@ -151,20 +137,28 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 	if q.Limit < 1 {
 		return storage.Page{}, fmt.Errorf("list records: limit must be positive, got %d", q.Limit)
 	}
-	args := make([]any, 0, 6)
-	args = append(args, q.Collection)
-	byDID, after := 0, 0
+	var rows *sql.Rows
+	var err error
 	if q.DID != "" {
-		byDID = 1
-		args = append(args, q.DID)
+		// One repository's records of a collection share the URI prefix
+		// at://DID/COLLECTION/, so the primary key serves the listing.
+		lo, hi := URIPrefixRange("at://" + q.DID + "/" + q.Collection + "/")
+		if q.After != nil && q.After.URI < hi {
+			hi = q.After.URI
+		}
+		rows, err = db.reader.QueryContext(ctx, db.q.listByKey, lo, hi, q.Limit+1)
+	} else {
+		args := make([]any, 0, 5)
+		args = append(args, q.Collection)
+		after := 0
+		if q.After != nil {
+			after = 1
+			t := db.dialect.Time(q.After.IndexedAt)
+			args = append(args, t, t, q.After.URI)
+		}
+		args = append(args, q.Limit+1)
+		rows, err = db.reader.QueryContext(ctx, db.q.list[after], args...)
 	}
-	if q.After != nil {
-		after = 1
-		t := db.dialect.Time(q.After.IndexedAt)
-		args = append(args, t, t, q.After.URI)
-	}
-	args = append(args, q.Limit+1)
-	rows, err := db.reader.QueryContext(ctx, db.q.list[byDID][after], args...)
 	if err != nil {
 		return storage.Page{}, fmt.Errorf("list records: %w", err)
 	}
