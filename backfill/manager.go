@@ -47,10 +47,10 @@ type Store interface {
 	GetSetting(ctx context.Context, key string) (string, error)
 }
 
-// Writer commits record changes and waits for the commit
-// (*indexer.Writer).
+// Writer commits record changes as bulk work, behind live ingestion, and
+// waits for the commit (*indexer.Writer).
 type Writer interface {
-	Write(ctx context.Context, source string, changes []indexer.Change) (indexer.Result, error)
+	WriteBulk(ctx context.Context, source string, changes []indexer.Change) (indexer.Result, error)
 }
 
 // Snapshotter hands out the current lexicon snapshot (*lexicon.Registry).

@@ -213,7 +213,7 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 			done := make(chan error, 1)
 			inflight = append(inflight, done)
 			go func() {
-				_, err := r.m.cfg.Writer.Write(ctx, Source, changes)
+				_, err := r.m.cfg.Writer.WriteBulk(ctx, Source, changes)
 				if err != nil {
 					err = &writeError{err}
 				}

@@ -74,10 +74,13 @@ type Hook interface {
 
 // Options tunes a Writer. Zero values take the defaults.
 type Options struct {
-	MaxBatch   int           // changes per transaction; default 1000
-	MaxDelay   time.Duration // longest wait to fill a batch; default 100ms
-	QueueSize  int           // changes waiting before producers block; default 10000
-	RetryDelay time.Duration // first wait after a failed commit; default 100ms
+	MaxBatch  int           // changes per transaction; default 1000
+	MaxDelay  time.Duration // longest wait to fill a batch; default 100ms
+	QueueSize int           // submissions waiting before producers block; default 10000
+	// BulkQueueSize bounds the bulk submissions (WriteBulk) waiting;
+	// default 8.
+	BulkQueueSize int
+	RetryDelay    time.Duration // first wait after a failed commit; default 100ms
 	// ValidationOff reports collections whose validation an operator
 	// turned off. Nil validates everything.
 	ValidationOff func(collection string) bool
@@ -93,7 +96,8 @@ type Writer struct {
 	store    Store
 	lexicons Snapshotter
 	opt      Options
-	queue    chan *item
+	queue    chan *item // live submissions: Submit, Write
+	bulk     chan *item // bulk submissions (WriteBulk), batched after live ones
 
 	mu       sync.Mutex
 	rejected map[string]int // rejections per collection since the last report
@@ -115,7 +119,7 @@ func (w *Writer) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.stats
-	st.Queued = len(w.queue)
+	st.Queued = len(w.queue) + len(w.bulk)
 	return st
 }
 
@@ -143,6 +147,9 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	if opt.QueueSize <= 0 {
 		opt.QueueSize = 10_000
 	}
+	if opt.BulkQueueSize <= 0 {
+		opt.BulkQueueSize = 8
+	}
 	if opt.RetryDelay <= 0 {
 		opt.RetryDelay = 100 * time.Millisecond
 	}
@@ -155,7 +162,8 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	// The queue holds submissions; bound it so that at most about
 	// QueueSize changes wait (submissions are usually one change).
 	return &Writer{
-		store: store, lexicons: lexicons, opt: opt, queue: make(chan *item, opt.QueueSize),
+		store: store, lexicons: lexicons, opt: opt,
+		queue: make(chan *item, opt.QueueSize), bulk: make(chan *item, opt.BulkQueueSize),
 		rejected: map[string]int{}, logged: map[string]time.Time{},
 	}
 }
@@ -192,12 +200,23 @@ func (w *Writer) Submit(ctx context.Context, source string, changes []Change, cu
 
 // Write is Submit that waits until the changes are committed.
 func (w *Writer) Write(ctx context.Context, source string, changes []Change) (Result, error) {
+	return w.write(ctx, w.queue, source, changes)
+}
+
+// WriteBulk is Write for bulk work (backfill): its submissions wait in a
+// short queue of their own and fill batches after live changes, so that a
+// running backfill adds at most about one batch to live ingestion's lag.
+func (w *Writer) WriteBulk(ctx context.Context, source string, changes []Change) (Result, error) {
+	return w.write(ctx, w.bulk, source, changes)
+}
+
+func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, changes []Change) (Result, error) {
 	it, res := w.prepare(source, changes, nil)
 	if it == nil {
 		return res, nil
 	}
 	select {
-	case w.queue <- it:
+	case queue <- it:
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
@@ -297,14 +316,32 @@ func (w *Writer) TakeRejections() map[string]int {
 // queued (with a fresh deadline of drainTimeout) and returns.
 func (w *Writer) Run(ctx context.Context) {
 	for {
-		select {
-		case it := <-w.queue:
-			w.commit(ctx, w.collect(ctx, it))
-		case <-ctx.Done():
+		it := w.next(ctx.Done(), nil)
+		if it == nil {
 			w.drain()
 			return
 		}
+		w.commit(ctx, w.collect(ctx, it))
 	}
+}
+
+// next returns the next submission, live ones first, waiting until one
+// comes or stop or timeout fires (then nil).
+func (w *Writer) next(stop <-chan struct{}, timeout <-chan time.Time) *item {
+	select {
+	case it := <-w.queue:
+		return it
+	default:
+	}
+	select {
+	case it := <-w.queue:
+		return it
+	case it := <-w.bulk:
+		return it
+	case <-stop:
+	case <-timeout:
+	}
+	return nil
 }
 
 // drainTimeout bounds the final flush at shutdown.
@@ -314,32 +351,35 @@ func (w *Writer) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	for {
+		var it *item
 		select {
-		case it := <-w.queue:
-			w.commit(ctx, w.collect(ctx, it))
+		case it = <-w.queue:
 		default:
-			return
+			select {
+			case it = <-w.bulk:
+			default:
+				return
+			}
 		}
+		w.commit(ctx, w.collect(ctx, it))
 	}
 }
 
 // collect gathers submissions into one batch, starting with first, until
-// the batch is full or MaxDelay has passed.
+// the batch is full or MaxDelay has passed. Live submissions waiting are
+// always taken before bulk ones.
 func (w *Writer) collect(ctx context.Context, first *item) []*item {
 	items := []*item{first}
 	n := len(first.changes)
 	timer := time.NewTimer(w.opt.MaxDelay)
 	defer timer.Stop()
 	for n < w.opt.MaxBatch {
-		select {
-		case it := <-w.queue:
-			items = append(items, it)
-			n += len(it.changes)
-		case <-timer.C:
-			return items
-		case <-ctx.Done():
-			return items
+		it := w.next(ctx.Done(), timer.C)
+		if it == nil {
+			break
 		}
+		items = append(items, it)
+		n += len(it.changes)
 	}
 	return items
 }
@@ -350,42 +390,48 @@ func (w *Writer) collect(ctx context.Context, first *item) []*item {
 func (w *Writer) commit(ctx context.Context, items []*item) {
 	w.runHooks(ctx, items)
 	var b storage.Batch
-	oldest := time.Time{}
+	oldest := map[string]time.Time{} // per source
 	for _, it := range items {
 		for _, c := range it.changes {
 			rec := storage.Record{
 				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
 			}
 			b.Ops = append(b.Ops, storage.RecordOp{Delete: c.Op == Delete, Record: rec})
-			if oldest.IsZero() || c.Received.Before(oldest) {
-				oldest = c.Received
+			if t, ok := oldest[it.source]; !ok || c.Received.Before(t) {
+				oldest[it.source] = c.Received
 			}
 		}
 		if it.cursor != nil {
 			b.Cursor = it.cursor // items are in stream order: the last cursor wins
 		}
 	}
+	start := time.Now()
 	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
 		return w.store.ApplyBatch(context.WithoutCancel(ctx), b)
 	})
 	if err == nil {
-		lag := -1.0
-		if !oldest.IsZero() {
-			lag = w.opt.Now().Sub(oldest).Seconds()
+		w.opt.Metrics.Committed(len(b.Ops), time.Since(start))
+		now := w.opt.Now()
+		for source, t := range oldest {
+			w.opt.Metrics.Lag(source, now.Sub(t))
 		}
-		w.opt.Metrics.Committed(len(b.Ops), lag)
 		w.mu.Lock()
 		w.stats.Committed += int64(len(b.Ops))
 		w.stats.Batches++
 		w.stats.LastCommitAt = w.opt.Now()
 		w.mu.Unlock()
+		type key struct{ source, collection string }
+		indexed := map[key]int{}
 		for _, it := range items {
 			for _, c := range it.changes {
-				w.opt.Metrics.Indexed(it.source, c.Collection, 1)
+				indexed[key{it.source, c.Collection}]++
 			}
 		}
+		for k, n := range indexed {
+			w.opt.Metrics.Indexed(k.source, k.collection, n)
+		}
 	}
-	w.opt.Metrics.Queue(len(w.queue))
+	w.opt.Metrics.Queue(len(w.queue) + len(w.bulk))
 	for _, it := range items {
 		it.err = err
 		close(it.done)

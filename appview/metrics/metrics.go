@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"time"
+
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +21,8 @@ type Metrics struct {
 	RecordsIndexed  *prometheus.CounterVec // source, collection
 	RecordsRejected *prometheus.CounterVec // source, collection
 	BatchSize       prometheus.Histogram
-	CommitLag       prometheus.Histogram
+	CommitLag       *prometheus.HistogramVec // source
+	CommitDuration  prometheus.Histogram
 	QueueDepth      prometheus.Gauge
 	Reconnects      prometheus.Counter
 	Connected       prometheus.Gauge
@@ -47,9 +50,13 @@ func New() *Metrics {
 			Name: "lexview_batch_size", Help: "Record changes per committed batch.",
 			Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000, 2000},
 		}),
-		CommitLag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "lexview_commit_lag_seconds", Help: "Time from an event's arrival to its commit.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		CommitLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lexview_commit_lag_seconds", Help: "Time from a change's arrival to its commit, by source: observed once per batch and source, for the oldest change.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, .75, 1, 1.5, 2.5, 5, 10},
+		}, []string{"source"}),
+		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lexview_commit_duration_seconds", Help: "Time to write one batch to the database.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}),
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "lexview_write_queue_depth", Help: "Record changes waiting for the batch writer.",
@@ -68,7 +75,7 @@ func New() *Metrics {
 		}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.QueueDepth,
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -103,13 +110,18 @@ func (m *Metrics) Rejected(source, collection string) {
 	}
 }
 
-// Committed records a batch of n changes and the lag of its oldest one.
-func (m *Metrics) Committed(n int, lagSeconds float64) {
+// Committed records a batch of n changes that took took to write.
+func (m *Metrics) Committed(n int, took time.Duration) {
 	if m != nil {
 		m.BatchSize.Observe(float64(n))
-		if lagSeconds >= 0 {
-			m.CommitLag.Observe(lagSeconds)
-		}
+		m.CommitDuration.Observe(took.Seconds())
+	}
+}
+
+// Lag records the lag of the oldest change of source in a committed batch.
+func (m *Metrics) Lag(source string, lag time.Duration) {
+	if m != nil {
+		m.CommitLag.WithLabelValues(source).Observe(lag.Seconds())
 	}
 }
 

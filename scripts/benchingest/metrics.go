@@ -67,11 +67,17 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 		case "lexview_write_queue_depth":
 			s.queue = value
 		case "lexview_commit_lag_seconds_bucket":
-			lag[leBound(labels)] = value
+			if liveSource(labels) {
+				lag[leBound(labels)] = value
+			}
 		case "lexview_commit_lag_seconds_sum":
-			s.lag.sum = value
+			if liveSource(labels) {
+				s.lag.sum = value
+			}
 		case "lexview_commit_lag_seconds_count":
-			s.lag.count = value
+			if liveSource(labels) {
+				s.lag.count = value
+			}
 		case "lexview_batch_size_bucket":
 			batch[leBound(labels)] = value
 		case "lexview_batch_size_sum":
@@ -87,6 +93,10 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 	s.batch.fill(batch)
 	return s, nil
 }
+
+// liveSource reports whether a sample's labels are those of live
+// ingestion (the lag histogram is per source).
+func liveSource(labels string) bool { return strings.Contains(labels, `source="jetstream"`) }
 
 // parseSample splits `name{labels} value` (an optional timestamp follows).
 func parseSample(line string) (name, labels string, value float64, ok bool) {
