@@ -76,7 +76,7 @@ type Hook interface {
 type Options struct {
 	MaxBatch  int           // changes per transaction; default 1000
 	MaxDelay  time.Duration // longest wait to fill a batch; default 100ms
-	QueueSize int           // submissions waiting before producers block; default 10000
+	QueueSize int           // submissions waiting before producers block; default 4000
 	// BulkQueueSize bounds the bulk submissions (WriteBulk) waiting;
 	// default 8.
 	BulkQueueSize int
@@ -145,7 +145,7 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 		opt.MaxDelay = 100 * time.Millisecond
 	}
 	if opt.QueueSize <= 0 {
-		opt.QueueSize = 10_000
+		opt.QueueSize = 4_000
 	}
 	if opt.BulkQueueSize <= 0 {
 		opt.BulkQueueSize = 8
