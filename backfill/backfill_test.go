@@ -17,10 +17,10 @@ import (
 
 func TestNetworkBackfill(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a, b, rl := newPLC(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
+		p, a, b, rl := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
 		b.LimitOnce() // a 429 with Retry-After: 1
 		for i, host := range []*backfilltest.PDS{a, a, b, b} {
-			p.add(did(i), host.URL())
+			p.Add(did(i), host.URL())
 		}
 		a.AddRepo(did(0), postNSID, 7, "3kaaaaaaaaa02") // three pages of three
 		a.AddRepo(did(1), postNSID, 2, "3kaaaaaaaaa12")
@@ -78,9 +78,9 @@ func TestNetworkBackfill(t *testing.T) {
 // worker lists every repository instead, skipping inactive ones.
 func TestListReposFallback(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a := newPLC(t), backfilltest.NewPDS(t)
+		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		for i := range 3 {
-			p.add(did(i), a.URL())
+			p.Add(did(i), a.URL())
 		}
 		a.AddRepo(did(0), postNSID, 3, "3kaaaaaaaaa02")
 		a.AddRepo(did(1), postNSID, 2, "3kaaaaaaaaa12")
@@ -104,9 +104,9 @@ func TestListReposFallback(t *testing.T) {
 // One repository's failures do not fail the job; the relay's do.
 func TestFailures(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a, rl := newPLC(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
-		p.add(did(0), a.URL())
-		p.add(did(1), a.URL())
+		p, a, rl := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
+		p.Add(did(0), a.URL())
+		p.Add(did(1), a.URL())
 		a.AddRepo(did(0), postNSID, 4, "3kaaaaaaaaa02")
 		a.AddRepo(did(1), postNSID, 4, "3kaaaaaaaaa12")
 		a.SetFailing(did(1))
@@ -155,11 +155,11 @@ func TestFailures(t *testing.T) {
 }
 
 // slowAccounts registers n accounts of two records each on a slow PDS.
-func slowAccounts(p *plc, a *backfilltest.PDS, from, n int) []string {
+func slowAccounts(p *backfilltest.PLC, a *backfilltest.PDS, from, n int) []string {
 	a.SetDelay(15 * time.Millisecond)
 	var dids []string
 	for i := from; i < from+n; i++ {
-		p.add(did(i), a.URL())
+		p.Add(did(i), a.URL())
 		a.AddRepo(did(i), postNSID, 2, "3kaaaaaaaaaa2")
 		dids = append(dids, did(i))
 	}
@@ -168,7 +168,7 @@ func slowAccounts(p *plc, a *backfilltest.PDS, from, n int) []string {
 
 func TestPauseResumeCancel(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a := newPLC(t), backfilltest.NewPDS(t)
+		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		dids := slowAccounts(p, a, 0, 10)
 		h := newHarness(t, open(t), p, "")
 		h.setting(backfill.SettingConcurrency, "1")
@@ -249,7 +249,7 @@ func TestPauseResumeCancel(t *testing.T) {
 
 func TestRestart(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a := newPLC(t), backfilltest.NewPDS(t)
+		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		dids := slowAccounts(p, a, 0, 10)
 		store := open(t)
 		h := newHarness(t, store, p, "")
@@ -302,7 +302,7 @@ func TestRestart(t *testing.T) {
 
 func TestOneJobAtATime(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a := newPLC(t), backfilltest.NewPDS(t)
+		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		h := newHarness(t, open(t), p, "")
 		h.setting(backfill.SettingConcurrency, "2")
 		mgr := h.start()
@@ -344,8 +344,8 @@ func TestOneJobAtATime(t *testing.T) {
 // stay deleted (or keep the newer version).
 func TestBackfillYieldsToNewerRevs(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		p, a := newPLC(t), backfilltest.NewPDS(t)
-		p.add(did(0), a.URL())
+		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
+		p.Add(did(0), a.URL())
 		a.AddRepo(did(0), postNSID, 3, "3kaaaaaaaaaa2")
 		h := newHarness(t, open(t), p, "")
 		uri := func(rkey string) string { return "at://" + did(0) + "/" + postNSID + "/" + rkey }
@@ -376,14 +376,9 @@ func TestBackfillYieldsToNewerRevs(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
-	p := newPLC(t)
-	p.add(did(0), "https://pds.example")
-	p.mu.Lock() // did(1) has a DID document without a PDS
-
-	doc := p.docs[did(0)]
-	doc.DID, doc.Service = "did:plc:acct0001", nil
-	p.docs[did(1)] = doc
-	p.mu.Unlock()
+	p := backfilltest.NewPLC(t)
+	p.Add(did(0), "https://pds.example")
+	p.Add(did(1), "") // a DID document without a PDS
 	h := newHarness(t, storagetest.SQLite(t), p, "")
 	mgr := h.start()
 	ctx := t.Context()

@@ -25,14 +25,14 @@ func BenchmarkBackfill(b *testing.B) {
 	)
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
-			p := newPLC(b)
+			p := backfilltest.NewPLC(b)
 			var dids []string
 			for h := range hosts {
 				host := backfilltest.NewPDS(b)
 				host.SetFiller(" " + strings.Repeat("lorem ipsum ", 28))
 				for r := range reposPerHost {
 					d := fmt.Sprintf("did:plc:bench%02d%04d", h, r)
-					p.add(d, host.URL())
+					p.Add(d, host.URL())
 					host.AddRepo(d, postNSID, perRepo, "3kaaaaaaaaaa2")
 					dids = append(dids, d)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/backfill/backfilltest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -33,7 +34,7 @@ type harness struct {
 	t        testing.TB
 	store    storage.Store
 	lexicons *lexicon.Registry
-	plc      *plc
+	plc      *backfilltest.PLC
 	relayURL string
 	tune     func(*backfill.Config)
 	// writerDelay is the batch writer's MaxDelay; 0 is its default (50ms).
@@ -44,7 +45,7 @@ type harness struct {
 	wg     sync.WaitGroup
 }
 
-func newHarness(t testing.TB, store storage.Store, p *plc, relayURL string) *harness {
+func newHarness(t testing.TB, store storage.Store, p *backfilltest.PLC, relayURL string) *harness {
 	t.Helper()
 	reg := lexicon.NewRegistry(store)
 	if err := reg.Load(context.Background()); err != nil {
@@ -63,7 +64,7 @@ func (h *harness) start() *backfill.Manager {
 	h.t.Helper()
 	w := indexer.New(h.store, h.lexicons, indexer.Options{MaxDelay: h.writerDelay, Logger: quiet})
 	cfg := backfill.Config{
-		Store: h.store, Writer: w, Lexicons: h.lexicons, Directory: h.plc.directory(), RelayURL: h.relayURL,
+		Store: h.store, Writer: w, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
 		Events: eventlog.New(h.store, time.Now, quiet), Logger: quiet,
 		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,
 		RetryBackoff: 10 * time.Millisecond, MaxRateLimitWait: 2 * time.Second, PollInterval: 20 * time.Millisecond,

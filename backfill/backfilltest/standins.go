@@ -1,12 +1,17 @@
 // Package backfilltest holds stand-ins for the network peers a backfill
 // talks to, for tests and benchmarks: a PDS (getLatestCommit, listRecords,
-// listRepos) and a relay (listReposByCollection). They run on 127.0.0.1,
-// speak the real XRPC wire format, and count the requests they get.
+// listRepos), a relay (listReposByCollection) and a PLC directory. They run
+// on 127.0.0.1, speak the real wire format, and count the requests they get.
+//
+// In a test, NewPDS, NewRelay and NewPLC stop them when the test ends;
+// elsewhere (benchmark programs), StartPDS, StartRelay and StartPLC start
+// them and Close stops them.
 package backfilltest
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -36,6 +41,13 @@ type record struct {
 	Value map[string]any
 }
 
+// renderedPage is a listRecords answer and the cursor of the next page
+// ("" for the last page).
+type renderedPage struct {
+	raw  []byte
+	next string
+}
+
 // PDS serves com.atproto.sync.getLatestCommit, com.atproto.repo.listRecords
 // (paged by record key) and com.atproto.sync.listRepos; any other method
 // answers 501 MethodNotImplemented, as the reference PDS does for
@@ -52,18 +64,26 @@ type PDS struct {
 	limitOnce bool            // answer the first listRecords with 429 Retry-After: 1
 	failing   map[string]bool // DIDs whose listRecords answer 500
 	filler    string          // appended to every record's text
+	fields    map[string]any  // added to every record
 
-	pages      map[string][]byte // rendered listRecords answers
-	firstPages map[string]int    // listRecords without a cursor, per "DID collection"
+	pages      map[string]renderedPage // rendered listRecords answers
+	firstPages map[string]int          // listRecords without a cursor, per "DID collection"
 	listCalls  int
 	limited    int
 }
 
 // NewPDS starts a PDS stand-in for the rest of the test.
 func NewPDS(t testing.TB) *PDS {
+	p := StartPDS()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// StartPDS starts a PDS stand-in outside a test; stop it with Close.
+func StartPDS() *PDS {
 	p := &PDS{
 		repos: map[string]map[string][]record{}, inactive: map[string]bool{}, revs: map[string]string{},
-		failing: map[string]bool{}, firstPages: map[string]int{}, pages: map[string][]byte{},
+		failing: map[string]bool{}, firstPages: map[string]int{}, pages: map[string]renderedPage{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /xrpc/com.atproto.sync.getLatestCommit", p.latestCommit)
@@ -73,15 +93,18 @@ func NewPDS(t testing.TB) *PDS {
 		xrpcError(w, http.StatusNotImplemented, "MethodNotImplemented", "Method Not Implemented")
 	})
 	p.srv = httptest.NewServer(mux)
-	t.Cleanup(p.srv.Close)
 	return p
 }
 
 // URL is the PDS's base URL (its service endpoint).
 func (p *PDS) URL() string { return p.srv.URL }
 
+// Close stops the stand-in (NewPDS does so when the test ends).
+func (p *PDS) Close() { p.srv.Close() }
+
 // AddRepo appends n records to did's collection (record keys 3k00000000000,
-// 3k00000000001, ...; text "record I of DID") and sets the repository's rev.
+// 3k00000000001, ...; text "record I of DID", plus the filler and fields
+// set) and sets the repository's rev.
 func (p *PDS) AddRepo(did, collection string, n int, rev string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -90,9 +113,10 @@ func (p *PDS) AddRepo(did, collection string, n int, rev string) {
 	}
 	recs := p.repos[did][collection]
 	for i := range n {
-		recs = append(recs, record{RKey: fmt.Sprintf("3k%011d", len(recs)), Value: map[string]any{
-			"$type": collection, "text": fmt.Sprintf("record %d of %s", i, did) + p.filler,
-		}})
+		value := make(map[string]any, len(p.fields)+2)
+		maps.Copy(value, p.fields)
+		value["$type"], value["text"] = collection, fmt.Sprintf("record %d of %s", i, did)+p.filler
+		recs = append(recs, record{RKey: fmt.Sprintf("3k%011d", len(recs)), Value: value})
 	}
 	p.repos[did][collection] = recs
 	p.revs[did] = rev
@@ -133,6 +157,37 @@ func (p *PDS) SetFiller(text string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.filler = text
+}
+
+// SetFields adds fields (beside $type and text) to the records AddRepo makes
+// from now on, for instance those a lexicon requires. The values are shared
+// by the records, not copied.
+func (p *PDS) SetFields(fields map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fields = maps.Clone(fields)
+}
+
+// Prerender renders every listRecords page of limit records, as a client
+// paging from the start gets them, so that answering them later costs the
+// stand-in little: benchmarks call it before they measure. (Pages are
+// rendered once anyway; AddRepo discards them.)
+func (p *PDS) Prerender(limit int) {
+	p.mu.Lock()
+	var lists [][2]string // DID, collection
+	for did, colls := range p.repos {
+		for coll := range colls {
+			lists = append(lists, [2]string{did, coll})
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range lists {
+		for cursor := ""; ; {
+			if cursor = p.page(l[0], l[1], cursor, limit).next; cursor == "" {
+				break
+			}
+		}
+	}
 }
 
 // FirstPages counts listRecords requests without a cursor for did's
@@ -182,9 +237,6 @@ func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	did, collection, cursor := q.Get("repo"), q.Get("collection"), q.Get("cursor")
 	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit < 1 || limit > 100 {
-		limit = 50
-	}
 	p.mu.Lock()
 	p.listCalls++
 	if cursor == "" {
@@ -198,10 +250,7 @@ func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	failing := p.failing[did]
-	repo, ok := p.repos[did]
-	key := fmt.Sprint(did, " ", collection, " ", cursor, " ", limit)
-	cached, hit := p.pages[key]
-	recs := slices.Clone(repo[collection])
+	_, ok := p.repos[did]
 	p.mu.Unlock()
 	switch {
 	case failing:
@@ -211,11 +260,25 @@ func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
 		xrpcError(w, http.StatusBadRequest, "InvalidRequest", "Could not find repo: "+did)
 		return
 	}
-	if hit {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(cached)
-		return
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(p.page(did, collection, cursor, limit).raw)
+}
+
+// page is the listRecords answer for did's collection after cursor, with
+// at most limit records (1 to 100, else 50). Pages are rendered once: the
+// stand-in's cost stays out of benchmarks.
+func (p *PDS) page(did, collection, cursor string, limit int) renderedPage {
+	if limit < 1 || limit > 100 {
+		limit = 50
 	}
+	key := fmt.Sprint(did, " ", collection, " ", cursor, " ", limit)
+	p.mu.Lock()
+	if cached, hit := p.pages[key]; hit {
+		p.mu.Unlock()
+		return cached
+	}
+	recs := slices.Clone(p.repos[did][collection])
+	p.mu.Unlock()
 	type out struct {
 		URI   string         `json:"uri"`
 		CID   string         `json:"cid"`
@@ -238,11 +301,11 @@ func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
 		body["cursor"] = next
 	}
 	raw, _ := json.Marshal(body)
+	rendered := renderedPage{raw: raw, next: next}
 	p.mu.Lock()
-	p.pages[key] = raw // pages are rendered once: the stand-in's cost stays out of benchmarks
+	p.pages[key] = rendered
 	p.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(raw)
+	return rendered
 }
 
 func (p *PDS) listRepos(w http.ResponseWriter, r *http.Request) {
@@ -316,6 +379,13 @@ type Relay struct {
 
 // NewRelay starts a relay stand-in for the rest of the test.
 func NewRelay(t testing.TB) *Relay {
+	rl := StartRelay()
+	t.Cleanup(rl.Close)
+	return rl
+}
+
+// StartRelay starts a relay stand-in outside a test; stop it with Close.
+func StartRelay() *Relay {
 	rl := &Relay{index: map[string][]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /xrpc/com.atproto.sync.listReposByCollection", func(w http.ResponseWriter, r *http.Request) {
@@ -342,12 +412,14 @@ func NewRelay(t testing.TB) *Relay {
 		writeJSON(w, body)
 	})
 	rl.srv = httptest.NewServer(mux)
-	t.Cleanup(rl.srv.Close)
 	return rl
 }
 
 // URL is the relay's base URL.
 func (rl *Relay) URL() string { return rl.srv.URL }
+
+// Close stops the stand-in (NewRelay does so when the test ends).
+func (rl *Relay) Close() { rl.srv.Close() }
 
 // Add indexes dids under collection.
 func (rl *Relay) Add(collection string, dids ...string) {

@@ -1,12 +1,14 @@
-// Command benchingest measures live ingestion: it replays a generated,
+// Command benchingest measures ingestion: it replays a generated,
 // Jetstream-shaped stream of commit events through the Jetstream stand-in
 // (appview/ingest/jetstreamtest) into `appview serve` on SQLite and on
-// PostgreSQL, and reports events/s, commit lag, CPU and memory against the
-// targets of issue 4. Run it through scripts/bench-ingest.
+// PostgreSQL, optionally while a backfill job fetches records from local
+// PDS stand-ins (backfill/backfilltest), and reports events/s, records/s,
+// commit lag, CPU and memory against the targets of issue 4. Run it
+// through scripts/bench-ingest.
 //
 // Per backend it creates a fresh database, registers three record
-// lexicons, then runs two phases, each with a fresh service process and a
-// fresh stand-in:
+// lexicons, then runs up to three phases on it, each with a fresh service
+// process and a fresh stand-in:
 //
 //   - throughput: all -events are published at once; the service drains
 //     them as fast as it can. Reported: committed events/s (overall and
@@ -16,16 +18,33 @@
 //   - steady: events are published at -steady-rate for -steady-warmup
 //     plus -steady-duration; the window after the warmup is measured
 //     (histogram and CPU differences), reporting CPU as % of one core.
+//   - backfill (unless -backfill-records is 0): a PLC stand-in and four
+//     PDS stand-ins hold -backfill-records records of app.bench.post
+//     (about 500 bytes of JSON each) in 4 × 25 repositories. The service is
+//     started with PLC_URL at the stand-in and ALLOW_PRIVATE_NETWORKS=true;
+//     an admin API key comes from `appview admin bootstrap` (the binary is
+//     built for this even with -inprocess). Live events are published at
+//     -steady-rate; after -steady-warmup a backfill job for the 100
+//     repositories is created through POST /admin/backfill and polled
+//     through GET /admin/backfill/status until it completes. The window
+//     from the job's creation to its completion is measured: live commit
+//     lag (source="jetstream") and events/s, backfill records/s
+//     (lexview_records_indexed_total{source="backfill"}), CPU and peak RSS.
+//     The live events are generated for a backfill of at least 5,000
+//     records/s; a slower one outlasts them, which is reported.
 //
-// Both phases also report the CPU of the benchmark process itself (the
-// stand-in), of a local PostgreSQL server's processes, and of everything
+// Every phase also reports the CPU of the benchmark process itself (the
+// stand-ins), of a local PostgreSQL server's processes, and of everything
 // else on the machine (/proc/stat), since a busy machine skews the rates;
-// CPU per event is the figure least affected by that. After each phase the
-// number of indexed records is checked against what the stream leaves.
+// CPU per event is the figure least affected by that. After the throughput
+// and steady phases the number of indexed records is checked against what
+// the stream leaves; the backfill must index exactly -backfill-records
+// records (lexview_records_indexed_total and the job's total_records).
 //
 // With -inprocess the service runs inside this process (appview.New +
-// Start) and -cpuprofile-dir writes CPU profiles of each phase; CPU and
-// memory figures then include the stand-in and the generated stream.
+// Start, its HTTP surface served on a local listener) and -cpuprofile-dir
+// writes CPU profiles of each phase; CPU and memory figures then include
+// the stand-ins and the generated stream.
 //
 // It exits 0 once it has measured, whatever the figures: it is a report.
 package main
@@ -48,24 +67,26 @@ import (
 var targetRate = map[string]float64{"sqlite": 10_000, "postgres": 5_000}
 
 const (
-	targetSteadyCPU = 0.25 // of one core
-	targetRSS       = 300 << 20
-	targetP99       = 1.0 // seconds
+	targetSteadyCPU    = 0.25 // of one core
+	targetRSS          = 300 << 20
+	targetP99          = 1.0    // seconds
+	targetBackfillRate = 15_000 // records/s from local PDS stand-ins
 )
 
 type options struct {
-	backends       []string
-	events, dids   int
-	seed           uint64
-	steadyRate     int
-	steadyDuration time.Duration
-	steadyWarmup   time.Duration
-	timeout        time.Duration
-	inProcess      bool
-	profileDir     string
-	calibrate      bool
-	trace          time.Duration
-	hook           bool
+	backends        []string
+	events, dids    int
+	seed            uint64
+	steadyRate      int
+	steadyDuration  time.Duration
+	steadyWarmup    time.Duration
+	timeout         time.Duration
+	inProcess       bool
+	profileDir      string
+	calibrate       bool
+	trace           time.Duration
+	hook            bool
+	backfillRecords int
 }
 
 func main() {
@@ -79,12 +100,13 @@ func main() {
 	flag.IntVar(&opt.steadyRate, "steady-rate", 1000, "events/s in the steady phase")
 	flag.DurationVar(&opt.steadyDuration, "steady-duration", 30*time.Second, "measured length of the steady phase (0 skips it)")
 	flag.DurationVar(&opt.steadyWarmup, "steady-warmup", 5*time.Second, "unmeasured start of the steady phase")
-	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed")
+	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed and for the backfill job to complete")
 	flag.BoolVar(&opt.inProcess, "inprocess", false, "run the service inside this process instead of as a child (for -cpuprofile-dir)")
 	flag.StringVar(&opt.profileDir, "cpuprofile-dir", "", "write CPU profiles of each phase here (implies -inprocess)")
 	flag.DurationVar(&opt.trace, "trace", 0, "with -cpuprofile-dir: also write an execution trace of the first `duration` of each phase")
 	flag.BoolVar(&opt.hook, "hook", false, "give every collection a record-event Lua script (index_hook) that stamps a field on each record")
 	flag.BoolVar(&opt.calibrate, "calibrate", true, "first measure how fast the stand-in alone delivers events")
+	flag.IntVar(&opt.backfillRecords, "backfill-records", 200_000, "records a backfill job fetches while live events arrive at -steady-rate (0 skips the phase)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-ingest [flags]\n\n")
 		flag.PrintDefaults()
@@ -95,8 +117,8 @@ func main() {
 			opt.backends = append(opt.backends, b)
 		}
 	}
-	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || len(opt.backends) == 0 {
-		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1 and at least one backend")
+	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || len(opt.backends) == 0 {
+		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0 and at least one backend")
 	}
 	if opt.profileDir != "" {
 		opt.inProcess = true
@@ -112,6 +134,17 @@ func main() {
 	}
 }
 
+// workload is what every backend is given: the generated events of each
+// phase and what they leave in the index.
+type workload struct {
+	burst, steady, backfillLive []jetstreamtest.Event
+	// sample is a few events of the burst, checked against the lexicons.
+	sample [][]byte
+	// liveAfterBurst and liveAfterSteady are the records the stream leaves
+	// after the throughput and the steady phase.
+	liveAfterBurst, liveAfterSteady int
+}
+
 func run(ctx context.Context, opt options) error {
 	work, err := os.MkdirTemp("", "lexview-benchingest-")
 	if err != nil {
@@ -119,7 +152,7 @@ func run(ctx context.Context, opt options) error {
 	}
 	defer os.RemoveAll(work)
 	r := &runner{opt: opt, work: work}
-	if !opt.inProcess {
+	if !opt.inProcess || opt.backfillRecords > 0 { // the backfill phase runs `appview admin bootstrap`
 		t := time.Now()
 		if r.bin, err = buildBinary(work); err != nil {
 			return err
@@ -129,40 +162,49 @@ func run(ctx context.Context, opt options) error {
 
 	t := time.Now()
 	g := newGenerator(opt.seed, opt.dids)
-	stream := g.generate(opt.events, make([]jetstreamtest.Event, 0, opt.events))
-	liveAfterBurst := g.liveCount()
+	var w workload
+	w.burst = g.generate(opt.events, make([]jetstreamtest.Event, 0, opt.events))
+	w.liveAfterBurst = g.liveCount()
 	steadyN := 0
 	if opt.steadyDuration > 0 {
 		steadyN = int((opt.steadyWarmup + opt.steadyDuration).Seconds() * float64(opt.steadyRate))
 	}
-	steadyEvents := g.generate(steadyN, make([]jetstreamtest.Event, 0, steadyN))
+	w.steady = g.generate(steadyN, make([]jetstreamtest.Event, 0, steadyN))
+	w.liveAfterSteady = g.liveCount()
+	backfillN := backfillLiveEvents(opt)
+	w.backfillLive = g.generate(backfillN, make([]jetstreamtest.Event, 0, backfillN))
 	var msgBytes int64
-	for _, e := range stream {
+	for _, e := range w.burst {
 		msgBytes += int64(len(e.JSON))
 	}
-	total := opt.events + steadyN
+	total := opt.events + steadyN + backfillN
 	log.Printf("generated %d events in %s", total, time.Since(t).Round(100*time.Millisecond))
-	fmt.Printf("Stream: %d + %d events from %d DIDs over %v; creates %.1f%%, updates %.1f%%, deletes %.1f%%;\n"+
-		"        record JSON %.0f bytes on average, whole message %.0f bytes (+ time_us); %d records live after the burst.\n",
-		opt.events, steadyN, opt.dids, collections,
+	during := ""
+	if backfillN > 0 {
+		during = fmt.Sprintf(" + up to %d (during the backfill)", backfillN)
+	}
+	fmt.Printf("Stream: %d + %d%s events from %d DIDs over %v;\n"+
+		"        creates %.1f%%, updates %.1f%%, deletes %.1f%%; record JSON %.0f bytes on average,\n"+
+		"        whole message %.0f bytes (+ time_us); %d records live after the burst.\n",
+		opt.events, steadyN, during, opt.dids, collections,
 		pct(g.creates, total), pct(g.updates, total), pct(g.deletes, total),
-		float64(g.recSize)/float64(g.recN), float64(msgBytes)/float64(len(stream)), liveAfterBurst)
+		float64(g.recSize)/float64(g.recN), float64(msgBytes)/float64(len(w.burst)), w.liveAfterBurst)
 	if opt.calibrate {
-		n := min(len(stream), 200_000)
-		rate, mbps, err := calibrate(ctx, stream[:n])
+		n := min(len(w.burst), 200_000)
+		rate, mbps, err := calibrate(ctx, w.burst[:n])
 		if err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 		fmt.Printf("Stand-in alone: delivers %s events/s (%.0f MB/s) to a reading client (%d events).\n", thousands(rate), mbps, n)
 	}
-	sample := make([][]byte, 0, 3000)
-	for i := 0; i < len(stream); i += max(1, len(stream)/3000) {
-		sample = append(sample, stream[i].JSON)
+	w.sample = make([][]byte, 0, 3000)
+	for i := 0; i < len(w.burst); i += max(1, len(w.burst)/3000) {
+		w.sample = append(w.sample, w.burst[i].JSON)
 	}
 
-	results := map[string][2]phaseResult{}
+	results := map[string]backendResult{}
 	for _, backend := range opt.backends {
-		res, err := r.backend(ctx, backend, stream, steadyEvents, sample, liveAfterBurst, g.liveCount())
+		res, err := r.backend(ctx, backend, w)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -177,9 +219,8 @@ func run(ctx context.Context, opt options) error {
 	return nil
 }
 
-// backend runs both phases on a fresh database of one backend.
-func (r *runner) backend(ctx context.Context, backend string, stream, steadyEvents []jetstreamtest.Event,
-	sample [][]byte, liveAfterBurst, liveAfterAll int) (res [2]phaseResult, err error) {
+// backend runs the phases on a fresh database of one backend.
+func (r *runner) backend(ctx context.Context, backend string, w workload) (res backendResult, err error) {
 	db, err := createDatabase(ctx, backend, r.work)
 	if err != nil {
 		return res, err
@@ -193,33 +234,39 @@ func (r *runner) backend(ctx context.Context, backend string, stream, steadyEven
 	if err := registerLexicons(ctx, db.url, r.opt.hook); err != nil {
 		return res, err
 	}
-	if err := checkRecords(ctx, db.url, sample); err != nil {
+	if err := checkRecords(ctx, db.url, w.sample); err != nil {
 		return res, err
 	}
-	log.Printf("%s: throughput phase, %d events", backend, len(stream))
-	if res[0], err = r.throughput(ctx, backend, db.url, stream); err != nil {
+	log.Printf("%s: throughput phase, %d events", backend, len(w.burst))
+	if res.throughput, err = r.throughput(ctx, backend, db.url, w.burst); err != nil {
 		return res, fmt.Errorf("throughput phase: %w", err)
 	}
-	if res[0].complete {
-		if n, err := countRecords(ctx, db.url); err != nil {
-			log.Printf("%s: counting records: %v", backend, err)
-		} else if n != int64(liveAfterBurst) {
-			log.Printf("%s: WRONG RESULT: %d records indexed after the burst, the stream leaves %d", backend, n, liveAfterBurst)
+	if res.throughput.complete {
+		r.checkCount(ctx, backend, db.url, "after the burst", w.liveAfterBurst)
+	}
+	if len(w.steady) > 0 {
+		log.Printf("%s: steady phase, %d events/s for %s (+%s warmup)", backend, r.opt.steadyRate, r.opt.steadyDuration, r.opt.steadyWarmup)
+		if res.steady, err = r.steady(ctx, backend, db.url, w.steady); err != nil {
+			return res, fmt.Errorf("steady phase: %w", err)
+		}
+		if res.throughput.complete && res.steady.complete {
+			r.checkCount(ctx, backend, db.url, "at the end of the steady phase", w.liveAfterSteady)
 		}
 	}
-	if len(steadyEvents) == 0 {
-		return res, nil
-	}
-	log.Printf("%s: steady phase, %d events/s for %s (+%s warmup)", backend, r.opt.steadyRate, r.opt.steadyDuration, r.opt.steadyWarmup)
-	if res[1], err = r.steady(ctx, backend, db.url, steadyEvents); err != nil {
-		return res, fmt.Errorf("steady phase: %w", err)
-	}
-	if res[0].complete && res[1].complete {
-		if n, err := countRecords(ctx, db.url); err != nil {
-			log.Printf("%s: counting records: %v", backend, err)
-		} else if n != int64(liveAfterAll) {
-			log.Printf("%s: WRONG RESULT: %d records indexed at the end, the stream leaves %d", backend, n, liveAfterAll)
+	if r.opt.backfillRecords > 0 {
+		log.Printf("%s: backfill phase, %d records while %d events/s arrive (+%s warmup)", backend, r.opt.backfillRecords, r.opt.steadyRate, r.opt.steadyWarmup)
+		if res.backfill, err = r.backfill(ctx, backend, db.url, w.backfillLive); err != nil {
+			return res, fmt.Errorf("backfill phase: %w", err)
 		}
 	}
 	return res, nil
+}
+
+// checkCount logs a wrong result when the index does not hold want records.
+func (r *runner) checkCount(ctx context.Context, backend, dbURL, when string, want int) {
+	if n, err := countRecords(ctx, dbURL); err != nil {
+		log.Printf("%s: counting records: %v", backend, err)
+	} else if n != int64(want) {
+		log.Printf("%s: WRONG RESULT: %d records indexed %s, the stream leaves %d", backend, n, when, want)
+	}
 }

@@ -15,11 +15,14 @@ import (
 // scrape is one reading of the service's /metrics.
 type scrape struct {
 	at       time.Time
-	indexed  float64 // lexview_records_indexed_total, all labels
-	rejected float64 // lexview_records_rejected_total, all labels
+	indexed  float64 // lexview_records_indexed_total of live ingestion (every source but backfill)
+	rejected float64 // lexview_records_rejected_total of live ingestion
 	queue    float64 // lexview_write_queue_depth
 	lag      histogram
 	batch    histogram
+	// backfillIndexed and backfillRejected are lexview_records_indexed_total
+	// and lexview_records_rejected_total of source="backfill".
+	backfillIndexed, backfillRejected float64
 }
 
 // histogram is a Prometheus histogram: cumulative counts per upper bound.
@@ -61,9 +64,17 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 		}
 		switch name {
 		case "lexview_records_indexed_total":
-			s.indexed += value
+			if isBackfill(labels) {
+				s.backfillIndexed += value
+			} else {
+				s.indexed += value
+			}
 		case "lexview_records_rejected_total":
-			s.rejected += value
+			if isBackfill(labels) {
+				s.backfillRejected += value
+			} else {
+				s.rejected += value
+			}
 		case "lexview_write_queue_depth":
 			s.queue = value
 		case "lexview_commit_lag_seconds_bucket":
@@ -97,6 +108,9 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 // liveSource reports whether a sample's labels are those of live
 // ingestion (the lag histogram is per source).
 func liveSource(labels string) bool { return strings.Contains(labels, `source="jetstream"`) }
+
+// isBackfill reports whether a sample's labels are those of backfill.
+func isBackfill(labels string) bool { return strings.Contains(labels, `source="backfill"`) }
 
 // parseSample splits `name{labels} value` (an optional timestamp follows).
 func parseSample(line string) (name, labels string, value float64, ok bool) {

@@ -21,8 +21,8 @@ import (
 // phaseResult is what one measured phase reports.
 type phaseResult struct {
 	name        string
-	events      int           // events published in the phase
-	committed   float64       // events committed (indexed + rejected) in the measured window
+	events      int           // events published in the phase (backfill: at most)
+	committed   float64       // live events committed (indexed + rejected) in the measured window
 	rejected    float64       // events rejected by validation
 	wall        time.Duration // measured window
 	rate        float64       // committed events/s over the window
@@ -34,24 +34,33 @@ type phaseResult struct {
 	maxQueue    float64       // largest write-queue depth seen
 	cpu         time.Duration // service CPU (user+system) in the window
 	rss, hwm    int64         // service RSS at the end, peak RSS of the process
-	benchCPU    time.Duration // the benchmark process (stand-in, polling) in the window
+	benchCPU    time.Duration // the benchmark process (stand-ins, polling) in the window
 	othersCPU   time.Duration // every other process on the machine in the window
 	dbCPU       time.Duration // the local PostgreSQL server's processes in the window
-	complete    bool          // every event committed before the timeout
+	complete    bool          // every event committed before the timeout (backfill: exactly the records expected)
 	inProcess   bool
 	profilePath string
+
+	// The backfill phase: records the job indexed in the window, and per
+	// second; mean bytes of a record's JSON; whether the live stream ran out
+	// before the job completed.
+	backfillRecords float64
+	backfillRate    float64
+	recordBytes     float64
+	liveRanOut      bool
 }
 
 // runner runs the phases of one backend.
 type runner struct {
 	opt       options
-	bin       string // built appview binary (child mode)
+	bin       string // built appview binary (child mode; admin bootstrap of the backfill phase)
 	work      string
 	serverPID int // local PostgreSQL postmaster of the current backend, 0 if none
 }
 
-func (r *runner) start(ctx context.Context, dbURL, jsURL string) (service, error) {
-	cfg := serviceConfig{dbURL: dbURL, jetstreamURL: jsURL, workDir: r.work}
+// start starts a service, as a child process or in-process.
+func (r *runner) start(cfg serviceConfig) (service, error) {
+	cfg.workDir = r.work
 	if r.opt.inProcess {
 		return startInProcess(cfg)
 	}
@@ -77,6 +86,103 @@ func waitReady(ctx context.Context, svc service, js *jetstreamtest.Server) (scra
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// reading is the state of the service and of the machine at one moment.
+type reading struct {
+	metrics   scrape
+	svc, self procStats     // the service and the benchmark process
+	machine   time.Duration // machineBusy
+	db        time.Duration // CPU of the local PostgreSQL server (treeCPU)
+}
+
+// read completes a scrape into a reading.
+func (r *runner) read(svc service, s scrape) (reading, error) {
+	p, err := readProc(svc.pid())
+	if err != nil {
+		return reading{}, err
+	}
+	self, _ := readProc(os.Getpid())
+	return reading{metrics: s, svc: p, self: self, machine: machineBusy(), db: treeCPU(r.serverPID)}, nil
+}
+
+// measure scrapes the service and reads the CPU counters.
+func (r *runner) measure(ctx context.Context, svc service) (reading, error) {
+	s, err := scrapeMetrics(ctx, svc.metricsURL())
+	if err != nil {
+		return reading{}, fmt.Errorf("scrape: %w", err)
+	}
+	return r.read(svc, s)
+}
+
+// sleepUntil waits until t or until ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-time.After(time.Until(t)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// publisher hands events to a stand-in at a steady rate, in 5 ms steps,
+// from a goroutine.
+type publisher struct {
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan struct{} // closed when every event was handed over or on stop
+}
+
+// publishAtRate starts publishing events at rate per second.
+func publishAtRate(ctx context.Context, js *jetstreamtest.Server, events []jetstreamtest.Event, rate int) *publisher {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &publisher{start: time.Now(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		sent := 0
+		for sent < len(events) {
+			target := min(len(events), int(time.Since(p.start).Seconds()*float64(rate))+1)
+			if target > sent {
+				js.PublishRaw(events[sent:target])
+				sent = target
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// wait waits until every event was handed over.
+func (p *publisher) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ranOut reports whether the publisher has handed over every event (and
+// publishes no more); call it before stop.
+func (p *publisher) ranOut() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends publishing and waits for the goroutine.
+func (p *publisher) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // startProfile starts a CPU profile in in-process mode ("" otherwise).
@@ -125,7 +231,7 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	res := phaseResult{name: "throughput", events: len(events), inProcess: r.opt.inProcess}
 	js := jetstreamtest.Start()
 	defer js.Close()
-	svc, err := r.start(ctx, dbURL, js.URL)
+	svc, err := r.start(serviceConfig{dbURL: dbURL, jetstreamURL: js.URL})
 	if err != nil {
 		return res, err
 	}
@@ -134,12 +240,10 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	if err != nil {
 		return res, err
 	}
-	p0, err := readProc(svc.pid())
+	r0, err := r.read(svc, s0)
 	if err != nil {
 		return res, err
 	}
-	self0, _ := readProc(os.Getpid())
-	m0, db0 := machineBusy(), treeCPU(r.serverPID)
 	var stopProfile func()
 	res.profilePath, stopProfile = r.startProfile(backend, "throughput")
 	defer stopProfile()
@@ -203,18 +307,15 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	publishing.Wait()
 	res.publish = publishTook
 	stopProfile()
-	p1, err := readProc(svc.pid())
+	r1, err := r.read(svc, last)
 	if err != nil {
 		return res, err
 	}
-	self1, _ := readProc(os.Getpid())
-	machine, dbCPU := machineBusy()-m0, treeCPU(r.serverPID)-db0
 	res.committed = last.indexed + last.rejected - base
 	res.rejected = last.rejected - s0.rejected
 	res.wall = last.at.Sub(t0)
 	res.rate = res.committed / res.wall.Seconds()
-	res.fill(last.lag.minus(s0.lag), last.batch.minus(s0.batch), p0, p1)
-	res.others(machine, self1.cpu-self0.cpu, dbCPU)
+	res.account(r0, r1)
 	return res, nil
 }
 
@@ -223,7 +324,7 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 	res := phaseResult{name: "steady", events: len(events), inProcess: r.opt.inProcess}
 	js := jetstreamtest.Start()
 	defer js.Close()
-	svc, err := r.start(ctx, dbURL, js.URL)
+	svc, err := r.start(serviceConfig{dbURL: dbURL, jetstreamURL: js.URL})
 	if err != nil {
 		return res, err
 	}
@@ -232,79 +333,36 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 	if err != nil {
 		return res, err
 	}
-	// The publisher paces the events at the rate, in 5ms steps.
-	pubCtx, cancelPub := context.WithCancel(ctx)
-	defer cancelPub()
-	start := time.Now()
-	pubDone := make(chan struct{})
-	go func() {
-		defer close(pubDone)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		sent := 0
-		for sent < len(events) {
-			target := min(len(events), int(time.Since(start).Seconds()*float64(r.opt.steadyRate))+1)
-			if target > sent {
-				js.PublishRaw(events[sent:target])
-				sent = target
-			}
-			select {
-			case <-tick.C:
-			case <-pubCtx.Done():
-				return
-			}
-		}
-	}()
-	sleepUntil := func(t time.Time) error {
-		select {
-		case <-time.After(time.Until(t)):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err := sleepUntil(start.Add(r.opt.steadyWarmup)); err != nil {
+	pub := publishAtRate(ctx, js, events, r.opt.steadyRate)
+	defer pub.stop()
+	if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup)); err != nil {
 		return res, err
 	}
-	s0, err := scrapeMetrics(ctx, svc.metricsURL())
+	r0, err := r.measure(ctx, svc)
 	if err != nil {
 		return res, err
 	}
-	p0, err := readProc(svc.pid())
-	if err != nil {
-		return res, err
-	}
-	self0, _ := readProc(os.Getpid())
-	m0, db0 := machineBusy(), treeCPU(r.serverPID)
 	var stopProfile func()
 	res.profilePath, stopProfile = r.startProfile(backend, "steady")
 	defer stopProfile()
-	if err := sleepUntil(start.Add(r.opt.steadyWarmup + r.opt.steadyDuration)); err != nil {
+	if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup+r.opt.steadyDuration)); err != nil {
 		return res, err
 	}
-	s1, err := scrapeMetrics(ctx, svc.metricsURL())
+	r1, err := r.measure(ctx, svc)
 	if err != nil {
 		return res, err
 	}
-	p1, err := readProc(svc.pid())
-	if err != nil {
-		return res, err
-	}
-	self1, _ := readProc(os.Getpid())
 	stopProfile()
-	machine, dbCPU := machineBusy()-m0, treeCPU(r.serverPID)-db0
+	s0, s1 := r0.metrics, r1.metrics
 	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
 	res.rejected = s1.rejected - s00.rejected
 	res.wall = s1.at.Sub(s0.at)
 	res.rate = res.committed / res.wall.Seconds()
 	res.maxQueue = max(s0.queue, s1.queue)
-	res.fill(s1.lag.minus(s0.lag), s1.batch.minus(s0.batch), p0, p1)
-	res.others(machine, self1.cpu-self0.cpu, dbCPU)
+	res.account(r0, r1)
 	// Let the stream finish, then wait for the last commits.
-	select {
-	case <-pubDone:
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := pub.wait(ctx); err != nil {
+		return res, err
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -319,13 +377,16 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 	return res, nil
 }
 
-// fill derives the lag, batch, CPU and memory figures.
-func (res *phaseResult) fill(lag, batch histogram, p0, p1 procStats) {
+// account derives the lag, batch, CPU and memory figures of the window
+// from a to b, and splits the machine's busy time.
+func (res *phaseResult) account(a, b reading) {
+	lag, batch := b.metrics.lag.minus(a.metrics.lag), b.metrics.batch.minus(a.metrics.batch)
 	res.p50, _ = lag.quantile(0.50)
 	res.p99, res.p99Inf = lag.quantile(0.99)
 	res.batchMean = batch.mean()
-	res.cpu = p1.cpu - p0.cpu
-	res.rss, res.hwm = p1.rss, p1.hwm
+	res.cpu = b.svc.cpu - a.svc.cpu
+	res.rss, res.hwm = b.svc.rss, b.svc.hwm
+	res.others(b.machine-a.machine, b.self.cpu-a.self.cpu, b.db-a.db)
 }
 
 // others splits the machine's busy time into the benchmark process and

@@ -5,23 +5,50 @@ import (
 	"time"
 )
 
+// backendResult is the phases of one backend; a skipped phase has no name.
+type backendResult struct{ throughput, steady, backfill phaseResult }
+
+// phases lists the phases that ran, in order.
+func (res backendResult) phases() []phaseResult {
+	var out []phaseResult
+	for _, p := range []phaseResult{res.throughput, res.steady, res.backfill} {
+		if p.name != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// title is a phase's column heading.
+func (p phaseResult) title(opt options) string {
+	switch p.name {
+	case "steady":
+		return fmt.Sprintf("steady %d ev/s", opt.steadyRate)
+	case "backfill":
+		return "live + backfill"
+	}
+	return p.name
+}
+
+// workload is what a phase put through the service.
+func (p phaseResult) workload(opt options) string {
+	switch p.name {
+	case "steady":
+		return fmt.Sprintf("%s measured", opt.steadyDuration)
+	case "backfill":
+		return fmt.Sprintf("%d rec + %d ev/s", opt.backfillRecords, opt.steadyRate)
+	}
+	return fmt.Sprintf("%d events at once", p.events)
+}
+
 // printBackend prints one backend's phases side by side.
-func printBackend(backend string, res [2]phaseResult, opt options) {
+func printBackend(backend string, res backendResult, opt options) {
 	who := "the service process (child `appview serve`)"
 	if opt.inProcess {
-		who = "the benchmark process (in-process service + stand-in + generated stream)"
+		who = "the benchmark process (in-process service + stand-ins + generated stream)"
 	}
 	fmt.Printf("\n== %s ==  (service CPU and memory: %s)\n", backend, who)
-	phases := []phaseResult{res[0]}
-	if res[1].name != "" {
-		phases = append(phases, res[1])
-	}
-	header := fmt.Sprintf("%d events at once", res[0].events)
-	fmt.Printf("%-44s %-22s", "", "throughput")
-	if len(phases) > 1 {
-		fmt.Printf(" %s", fmt.Sprintf("steady %d ev/s", opt.steadyRate))
-	}
-	fmt.Println()
+	phases := res.phases()
 	line := func(label string, cell func(p phaseResult) string) {
 		fmt.Printf("%-44s", label)
 		for _, p := range phases {
@@ -29,22 +56,26 @@ func printBackend(backend string, res [2]phaseResult, opt options) {
 		}
 		fmt.Println()
 	}
-	line("workload", func(p phaseResult) string {
-		if p.name == "steady" {
-			return fmt.Sprintf("%s measured", opt.steadyDuration)
-		}
-		return header
-	})
-	line("events committed in the measured window", func(p phaseResult) string { return fmt.Sprintf("%.0f", p.committed) })
+	line("", func(p phaseResult) string { return p.title(opt) })
+	line("workload", func(p phaseResult) string { return p.workload(opt) })
+	line("live events committed in the measured window", func(p phaseResult) string { return fmt.Sprintf("%.0f", p.committed) })
 	line("wall time of the window", func(p phaseResult) string { return fmt.Sprintf("%.1f s", p.wall.Seconds()) })
-	line("events/s committed", func(p phaseResult) string { return thousands(p.rate) })
+	line("live events/s committed", func(p phaseResult) string { return thousands(p.rate) })
 	line("events/s from 10% to 90% committed", func(p phaseResult) string {
 		if p.sustained > 0 {
 			return thousands(p.sustained)
 		}
 		return "-"
 	})
-	line("commit lag p50 / p99", func(p phaseResult) string {
+	if res.backfill.name != "" {
+		line("backfill records indexed / records/s", func(p phaseResult) string {
+			if p.name != "backfill" {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f / %s", p.backfillRecords, thousands(p.backfillRate))
+		})
+	}
+	line("live commit lag p50 / p99", func(p phaseResult) string {
 		return seconds(p.p50, false) + " / " + seconds(p.p99, p.p99Inf)
 	})
 	line("mean batch / largest write queue seen", func(p phaseResult) string {
@@ -57,15 +88,16 @@ func printBackend(backend string, res [2]phaseResult, opt options) {
 		}
 		return fmt.Sprintf("%.2f", p.cores())
 	})
-	line("  = CPU per event", func(p phaseResult) string {
-		if p.committed <= 0 {
+	line("  = CPU per event or backfilled record", func(p phaseResult) string {
+		changes := p.committed + p.backfillRecords
+		if changes <= 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.0f µs", float64(p.cpu.Microseconds())/p.committed)
+		return fmt.Sprintf("%.0f µs", float64(p.cpu.Microseconds())/changes)
 	})
 	line("RSS at the end / peak (VmHWM)", func(p phaseResult) string { return mb(p.rss) + " / " + mb(p.hwm) })
 	if !opt.inProcess {
-		line("benchmark process CPU (stand-in, scrapes)", func(p phaseResult) string { return cores(p.benchCPU, p.wall) })
+		line("benchmark process CPU (stand-ins, scrapes)", func(p phaseResult) string { return cores(p.benchCPU, p.wall) })
 	}
 	if backend == "postgres" {
 		line("PostgreSQL server processes CPU", func(p phaseResult) string {
@@ -77,18 +109,34 @@ func printBackend(backend string, res [2]phaseResult, opt options) {
 	}
 	line("rest of the machine (other processes)", func(p phaseResult) string { return cores(p.othersCPU, p.wall) })
 	for _, p := range phases {
-		if !p.complete {
-			fmt.Printf("  %s: NOT every event was committed before the deadline\n", p.name)
-		}
-		if p.rejected > 0 {
-			fmt.Printf("  %s: %.0f events rejected by validation\n", p.name, p.rejected)
-		}
-		if p.publish > 0 {
-			fmt.Printf("  %s: handing the %d events to the stand-in (PublishRaw, 20k per call, concurrent with ingestion) took %s\n", p.name, p.events, p.publish.Round(time.Millisecond))
-		}
-		if p.profilePath != "" {
-			fmt.Printf("  %s: CPU profile %s\n", p.name, p.profilePath)
-		}
+		printNotes(p, opt)
+	}
+}
+
+// printNotes prints what a phase's column cannot show.
+func printNotes(p phaseResult, opt options) {
+	switch {
+	case p.complete:
+	case p.name == "backfill":
+		fmt.Printf("  %s: the job did NOT index exactly the %d records listed\n", p.name, opt.backfillRecords)
+	default:
+		fmt.Printf("  %s: NOT every event was committed before the deadline\n", p.name)
+	}
+	if p.rejected > 0 {
+		fmt.Printf("  %s: %.0f events rejected by validation\n", p.name, p.rejected)
+	}
+	if p.publish > 0 {
+		fmt.Printf("  %s: handing the %d events to the stand-in (PublishRaw, 20k per call, concurrent with ingestion) took %s\n", p.name, p.events, p.publish.Round(time.Millisecond))
+	}
+	if p.recordBytes > 0 {
+		fmt.Printf("  %s: %d records of %.0f bytes of JSON on average, in %d repositories on %d PDS stand-ins, listed %d per page\n",
+			p.name, opt.backfillRecords, p.recordBytes, backfillHosts*backfillReposPerHost, backfillHosts, backfillPageSize)
+	}
+	if p.liveRanOut {
+		fmt.Printf("  %s: the live stream (%d events) ran out before the job completed: the end of the window had no live load\n", p.name, p.events)
+	}
+	if p.profilePath != "" {
+		fmt.Printf("  %s: CPU profile %s\n", p.name, p.profilePath)
 	}
 }
 
@@ -99,14 +147,16 @@ func cores(d, wall time.Duration) string {
 	return fmt.Sprintf("%.1f s = %.2f cores", d.Seconds(), d.Seconds()/wall.Seconds())
 }
 
-func printSummary(opt options, results map[string][2]phaseResult) {
+func printSummary(opt options, results map[string]backendResult) {
 	fmt.Printf("\n== targets (issue 4; this machine: %d cores) ==\n", numCPU())
 	fmt.Printf("%-44s", "target")
 	for _, b := range opt.backends {
 		fmt.Printf(" %-22s", b)
 	}
 	fmt.Println()
-	row := func(label string, cell func(b string, tp, st phaseResult) (string, bool, bool)) {
+	// row prints a target's cell per backend: its value, whether it is
+	// met, and whether it applies (the phase ran).
+	row := func(label string, cell func(b string, res backendResult) (v string, pass, applies bool)) {
 		fmt.Printf("%-44s", label)
 		for _, b := range opt.backends {
 			res, ok := results[b]
@@ -114,7 +164,7 @@ func printSummary(opt options, results map[string][2]phaseResult) {
 				fmt.Printf(" %-22s", "(failed)")
 				continue
 			}
-			v, pass, applies := cell(b, res[0], res[1])
+			v, pass, applies := cell(b, res)
 			switch {
 			case !applies:
 				v = "-"
@@ -127,25 +177,41 @@ func printSummary(opt options, results map[string][2]phaseResult) {
 		}
 		fmt.Println()
 	}
-	row("ingest ≥ 10,000 ev/s sqlite, ≥ 5,000 pg", func(b string, tp, _ phaseResult) (string, bool, bool) {
+	lagBelow := func(p phaseResult) (string, bool) { return seconds(p.p99, p.p99Inf), !p.p99Inf && p.p99 < targetP99 }
+	row("ingest ≥ 10,000 ev/s sqlite, ≥ 5,000 pg", func(b string, res backendResult) (string, bool, bool) {
+		tp := res.throughput
 		return thousands(tp.rate) + "/s", tp.complete && tp.rate >= targetRate[b], true
 	})
-	steady := func(st phaseResult) bool { return st.name != "" }
-	row(fmt.Sprintf("at %d ev/s: CPU < 25%% of one core", opt.steadyRate), func(_ string, _, st phaseResult) (string, bool, bool) {
-		return fmt.Sprintf("%.1f%%", 100*st.cores()), st.cores() < targetSteadyCPU, steady(st)
+	row(fmt.Sprintf("at %d ev/s: CPU < 25%% of one core", opt.steadyRate), func(_ string, res backendResult) (string, bool, bool) {
+		st := res.steady
+		return fmt.Sprintf("%.1f%%", 100*st.cores()), st.cores() < targetSteadyCPU, st.name != ""
 	})
-	row(fmt.Sprintf("at %d ev/s: peak RSS < 300 MB", opt.steadyRate), func(_ string, _, st phaseResult) (string, bool, bool) {
-		return mb(st.hwm), st.hwm < targetRSS, steady(st)
+	row(fmt.Sprintf("at %d ev/s: peak RSS < 300 MB", opt.steadyRate), func(_ string, res backendResult) (string, bool, bool) {
+		return mb(res.steady.hwm), res.steady.hwm < targetRSS, res.steady.name != ""
 	})
-	row(fmt.Sprintf("at %d ev/s: p99 commit lag < 1 s", opt.steadyRate), func(_ string, _, st phaseResult) (string, bool, bool) {
-		return seconds(st.p99, st.p99Inf), !st.p99Inf && st.p99 < targetP99, steady(st)
+	row(fmt.Sprintf("at %d ev/s: p99 commit lag < 1 s", opt.steadyRate), func(_ string, res backendResult) (string, bool, bool) {
+		v, pass := lagBelow(res.steady)
+		return v, pass, res.steady.name != ""
 	})
-	row("at full throughput: p99 commit lag < 1 s", func(_ string, tp, _ phaseResult) (string, bool, bool) {
-		return seconds(tp.p99, tp.p99Inf), !tp.p99Inf && tp.p99 < targetP99, true
+	row("at full throughput: p99 commit lag < 1 s", func(_ string, res backendResult) (string, bool, bool) {
+		v, pass := lagBelow(res.throughput)
+		return v, pass, true
+	})
+	row("backfill ≥ 15,000 records/s", func(_ string, res backendResult) (string, bool, bool) {
+		bf := res.backfill
+		return thousands(bf.backfillRate) + "/s", bf.complete && bf.backfillRate >= targetBackfillRate, bf.name != ""
+	})
+	row("live p99 lag < 1 s while a backfill runs", func(_ string, res backendResult) (string, bool, bool) {
+		v, pass := lagBelow(res.backfill)
+		return v, pass, res.backfill.name != ""
 	})
 	fmt.Println("\nLag is lexview_commit_lag_seconds: arrival at the service (WebSocket read) to commit, observed once per")
 	fmt.Println("batch for its oldest change, so its quantiles are per batch and bound the per-event lag from above.")
+	if opt.backfillRecords > 0 {
+		fmt.Printf("Backfill: records indexed with source=\"backfill\" from job creation to completion (polled every 50 ms),\n"+
+			"fetched from local PDS stand-ins while live events arrive at %d ev/s; the lag is that of the live events.\n", opt.steadyRate)
+	}
 	if opt.inProcess {
-		fmt.Println("In-process mode: CPU and memory include the stand-in and the generated stream; use child mode for the targets.")
+		fmt.Println("In-process mode: CPU and memory include the stand-ins and the generated stream; use child mode for the targets.")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,12 +27,29 @@ type service interface {
 	// pid is the process whose CPU and memory are measured.
 	pid() int
 	metricsURL() string
+	// baseURL is where the HTTP surface is served (the admin API is under
+	// /admin/).
+	baseURL() string
 	stop() error
 }
 
-// serviceConfig is what every instance is started with.
+// serviceConfig is what an instance is started with.
 type serviceConfig struct {
 	dbURL, jetstreamURL, workDir string
+	// plcURL is the PLC directory; "" means an unreachable one (nothing
+	// is resolved while only live ingestion is measured).
+	plcURL string
+	// allowPrivateNetworks lets the service fetch from PDSes on loopback
+	// (the backfill phase's stand-ins).
+	allowPrivateNetworks bool
+}
+
+// plc is the PLC directory the instance is given.
+func (c serviceConfig) plc() string {
+	if c.plcURL == "" {
+		return "http://127.0.0.1:1"
+	}
+	return c.plcURL
 }
 
 // buildBinary compiles ./cmd/appview into dir.
@@ -55,6 +73,27 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// adminDID is the super user the benchmark bootstraps to call the admin API.
+const adminDID = "did:plc:benchadmin000000000000000"
+
+// bootstrapAdmin runs `appview admin bootstrap` on the database and returns
+// the admin API key it prints.
+func bootstrapAdmin(ctx context.Context, bin, dbURL, workDir string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "admin", "bootstrap", "--did", adminDID)
+	cmd.Dir = workDir // no stray .env is read
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "TOKEN_ENCRYPTION_KEY="+tokenKey, "LOG_LEVEL=warn")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("appview admin bootstrap: %w\n%s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	key := strings.TrimSpace(stdout.String())
+	if key == "" {
+		return "", errors.New("appview admin bootstrap printed no key")
+	}
+	return key, nil
+}
+
 // sessionSecret keeps the service from warning about a missing secret.
 const sessionSecret = "lexview-benchingest-session-secret-0123456789"
 
@@ -69,6 +108,7 @@ var tokenKey = func() string {
 type child struct {
 	cmd     *exec.Cmd
 	metrics string
+	base    string
 	logPath string
 	done    chan error
 }
@@ -78,6 +118,11 @@ func startChild(bin string, cfg serviceConfig) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(httpAddr)
 	logPath := filepath.Join(cfg.workDir, "appview.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -86,21 +131,23 @@ func startChild(bin string, cfg serviceConfig) (*child, error) {
 	defer logf.Close()
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = cfg.workDir // no stray .env is read
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.dbURL, "JETSTREAM_URL="+cfg.jetstreamURL, "PORT=0",
-		"METRICS_ADDR="+addr, "LOG_LEVEL=warn", "PLC_URL=http://127.0.0.1:1", "SESSION_SECRET="+sessionSecret,
-		"TOKEN_ENCRYPTION_KEY="+tokenKey)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+cfg.dbURL, "JETSTREAM_URL="+cfg.jetstreamURL,
+		"HOST=127.0.0.1", "PORT="+port, "METRICS_ADDR="+addr, "LOG_LEVEL=warn", "PLC_URL="+cfg.plc(),
+		"ALLOW_PRIVATE_NETWORKS="+strconv.FormatBool(cfg.allowPrivateNetworks),
+		"SESSION_SECRET="+sessionSecret, "TOKEN_ENCRYPTION_KEY="+tokenKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the benchmark
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, metrics: "http://" + addr + "/metrics", logPath: logPath, done: make(chan error, 1)}
+	c := &child{cmd: cmd, metrics: "http://" + addr + "/metrics", base: "http://" + httpAddr, logPath: logPath, done: make(chan error, 1)}
 	go func() { c.done <- cmd.Wait() }()
 	return c, nil
 }
 
 func (c *child) pid() int           { return c.cmd.Process.Pid }
 func (c *child) metricsURL() string { return c.metrics }
+func (c *child) baseURL() string    { return c.base }
 
 // stop sends SIGTERM and waits for a graceful exit (SIGKILL after 30s).
 func (c *child) stop() error {
@@ -142,7 +189,9 @@ func logTail(path string, n int) string {
 // inProcess is the App running inside the benchmark (for CPU profiles).
 type inProcess struct {
 	app     *appview.App
+	srv     *http.Server
 	metrics string
+	base    string
 }
 
 func startInProcess(cfg serviceConfig) (*inProcess, error) {
@@ -150,25 +199,35 @@ func startInProcess(cfg serviceConfig) (*inProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	app, err := appview.New(appview.Config{
-		DatabaseURL: cfg.dbURL, JetstreamURL: cfg.jetstreamURL, MetricsAddr: addr, PLCURL: "http://127.0.0.1:1",
-		SessionSecret: sessionSecret, TokenEncryptionKey: tokenKey, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	if err := app.Start(context.Background()); err != nil {
+	app, err := appview.New(appview.Config{
+		DatabaseURL: cfg.dbURL, JetstreamURL: cfg.jetstreamURL, MetricsAddr: addr,
+		Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, PLCURL: cfg.plc(), AllowPrivateNetworks: cfg.allowPrivateNetworks,
+		SessionSecret: sessionSecret, TokenEncryptionKey: tokenKey, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		ln.Close()
 		return nil, err
 	}
-	return &inProcess{app: app, metrics: "http://" + addr + "/metrics"}, nil
+	if err := app.Start(context.Background()); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed once stopped
+	return &inProcess{app: app, srv: srv, metrics: "http://" + addr + "/metrics", base: "http://" + ln.Addr().String()}, nil
 }
 
 func (p *inProcess) pid() int           { return os.Getpid() }
 func (p *inProcess) metricsURL() string { return p.metrics }
+func (p *inProcess) baseURL() string    { return p.base }
 func (p *inProcess) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return p.app.Shutdown(ctx)
+	return errors.Join(p.srv.Shutdown(ctx), p.app.Shutdown(ctx))
 }
 
 // procStats is a reading of a process's CPU time and memory.
