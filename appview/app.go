@@ -296,6 +296,11 @@ func (a *App) Start(ctx context.Context) error {
 	a.startSync()
 	a.goWorker(a.backfill.Run) // backfill worker: one job at a time
 	a.goWorker(func(ctx context.Context) { a.scripts.Run(ctx, scriptRefresh) })
+	a.goWorker(func(ctx context.Context) {
+		a.lexicons.RunRefresh(ctx, lexiconRefresh, func(err error) {
+			a.log.Warn("re-reading lexicons changed through other instances failed", "err", err)
+		})
+	})
 	if days := a.cfg.EventLogRetentionDays; days > 0 {
 		a.goWorker(func(ctx context.Context) {
 			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)

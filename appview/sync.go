@@ -28,6 +28,10 @@ const ValidationSettingPrefix = "validation."
 
 const validationRefresh = 5 * time.Second
 
+// lexiconRefresh is how soon lexicon changes made through another instance
+// sharing the database reach this one.
+const lexiconRefresh = 5 * time.Second
+
 // scriptRefresh is how soon script changes made through another instance
 // take effect here (changes through this instance apply at once).
 const scriptRefresh = 5 * time.Second

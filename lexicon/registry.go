@@ -133,6 +133,58 @@ func (r *Registry) Load(ctx context.Context) error {
 	return nil
 }
 
+// Refresh re-reads the stored lexicons and swaps in a new snapshot if they
+// differ from the current one (added, removed, or at another revision),
+// which is how changes made through another instance sharing the database
+// arrive. It reports whether the snapshot changed. Unchanged lexicons keep
+// their values, so compiled state that depends on them is rebuilt only for
+// a real change.
+func (r *Registry) Refresh(ctx context.Context) (bool, error) {
+	// Read under the writers' lock: a local Put between the read and the
+	// swap would otherwise be undone until the next refresh.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stored, err := r.store.ListLexicons(ctx)
+	if err != nil {
+		return false, fmt.Errorf("refresh lexicons: %w", err)
+	}
+	cur := r.current.Load()
+	byID := make(map[string]*Lexicon, len(stored))
+	changed := len(stored) != len(cur.byID)
+	for _, s := range stored {
+		if l, ok := cur.byID[s.ID]; ok && l.Revision == s.Revision && l.UpdatedAt.Equal(s.UpdatedAt) {
+			byID[s.ID] = l
+			continue
+		}
+		if _, err := Parse(s.JSON); err != nil {
+			return false, fmt.Errorf("stored lexicon %s: %w", s.ID, err)
+		}
+		byID[s.ID] = fromStorage(s)
+		changed = true
+	}
+	if changed {
+		r.swap(byID)
+	}
+	return changed, nil
+}
+
+// RunRefresh calls Refresh every interval until ctx ends, logging failures
+// through logf.
+func (r *Registry) RunRefresh(ctx context.Context, interval time.Duration, logf func(err error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+				logf(err)
+			}
+		}
+	}
+}
+
 // Put validates and stores a lexicon, then swaps in a snapshot containing
 // it. It reports whether the lexicon is new; a re-upload increments the
 // revision. Invalid uploads return a *ParseError.

@@ -116,3 +116,67 @@ func TestRegistryConcurrentReadersAndWriters(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestRefreshSeesOtherInstances: two registries on one database, as two
+// instances are. Changes made through one reach the other on Refresh, which
+// reports no change (and keeps its snapshot) when there is none.
+func TestRefreshSeesOtherInstances(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		ctx := context.Background()
+		store := open(t)
+		a, b := lexicon.NewRegistry(store), lexicon.NewRegistry(store)
+		changes, unsubscribe := b.Subscribe()
+		defer unsubscribe()
+		refresh := func(want bool) *lexicon.Snapshot {
+			t.Helper()
+			changed, err := b.Refresh(ctx)
+			if err != nil || changed != want {
+				t.Fatalf("Refresh = %v, %v; want changed %v", changed, err, want)
+			}
+			if want {
+				select {
+				case <-changes:
+				default:
+					t.Fatal("a refresh that changed the snapshot notified no subscriber")
+				}
+			}
+			return b.Snapshot()
+		}
+
+		refresh(false)
+		if _, _, err := a.Put(ctx, lexicon.Upload{Document: json.RawMessage(recordDoc)}); err != nil {
+			t.Fatal(err)
+		}
+		snap := refresh(true)
+		if got := snap.RecordCollections(); len(got) != 1 || got[0] != "app.test.post" {
+			t.Fatalf("collections after refresh: %v", got)
+		}
+		if same := refresh(false); same != snap {
+			t.Fatal("a refresh without changes replaced the snapshot")
+		}
+
+		// A new revision of one lexicon, and a second lexicon.
+		post, _ := snap.Get("app.test.post")
+		if _, _, err := a.Put(ctx, lexicon.Upload{Document: json.RawMessage(recordDoc)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.Put(ctx, lexicon.Upload{Document: json.RawMessage(queryDoc), TargetCollection: "app.test.post"}); err != nil {
+			t.Fatal(err)
+		}
+		snap = refresh(true)
+		if l, _ := snap.Get("app.test.post"); l.Revision != 2 || l == post {
+			t.Fatalf("revision after refresh: %+v", l)
+		}
+		if _, ok := snap.Get("app.test.getPosts"); !ok || snap.Len() != 2 {
+			t.Fatalf("query lexicon missing after refresh (%d lexicons)", snap.Len())
+		}
+
+		if err := a.Delete(ctx, "app.test.post"); err != nil {
+			t.Fatal(err)
+		}
+		snap = refresh(true)
+		if _, ok := snap.Get("app.test.post"); ok || len(snap.RecordCollections()) != 0 {
+			t.Fatal("deleted lexicon survived the refresh")
+		}
+	})
+}
