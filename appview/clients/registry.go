@@ -58,6 +58,7 @@ type entry struct {
 	row       storage.APIClient
 	limiter   *rate.Limiter
 	stale     bool
+	editedAt  time.Time // when Invalidate marked it stale
 	checkedAt time.Time
 }
 
@@ -111,11 +112,16 @@ func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
 	// serve this request from it, but read again on the next.
 	fresh.stale = reg.gen != gen
 	if old := reg.entries[key]; old != nil && old.limiter != nil {
-		// The bucket outlives edits and deactivation, keeping its level.
+		// The bucket outlives edits and deactivation, keeping its level;
+		// new limits count from the edit, not from this first request
+		// after it.
 		if fresh.limiter != nil {
-			now := reg.now()
-			old.limiter.SetLimitAt(now, fresh.limiter.Limit())
-			old.limiter.SetBurstAt(now, fresh.limiter.Burst())
+			at := reg.now()
+			if old.stale && !old.editedAt.IsZero() && old.editedAt.Before(at) {
+				at = old.editedAt
+			}
+			old.limiter.SetLimitAt(at, fresh.limiter.Limit())
+			old.limiter.SetBurstAt(at, fresh.limiter.Burst())
 		}
 		fresh.limiter = old.limiter
 	}
@@ -213,9 +219,10 @@ func (reg *Registry) Invalidate(keys ...string) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	reg.gen++
+	now := reg.now()
 	for _, k := range keys {
-		if e := reg.entries[k]; e != nil {
-			e.stale = true
+		if e := reg.entries[k]; e != nil && !e.stale {
+			e.stale, e.editedAt = true, now
 		}
 	}
 }

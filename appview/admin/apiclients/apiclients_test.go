@@ -461,8 +461,11 @@ func TestRateLimits(t *testing.T) {
 		expectLimited(t, env.Do(t, "GET", "/xrpc/app.test.ping?client_key="+key, nil))
 		expect(t, ping(t, env, other), 200, "")
 
-		// A faster refill applies at once.
+		// A faster refill applies at once: the bucket keeps its level (empty)
+		// and refills at the new rate from the edit on (a token every
+		// microsecond), not only from the first request after it.
 		expect(t, su.Do(t, "PUT", "/admin/api-clients/"+id, map[string]any{"rate_limit_refill_rate": 1e6}), 204, "")
+		time.Sleep(time.Millisecond)
 		expect(t, ping(t, env, key), 200, "")
 
 		// A lower capacity applies at once; clearing it brings the default.
