@@ -238,8 +238,11 @@ func (v *vm) guardStrings(str *lua.LTable) {
 	str.RawSetString("byte", L.NewFunction(v.guardResults(str.RawGetString("byte").(*lua.LFunction), "string slice too long")))
 	format := str.RawGetString("format").(*lua.LFunction)
 	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int { return v.format(L, format) }))
-	gsub := str.RawGetString("gsub").(*lua.LFunction)
-	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int { return v.gsub(L, gsub) }))
+	// Pattern functions on the budgeted matcher (patternlib.go).
+	str.RawSetString("find", L.NewFunction(v.strFind))
+	str.RawSetString("match", L.NewFunction(v.strMatch))
+	str.RawSetString("gmatch", L.NewFunction(v.strGmatch))
+	str.RawSetString("gsub", L.NewFunction(v.strGsub))
 	for _, name := range []string{"lower", "upper", "reverse", "char"} {
 		orig := str.RawGetString(name).(*lua.LFunction)
 		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
@@ -397,53 +400,6 @@ func (v *vm) format(L *lua.LState, orig *lua.LFunction) int {
 	n := orig.GFunction(L)
 	if s, ok := L.Get(-1).(lua.LString); ok {
 		v.alloc(len(s))
-	}
-	return n
-}
-
-// gsub is string.gsub with the result size bounded: a string replacement
-// is checked against the largest possible result before running, and
-// function or table replacements are counted as they are produced.
-func (v *vm) gsub(L *lua.LState, orig *lua.LFunction) int {
-	s := L.CheckString(1)
-	L.CheckString(2)
-	repl := L.Get(3)
-	limit := int64(len(s)) + 1
-	if L.GetTop() >= 4 {
-		limit = min(limit, int64(L.CheckInt(4)))
-	}
-	switch r := repl.(type) {
-	case lua.LString, lua.LNumber:
-		bound := int64(len(s)) + max(limit, 0)*int64(len(lua.LVAsString(r)))
-		if bound > int64(v.e.limits.MaxString) {
-			v.alloc(v.e.limits.MaxString + 1)
-		}
-	case *lua.LFunction, *lua.LTable:
-		produced := int64(len(s))
-		wrapped := L.NewFunction(func(L *lua.LState) int {
-			top := L.GetTop()
-			if t, ok := r.(*lua.LTable); ok {
-				L.Push(L.GetTable(t, L.Get(1)))
-			} else {
-				L.Push(r)
-				for i := 1; i <= top; i++ {
-					L.Push(L.Get(i))
-				}
-				L.Call(top, 1)
-			}
-			if out := L.Get(-1); lua.LVCanConvToString(out) {
-				produced += int64(len(lua.LVAsString(out)))
-				if produced > int64(v.e.limits.MaxString) {
-					v.alloc(v.e.limits.MaxString + 1)
-				}
-			}
-			return 1
-		})
-		L.Replace(3, wrapped)
-	}
-	n := orig.GFunction(L)
-	if out, ok := L.Get(-n).(lua.LString); ok {
-		v.alloc(len(out))
 	}
 	return n
 }
