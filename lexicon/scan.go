@@ -280,16 +280,27 @@ func (s *scanner) object(n *node, i int, wantType string) (int, objectInfo, bool
 			}
 		}
 		// Keys atdata gives meaning to are noted whatever the schema says
-		// of them; their values are read as generic data first.
+		// of them. Without a schema their values are read as generic data.
 		if prop == nil {
 			if i, ok = s.specialKey(&info, key, i, wantType); !ok {
 				return i, info, false
 			}
 		} else {
-			if specialKeys[key] {
+			// Only the keys that decide special() matter next to a schema
+			// (its check covers the value); $type's value too.
+			switch key {
+			case "$type":
 				if _, ok = s.specialKey(&info, key, i, wantType); !ok {
 					return i, info, false
 				}
+			case "$link":
+				info.link = true
+			case "$bytes":
+				info.bytes = true
+			case "mimeType":
+				info.mimeType = true
+			case "cid":
+				info.cid = true
 			}
 			if i, ok = s.value(prop, i); !ok {
 				return i, info, false
@@ -312,9 +323,6 @@ func (s *scanner) object(n *node, i int, wantType string) (int, objectInfo, bool
 		}
 	}
 }
-
-// specialKeys are the object keys atdata gives meaning to.
-var specialKeys = map[string]bool{"$type": true, "$link": true, "$bytes": true, "cid": true, "mimeType": true, "size": true, "ref": true}
 
 // specialKey reads the generic value of key at i, noting in info what
 // atdata makes of the keys it gives meaning to.
