@@ -210,28 +210,12 @@ func (r *runner) backfill(ctx context.Context, backend, dbURL string, live []jet
 	if err != nil {
 		return res, err
 	}
-	js := jetstreamtest.Start()
-	defer js.Close()
-	svc, err := r.start(serviceConfig{dbURL: dbURL, jetstreamURL: js.URL, plcURL: src.plc.URL(), allowPrivateNetworks: true})
+	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL, plcURL: src.plc.URL(), allowPrivateNetworks: true}, live, backend, "backfill", &res)
 	if err != nil {
 		return res, err
 	}
-	defer svc.stop()
-	if _, err := waitReady(ctx, svc, js); err != nil {
-		return res, err
-	}
-	pub := publishAtRate(ctx, js, live, r.opt.steadyRate)
-	defer pub.stop()
-	if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup)); err != nil {
-		return res, err
-	}
-	r0, err := r.measure(ctx, svc)
-	if err != nil {
-		return res, err
-	}
-	var stopProfile func()
-	res.profilePath, stopProfile = r.startProfile(backend, "backfill")
-	defer stopProfile()
+	defer w.close()
+	svc, pub, r0 := w.svc, w.pub, w.first
 	var created backfillJob
 	if err := callJSON(ctx, http.MethodPost, svc.baseURL()+"/admin/backfill", key,
 		map[string]any{"collection": collPost, "dids": src.dids}, &created); err != nil {
@@ -245,7 +229,7 @@ func (r *runner) backfill(ctx context.Context, backend, dbURL string, live []jet
 	if err != nil {
 		return res, err
 	}
-	stopProfile()
+	w.stopProfile()
 	res.liveRanOut = pub.ranOut()
 	pub.stop()
 	s0, s1 := r0.metrics, r1.metrics

@@ -319,32 +319,66 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	return res, nil
 }
 
+// liveWindow is a fresh service receiving a stream at the steady rate,
+// past its warm-up, with the first reading of the measured window taken and
+// a CPU profile (in-process) running.
+type liveWindow struct {
+	js          *jetstreamtest.Server
+	svc         service
+	pub         *publisher
+	ready       scrape  // the service's metrics before any event
+	first       reading // the start of the measured window
+	stopProfile func()
+}
+
+// startLive starts a stand-in and a service with cfg (its Jetstream URL
+// filled in), publishes events at -steady-rate, waits out -steady-warmup
+// and takes the window's first reading. close stops it all.
+func (r *runner) startLive(ctx context.Context, cfg serviceConfig, events []jetstreamtest.Event, backend, phase string, res *phaseResult) (*liveWindow, error) {
+	w := &liveWindow{js: jetstreamtest.Start(), stopProfile: func() {}}
+	cfg.jetstreamURL = w.js.URL
+	var err error
+	if w.svc, err = r.start(cfg); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.ready, err = waitReady(ctx, w.svc, w.js); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.pub = publishAtRate(ctx, w.js, events, r.opt.steadyRate)
+	if err := sleepUntil(ctx, w.pub.start.Add(r.opt.steadyWarmup)); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.first, err = r.measure(ctx, w.svc); err != nil {
+		w.close()
+		return nil, err
+	}
+	res.profilePath, w.stopProfile = r.startProfile(backend, phase)
+	return w, nil
+}
+
+func (w *liveWindow) close() {
+	w.stopProfile()
+	if w.pub != nil {
+		w.pub.stop()
+	}
+	if w.svc != nil {
+		w.svc.stop()
+	}
+	w.js.Close()
+}
+
 // steady publishes at a fixed rate and measures the window after warmup.
 func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jetstreamtest.Event) (phaseResult, error) {
 	res := phaseResult{name: "steady", events: len(events), inProcess: r.opt.inProcess}
-	js := jetstreamtest.Start()
-	defer js.Close()
-	svc, err := r.start(serviceConfig{dbURL: dbURL, jetstreamURL: js.URL})
+	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL}, events, backend, "steady", &res)
 	if err != nil {
 		return res, err
 	}
-	defer svc.stop()
-	s00, err := waitReady(ctx, svc, js)
-	if err != nil {
-		return res, err
-	}
-	pub := publishAtRate(ctx, js, events, r.opt.steadyRate)
-	defer pub.stop()
-	if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup)); err != nil {
-		return res, err
-	}
-	r0, err := r.measure(ctx, svc)
-	if err != nil {
-		return res, err
-	}
-	var stopProfile func()
-	res.profilePath, stopProfile = r.startProfile(backend, "steady")
-	defer stopProfile()
+	defer w.close()
+	svc, pub, s00, r0 := w.svc, w.pub, w.ready, w.first
 	if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup+r.opt.steadyDuration)); err != nil {
 		return res, err
 	}
@@ -352,7 +386,7 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 	if err != nil {
 		return res, err
 	}
-	stopProfile()
+	w.stopProfile()
 	s0, s1 := r0.metrics, r1.metrics
 	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
 	res.rejected = s1.rejected - s00.rejected

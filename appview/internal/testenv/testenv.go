@@ -259,6 +259,13 @@ func (r Response) Error(t testing.TB) string {
 // headers are name, value pairs.
 func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string) Response {
 	t.Helper()
+	return Request(t, method, e.URL+path, body, headers...)
+}
+
+// Request sends a request to url and reads the answer. body is
+// JSON-encoded unless it is []byte or nil; headers are name, value pairs.
+func Request(t testing.TB, method, url string, body any, headers ...string) Response {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -271,7 +278,7 @@ func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string)
 		}
 		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.URL+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +293,10 @@ func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string)
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 }
 

@@ -6,13 +6,10 @@
 package admintest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -108,36 +105,7 @@ func (s *Server) newCaller(t testing.TB, super bool, perms ...admin.Permission) 
 // []byte or nil.
 func (c *Caller) Do(t testing.TB, method, path string, body any) Response {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, c.srv.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	return testenv.Request(t, method, c.srv.URL+path, body, "Authorization", "Bearer "+c.key)
 }
 
 // Response is a decoded HTTP answer (the test environment's type, so the
