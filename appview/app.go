@@ -17,31 +17,32 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lexview/lexview/appview/admin"
-	"github.com/lexview/lexview/appview/admin/apiclients"
-	"github.com/lexview/lexview/appview/admin/authkeys"
-	"github.com/lexview/lexview/appview/admin/backfill"
-	"github.com/lexview/lexview/appview/admin/deadletters"
-	"github.com/lexview/lexview/appview/admin/events"
-	"github.com/lexview/lexview/appview/admin/lexicons"
-	"github.com/lexview/lexview/appview/admin/operator"
-	"github.com/lexview/lexview/appview/admin/scripts"
-	"github.com/lexview/lexview/appview/admin/scriptvars"
-	"github.com/lexview/lexview/appview/admin/users"
-	"github.com/lexview/lexview/appview/clients"
-	"github.com/lexview/lexview/appview/eventlog"
-	"github.com/lexview/lexview/appview/fixed"
-	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/metrics"
-	"github.com/lexview/lexview/appview/oauthapi"
-	"github.com/lexview/lexview/appview/respond"
-	"github.com/lexview/lexview/appview/scripting"
-	"github.com/lexview/lexview/appview/serviceauth"
-	"github.com/lexview/lexview/appview/session"
-	"github.com/lexview/lexview/appview/thirdparty"
-	"github.com/lexview/lexview/appview/userauth"
-	"github.com/lexview/lexview/appview/xrpc"
+	"github.com/lexview/lexview/appview/internal/admin"
+	"github.com/lexview/lexview/appview/internal/admin/apiclients"
+	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/admin/backfill"
+	"github.com/lexview/lexview/appview/internal/admin/deadletters"
+	"github.com/lexview/lexview/appview/internal/admin/events"
+	"github.com/lexview/lexview/appview/internal/admin/lexicons"
+	"github.com/lexview/lexview/appview/internal/admin/operator"
+	"github.com/lexview/lexview/appview/internal/admin/scripts"
+	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
+	"github.com/lexview/lexview/appview/internal/admin/users"
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/fixed"
+	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/appview/internal/oauthapi"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/scripting"
+	"github.com/lexview/lexview/appview/internal/serviceauth"
+	"github.com/lexview/lexview/appview/internal/session"
+	"github.com/lexview/lexview/appview/internal/thirdparty"
+	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/xrpc"
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -148,10 +149,16 @@ func New(cfg Config) (*App, error) {
 	a.writer = a.newWriter()
 	a.scripts.SetWriter(a.writer)
 	// Backfill: the job manager writes through the one batch writer.
-	a.backfill = backfilljobs.New(backfilljobs.Config{
-		Store: a.store, Writer: a.writer, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
-		RelayURL: cfg.RelayURL, Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
-	})
+	bcfg := backfilljobs.Config{
+		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
+		RelayURL: cfg.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now,
+	}
+	if a.metrics != nil {
+		bcfg.Metrics = a.metrics
+	}
+	if a.backfill, err = backfilljobs.New(bcfg); err != nil {
+		return fail(err)
+	}
 	a.source = cfg.EventSource
 	if a.source == nil && cfg.JetstreamURL != "off" {
 		a.source = &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Metrics: a.metrics, Logger: a.log, Now: cfg.Now}
@@ -226,12 +233,13 @@ func (a *App) routes() http.Handler {
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
 func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
-	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, a.events, a.cfg.Now, a.log)
+	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, admins.New(a.store, a.events, a.cfg.Now, a.log), a.cfg.Now, a.log)
 	m := admin.NewMux(auth, a.log)
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
 		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
 		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Scripts: a.scripts,
+		StreamKeepalive: a.cfg.StreamKeepalive,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
 			"metrics":          a.cfg.MetricsAddr != "",

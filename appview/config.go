@@ -10,10 +10,8 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 
-	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/netguard"
-	"github.com/lexview/lexview/appview/scripting"
+	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/script/luascript"
 	"github.com/lexview/lexview/storage"
@@ -90,7 +88,7 @@ type Config struct {
 	// ScriptRetry bounds the automatic retries of failed record-event
 	// scripts before their dead letters wait for an operator (default 3
 	// attempts, 2 s backoff doubling).
-	ScriptRetry scripting.RetryPolicy
+	ScriptRetry RetryPolicy
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
 	// client with timeouts that refuses private and loopback addresses
 	// (except the hosts of PLCURL, RelayURL and JetstreamURL).
@@ -103,22 +101,39 @@ type Config struct {
 	Directory identity.Directory
 	// ClientIdentifier identifies the API client of each XRPC request;
 	// default: the API clients stored in the instance (admin API).
-	ClientIdentifier clients.Identifier
+	ClientIdentifier ClientIdentifier
 
 	// EventSource is the live event stream; default Jetstream at
 	// JetstreamURL (none when JetstreamURL is "off").
 	EventSource ingest.Source
+
+	// StreamKeepalive is how often an idle Server-Sent Events stream (a
+	// backfill job's progress) sends a keepalive comment; default 15 s.
+	StreamKeepalive time.Duration
 
 	// ServiceAuthAudiences, when set, restricts the `aud` of service-auth
 	// JWTs accepted by the admin API (for example the instance's did:web).
 	ServiceAuthAudiences []string
 }
 
-// withDefaults returns a copy of c with every unset field filled in.
-func (c Config) withDefaults() Config {
+// withStorageDefaults fills in what opening the database needs: its URL,
+// the logger and the clock.
+func (c Config) withStorageDefaults() Config {
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = DefaultDatabaseURL
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// withDefaults returns a copy of c with every unset field filled in.
+func (c Config) withDefaults() Config {
+	c = c.withStorageDefaults()
 	if c.Host == "" {
 		c.Host = DefaultHost
 	}
@@ -149,12 +164,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EventLogRetentionDays == 0 {
 		c.EventLogRetentionDays = DefaultEventLogRetentionDays
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if c.ScriptEngine == nil {
 		c.ScriptEngine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})

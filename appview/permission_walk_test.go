@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/admin"
+	"github.com/lexview/lexview/appview/internal/admin"
+	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -40,7 +41,7 @@ func TestPermissionTableWalk(t *testing.T) {
 			t.Fatal("no admin routes mounted")
 		}
 		for _, route := range routes {
-			rule, ok := admin.Table[route]
+			rule, ok := admin.RuleFor(route)
 			if !ok {
 				t.Fatalf("%s is mounted but not in the table", route)
 			}
@@ -57,8 +58,8 @@ func TestPermissionTableWalk(t *testing.T) {
 				t.Errorf("%s as a non-admin: %d %s", route, r.Status, r.Raw)
 			}
 			// An admin holding everything except what the route needs.
-			var perms []admin.Permission
-			for _, p := range admin.All() {
+			var perms []admins.Permission
+			for _, p := range admins.All() {
 				needed := false
 				for _, n := range rule.Perms {
 					needed = needed || n == p

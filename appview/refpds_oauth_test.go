@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/clients"
-	"github.com/lexview/lexview/appview/fixed"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/refpds"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"

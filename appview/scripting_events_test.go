@@ -8,19 +8,18 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/clients"
-	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/scripting"
 	"github.com/lexview/lexview/appview/internal/testenv"
-	"github.com/lexview/lexview/appview/scripting"
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/oauth/oauthtest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-func noteChange(did, rkey, text string) indexer.Change {
+func noteChange(did, rkey, text string) storage.Change {
 	rec, _ := json.Marshal(map[string]any{"$type": "app.test.note", "text": text})
-	return indexer.Change{Op: indexer.Create, DID: did, Collection: "app.test.note", RKey: rkey, CID: "bafyrei" + rkey, Record: rec}
+	return storage.Change{Op: storage.OpCreate, DID: did, Collection: "app.test.note", RKey: rkey, CID: "bafyrei" + rkey, Record: rec}
 }
 
 type deadLetterList struct {
@@ -55,7 +54,7 @@ func TestRecordEventScripts(t *testing.T) {
 		}
 		adm := env.Bootstrap(t)
 		w := env.App.Writer()
-		if _, err := w.Write(ctx, "test", []indexer.Change{
+		if _, err := w.Write(ctx, "test", []storage.Change{
 			noteChange(did, "3kaaa", "hello"), noteChange(did, "3kbbb", "skip me"), noteChange(did, "3kccc", "fail"),
 		}); err != nil {
 			t.Fatal(err)
@@ -102,7 +101,7 @@ func TestRecordEventScripts(t *testing.T) {
 		if r := adm.Do(t, "DELETE", "/admin/scripts/"+scriptID(t, adm, "record.create:app.test.note"), nil); r.Status != 204 {
 			t.Fatalf("delete script: %d %s", r.Status, r.Raw)
 		}
-		if _, err := w.Write(ctx, "test", []indexer.Change{noteChange(did, "3kddd", "fail")}); err != nil {
+		if _, err := w.Write(ctx, "test", []storage.Change{noteChange(did, "3kddd", "fail")}); err != nil {
 			t.Fatal(err)
 		}
 		adm.Do(t, "GET", "/admin/dead-letters", nil).JSON(t, &list)
@@ -151,7 +150,7 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 			"source": `function handle() assert(vars.ready, "not ready") return true end`}); r.Status != 201 {
 			t.Fatalf("install: %d %s", r.Status, r.Raw)
 		}
-		if _, err := env.App.Writer().Write(ctx, "test", []indexer.Change{noteChange("did:plc:auto", "3kaaa", "x")}); err != nil {
+		if _, err := env.App.Writer().Write(ctx, "test", []storage.Change{noteChange("did:plc:auto", "3kaaa", "x")}); err != nil {
 			t.Fatal(err)
 		}
 		if r := adm.Do(t, "POST", "/admin/script-variables", map[string]any{"key": "ready", "value": "yes"}); r.Status != 200 {

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/clients"
-	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -54,11 +53,11 @@ func newScriptEnv(t *testing.T, store storage.Store) *scriptEnv {
 // text "note i".
 func (e *scriptEnv) seed(t *testing.T, n int) {
 	t.Helper()
-	var changes []indexer.Change
+	var changes []storage.Change
 	for i := 1; i <= n; i++ {
 		rec, _ := json.Marshal(map[string]any{"$type": "app.test.note", "text": fmt.Sprintf("note %d", i), "likes": i,
 			"tags": []string{"t" + fmt.Sprint(i%3)}})
-		changes = append(changes, indexer.Change{Op: indexer.Create, DID: e.did, Collection: "app.test.note",
+		changes = append(changes, storage.Change{Op: storage.OpCreate, DID: e.did, Collection: "app.test.note",
 			RKey: fmt.Sprintf("3k%05d", i), CID: fmt.Sprintf("bafyreinote%d", i), Record: rec})
 	}
 	if _, err := e.App.Writer().Write(context.Background(), "test", changes); err != nil {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lexview/lexview/appview/admin/operator"
-	"github.com/lexview/lexview/appview/eventlog"
+	"github.com/lexview/lexview/appview/internal/admin/operator"
+	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/storage"
 )
 

@@ -11,10 +11,10 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/admin/authkeys"
-	"github.com/lexview/lexview/appview/eventlog"
-	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -179,7 +179,7 @@ func (a *App) serveMetrics(ctx context.Context) {
 // the event log.
 type syncSink struct{ app *App }
 
-func (s *syncSink) Records(ctx context.Context, changes []indexer.Change, cursor int64) error {
+func (s *syncSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
 	_, err := s.app.writer.Submit(ctx, "jetstream", changes, &storage.StreamCursor{Name: jetstreamCursor, Value: cursor})
 	return err
 }

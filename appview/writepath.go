@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lexview/lexview/appview/admin/authkeys"
-	"github.com/lexview/lexview/appview/userauth"
+	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )

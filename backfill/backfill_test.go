@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/backfill"
-	"github.com/lexview/lexview/backfill/backfilltest"
+	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/backfill"
-	"github.com/lexview/lexview/backfill/backfilltest"
+	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -42,7 +42,6 @@ func BenchmarkBackfill(b *testing.B) {
 			run := func() time.Duration {
 				h := newHarness(b, be.Open(b), p, "")
 				h.tune = func(c *backfill.Config) { c.PageSize, c.DiscoveryPageSize = 100, 1000 }
-				h.writerDelay = 0 // the App's writer settings
 				mgr := h.start()
 				defer h.stop()
 				start := time.Now()

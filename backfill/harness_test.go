@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/lexview/lexview/appview/eventlog"
-	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/backfill"
-	"github.com/lexview/lexview/backfill/backfilltest"
+	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -37,8 +36,6 @@ type harness struct {
 	plc      *backfilltest.PLC
 	relayURL string
 	tune     func(*backfill.Config)
-	// writerDelay is the batch writer's MaxDelay; 0 is its default (50ms).
-	writerDelay time.Duration
 
 	mgr    *backfill.Manager
 	cancel context.CancelFunc
@@ -56,27 +53,29 @@ func newHarness(t testing.TB, store storage.Store, p *backfilltest.PLC, relayURL
 			t.Fatal(err)
 		}
 	}
-	return &harness{t: t, store: store, lexicons: reg, plc: p, relayURL: relayURL, writerDelay: 5 * time.Millisecond}
+	return &harness{t: t, store: store, lexicons: reg, plc: p, relayURL: relayURL}
 }
 
 // start builds a fresh writer and Manager and runs them.
 func (h *harness) start() *backfill.Manager {
 	h.t.Helper()
-	w := indexer.New(h.store, h.lexicons, indexer.Options{MaxDelay: h.writerDelay, Logger: quiet})
 	cfg := backfill.Config{
-		Store: h.store, Writer: w, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
-		Events: eventlog.New(h.store, time.Now, quiet), Logger: quiet,
+		Store: h.store, Writer: storeWriter{h.store}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
+		HTTPClient: http.DefaultClient, Events: storeAudit{h.store}, Logger: quiet,
 		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,
 		RetryBackoff: 10 * time.Millisecond, MaxRateLimitWait: 2 * time.Second, PollInterval: 20 * time.Millisecond,
 	}
 	if h.tune != nil {
 		h.tune(&cfg)
 	}
-	h.mgr = backfill.New(cfg)
+	mgr, err := backfill.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.mgr = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	h.wg.Add(2)
-	go func() { defer h.wg.Done(); w.Run(ctx) }()
+	h.wg.Add(1)
 	go func() { defer h.wg.Done(); h.mgr.Run(ctx) }()
 	h.t.Cleanup(h.stop)
 	return h.mgr
@@ -188,3 +187,36 @@ func describe(j storage.BackfillJob) string {
 }
 
 func did(i int) string { return fmt.Sprintf("did:plc:acct%04d", i) }
+
+// storeWriter writes each submission straight to the store in one
+// transaction: the App's batch writer (validation, hooks, batching across
+// submissions) is tested in its own package.
+type storeWriter struct{ store storage.Store }
+
+func (w storeWriter) WriteBulk(ctx context.Context, _ string, changes []storage.Change) error {
+	b := storage.Batch{Ops: make([]storage.RecordOp, len(changes))}
+	for i, c := range changes {
+		b.Ops[i] = storage.RecordOp{Delete: c.Op == storage.OpDelete, Record: storage.Record{
+			URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
+			IndexedAt: time.Now(),
+		}}
+	}
+	return w.store.ApplyBatch(ctx, b)
+}
+
+// storeAudit appends audit entries to the store's event log.
+type storeAudit struct{ store storage.Store }
+
+func (a storeAudit) Record(ctx context.Context, e backfill.AuditEntry) {
+	detail, _ := json.Marshal(e.Detail)
+	if e.Detail == nil {
+		detail = []byte("{}")
+	}
+	severity := e.Severity
+	if severity == "" {
+		severity = "info"
+	}
+	_ = a.store.AppendEvents(ctx, []storage.Event{{
+		Type: e.Type, Severity: severity, ActorDID: e.ActorDID, Subject: e.Subject, Detail: detail, CreatedAt: time.Now(),
+	}})
+}

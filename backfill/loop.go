@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lexview/lexview/appview/eventlog"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -91,7 +90,7 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 		done, ferr := m.finish(bg, job.ID, live, storage.BackfillFailed, storage.StageFailed, err.Error())
 		log.Error("backfill job failed", "err", err)
 		if ferr == nil && done.Status == storage.BackfillFailed {
-			m.audit(bg, eventlog.Entry{Type: "backfill.failed", Severity: eventlog.Error, Subject: job.ID, Detail: summary(done)})
+			m.audit(bg, AuditEntry{Type: "backfill.failed", Severity: "error", Subject: job.ID, Detail: summary(done)})
 		}
 	default:
 		done, ferr := m.finish(bg, job.ID, live, storage.BackfillCompleted, storage.StageCompleted, "")
@@ -100,7 +99,7 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 			return
 		}
 		log.Info("backfill job completed", "repos", deref(done.ProcessedRepos), "records", deref(done.TotalRecords))
-		m.audit(bg, eventlog.Entry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done)})
+		m.audit(bg, AuditEntry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done)})
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package backfill runs backfill jobs: it discovers repositories (through
 // the relay, or from a list of accounts), resolves each to its PDS, fetches
 // the records of the wanted collections with com.atproto.repo.listRecords,
-// and writes them through the batch writer (appview/indexer).
+// and writes them through the batch writer it is given (Writer).
 //
 // Jobs follow the specification's state machine. Statuses: running,
 // pausing, paused, cancelling, cancelled, completed, failed. Stages:
@@ -34,9 +34,6 @@ import (
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/eventlog"
-	"github.com/lexview/lexview/appview/indexer"
-	"github.com/lexview/lexview/appview/metrics"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -48,9 +45,30 @@ type Store interface {
 }
 
 // Writer commits record changes as bulk work, behind live ingestion, and
-// waits for the commit (*indexer.Writer).
+// waits for the commit. Changes it refuses (validation) are its own
+// business; an error means the changes were not written.
 type Writer interface {
-	WriteBulk(ctx context.Context, source string, changes []indexer.Change) (indexer.Result, error)
+	WriteBulk(ctx context.Context, source string, changes []storage.Change) error
+}
+
+// Audit records what happens to jobs in the instance's event log.
+type Audit interface {
+	Record(ctx context.Context, e AuditEntry)
+}
+
+// AuditEntry is one event of a job's life (backfill.created, .completed,
+// .failed, ...).
+type AuditEntry struct {
+	Type     string
+	Severity string // "" (info), "warn" or "error"
+	ActorDID string
+	Subject  string // the job ID
+	Detail   any
+}
+
+// Metrics counts repositories and records as they finish.
+type Metrics interface {
+	BackfillRepo(outcome string, records int)
 }
 
 // Snapshotter hands out the current lexicon snapshot (*lexicon.Registry).
@@ -65,10 +83,10 @@ type Config struct {
 	Writer     Writer
 	Lexicons   Snapshotter
 	Directory  identity.Directory
-	HTTPClient *http.Client // default http.DefaultClient
+	HTTPClient *http.Client // required: reaches PDSes and the relay (pass a guarded client)
 	RelayURL   string
-	Events     *eventlog.Log    // audit trail; nil records nothing
-	Metrics    *metrics.Metrics // nil records nothing
+	Events     Audit   // audit trail; nil records nothing
+	Metrics    Metrics // nil records nothing
 	Logger     *slog.Logger
 	Now        func() time.Time
 
@@ -140,10 +158,15 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// New returns a Manager; call Run to process jobs.
-func New(cfg Config) *Manager {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+// New returns a Manager; call Run to process jobs. Store, Writer,
+// Lexicons, Directory and HTTPClient are required: there is no default
+// HTTP client, so that nothing reaches the network unguarded.
+func New(cfg Config) (*Manager, error) {
+	switch {
+	case cfg.Store == nil, cfg.Writer == nil, cfg.Lexicons == nil, cfg.Directory == nil:
+		return nil, errors.New("backfill: Store, Writer, Lexicons and Directory are required")
+	case cfg.HTTPClient == nil:
+		return nil, errors.New("backfill: HTTPClient is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -176,7 +199,7 @@ func New(cfg Config) *Manager {
 		},
 		broker: newBroker(),
 		wake:   make(chan struct{}, 1),
-	}
+	}, nil
 }
 
 // Request asks for a backfill job.
@@ -246,7 +269,7 @@ func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID 
 	if err != nil {
 		return err
 	}
-	m.audit(ctx, eventlog.Entry{Type: "backfill.created", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
+	m.audit(ctx, AuditEntry{Type: "backfill.created", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
 		"collection": collection, "scope": job.Scope, "trigger": "lexicon",
 	}})
 	return nil
@@ -329,7 +352,7 @@ func (m *Manager) poke() {
 	}
 }
 
-func (m *Manager) audit(ctx context.Context, e eventlog.Entry) {
+func (m *Manager) audit(ctx context.Context, e AuditEntry) {
 	if m.cfg.Events != nil {
 		m.cfg.Events.Record(ctx, e)
 	}

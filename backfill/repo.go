@@ -11,7 +11,6 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/indexer"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -90,7 +89,9 @@ func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status 
 	if err := r.save(ctx, repo); err != nil {
 		return err
 	}
-	r.m.cfg.Metrics.BackfillRepo(status, int(records))
+	if r.m.cfg.Metrics != nil {
+		r.m.cfg.Metrics.BackfillRepo(status, int(records))
+	}
 	r.m.broker.publish(Event{
 		Type: EventRepoFetched, JobID: r.id, DID: repo.DID, PDSEndpoint: repo.PDSEndpoint,
 		Records: records, Status: status, Error: repo.Error,
@@ -200,7 +201,7 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 		if err := r.m.http.get(ctx, pds, "com.atproto.repo.listRecords", params, &page); err != nil {
 			return n, errors.Join(drain(0), err)
 		}
-		changes := make([]indexer.Change, 0, len(page.Records))
+		changes := make([]storage.Change, 0, len(page.Records))
 		for _, rec := range page.Records {
 			if c, ok := toChange(did, collection, rev, rec.URI, rec.CID, rec.Value); ok {
 				changes = append(changes, c)
@@ -213,7 +214,7 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 			done := make(chan error, 1)
 			inflight = append(inflight, done)
 			go func() {
-				_, err := r.m.cfg.Writer.WriteBulk(ctx, Source, changes)
+				err := r.m.cfg.Writer.WriteBulk(ctx, Source, changes)
 				if err != nil {
 					err = &writeError{err}
 				}
@@ -230,14 +231,14 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 
 // toChange turns a listed record into a create, if its AT URI names the
 // repository and collection asked for and a valid record key.
-func toChange(did, collection, rev, uri, cid string, value json.RawMessage) (indexer.Change, bool) {
+func toChange(did, collection, rev, uri, cid string, value json.RawMessage) (storage.Change, bool) {
 	rest, ok := strings.CutPrefix(uri, "at://"+did+"/"+collection+"/")
 	if !ok || !validRecordKey(rest) || cid == "" || len(value) == 0 {
-		return indexer.Change{}, false
+		return storage.Change{}, false
 	}
 	rkey := rest
-	return indexer.Change{
-		Op: indexer.Create, DID: did, Collection: collection, RKey: rkey, CID: cid, Rev: rev, Record: value,
+	return storage.Change{
+		Op: storage.OpCreate, DID: did, Collection: collection, RKey: rkey, CID: cid, Rev: rev, Record: value,
 	}, true
 }
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/oauth"
-	"github.com/lexview/lexview/oauth/oauthtest"
 )
 
 // reportPercentiles reports the median and 99th percentile of lat.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/oauth"
-	"github.com/lexview/lexview/oauth/oauthtest"
 )
 
 // memSource is an in-memory SessionSource with optimistic versions, shared

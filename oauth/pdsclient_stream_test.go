@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lexview/lexview/oauth/oauthtest"
+	"github.com/lexview/lexview/internal/oauthtest"
 )
 
 // patternReader yields n bytes without holding them: a streamed upload.

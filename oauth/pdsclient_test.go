@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/oauth"
-	"github.com/lexview/lexview/oauth/oauthtest"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lexview/lexview/appview/indexer"
+	"github.com/lexview/lexview/storage"
 )
 
 // Source reads a live event stream until its context ends.
@@ -35,7 +35,7 @@ type Sink interface {
 	// Records hands over record changes and the stream position that
 	// follows them. It may block (backpressure) and must not lose changes
 	// once it has returned nil.
-	Records(ctx context.Context, changes []indexer.Change, cursor int64) error
+	Records(ctx context.Context, changes []storage.Change, cursor int64) error
 	// Identity reports a changed handle or DID document.
 	Identity(ctx context.Context, e IdentityEvent)
 	// Account reports a changed account status.

@@ -16,8 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lexview/lexview/appview/indexer"
-	"github.com/lexview/lexview/appview/metrics"
+	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/internal/netguard"
+	"github.com/lexview/lexview/storage"
 )
 
 // Jetstream follows a Jetstream server's /subscribe endpoint. It asks for
@@ -27,7 +28,8 @@ import (
 type Jetstream struct {
 	// URL is the subscribe endpoint, e.g. wss://host/subscribe.
 	URL string
-	// HTTPClient dials the WebSocket; nil means http.DefaultClient.
+	// HTTPClient dials the WebSocket; nil means a client that refuses private
+	// and loopback addresses other than the URL's own host.
 	HTTPClient *http.Client
 	// Rewind is subtracted from the resume position so that nothing in
 	// flight is missed (writes are idempotent); default 3s.
@@ -118,7 +120,8 @@ func (j *Jetstream) defaults() {
 		j.Now = time.Now
 	}
 	if j.HTTPClient == nil {
-		j.HTTPClient = http.DefaultClient
+		// The operator chose the URL; its host may be on a private network.
+		j.HTTPClient = netguard.NewClient(netguard.Options{AllowHosts: []string{netguard.HostOf(j.URL)}}, 0)
 	}
 }
 
@@ -285,14 +288,14 @@ func (j *Jetstream) read(ctx context.Context, conn *websocket.Conn, collections 
 			if c == nil || !slices.Contains(collections, c.Collection) {
 				break
 			}
-			change := indexer.Change{
-				Op: indexer.Op(c.Operation), DID: ev.DID, Collection: c.Collection, RKey: c.RKey,
+			change := storage.Change{
+				Op: storage.ChangeOp(c.Operation), DID: ev.DID, Collection: c.Collection, RKey: c.RKey,
 				CID: c.CID, Rev: c.Rev, Record: c.Record, Received: received,
 			}
-			if change.Op == indexer.Delete {
+			if change.Op == storage.OpDelete {
 				change.Record, change.CID = nil, ""
 			}
-			if err := sink.Records(ctx, []indexer.Change{change}, ev.TimeUS); err != nil {
+			if err := sink.Records(ctx, []storage.Change{change}, ev.TimeUS); err != nil {
 				return fmt.Errorf("hand over records: %w", err)
 			}
 		case "identity":

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/clients"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -98,7 +97,7 @@ func run(ctx context.Context, dbPath string, port int) error {
 	}
 
 	// Every XRPC caller is an API client: create one for this demo.
-	client, _, err := app.Clients().Create(ctx, clients.NewClient{
+	client, _, err := app.Clients().Create(ctx, appview.NewClient{
 		Name: "embed example", ClientIDURL: "https://example.com/client-metadata.json",
 		ClientURI: "https://example.com", RedirectURIs: []string{"https://example.com/callback"},
 		CreatedBy: "did:plc:example",

@@ -16,9 +16,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/oauth/oauthtest"
 )
 
 // The lexicons -demo uploads: a record, a procedure writing it and a query
@@ -107,7 +106,7 @@ func startDemo(ctx context.Context) (_ *demo, err error) {
 			return nil, fmt.Errorf("upload lexicon: %w", err)
 		}
 	}
-	client, secret, err := d.app.Clients().Create(ctx, clients.NewClient{
+	client, secret, err := d.app.Clients().Create(ctx, appview.NewClient{
 		Name: "third-party example", ClientIDURL: "https://app.example/client-metadata.json",
 		ClientURI: "https://app.example", RedirectURIs: []string{"https://app.example/callback"},
 		Scopes: demoScopes, CreatedBy: "did:plc:exampleadmin",

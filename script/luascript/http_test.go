@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lexview/lexview/appview/netguard"
+	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/script"
 )
 

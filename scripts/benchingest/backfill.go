@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
-	"github.com/lexview/lexview/backfill/backfilltest"
+	"github.com/lexview/lexview/internal/backfilltest"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 )
 
 // The backfill phase's data set: -backfill-records records of collPost

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 )
 
 // The benchmark's record collections.

@@ -60,7 +60,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 )
 
 // Targets of issue 4, on the 2-core reference machine.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lexview/lexview/appview/ingest/jetstreamtest"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 )
 
 // phaseResult is what one measured phase reports.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/oauth"
-	"github.com/lexview/lexview/oauth/oauthtest"
 )
 
 // AppClient is how an app authenticates its /oauth/* calls: a

@@ -23,8 +23,8 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/admin"
-	"github.com/lexview/lexview/appview/clients"
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -328,7 +328,7 @@ func (e *Env) Bootstrap(t testing.TB) *Admin {
 }
 
 // AddAdmin stores a new admin user holding exactly perms.
-func (e *Env) AddAdmin(t testing.TB, perms ...admin.Permission) *Admin {
+func (e *Env) AddAdmin(t testing.TB, perms ...admins.Permission) *Admin {
 	t.Helper()
 	acct := e.PLC.NewAccount(t, false, "https://pds.test")
 	names := make([]string, len(perms))

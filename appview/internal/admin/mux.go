@@ -1,0 +1,137 @@
+// Package admin is the core of the admin API: authentication of admin
+// callers, the permission table and the one gate that enforces it, and the
+// helpers handler modules share. Handler modules (users, lexicons, API
+// clients, ...) live in sub-packages and mount their handlers on a Mux.
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/respond"
+)
+
+// Handler serves an authenticated, authorised admin request.
+type Handler func(w http.ResponseWriter, r *http.Request, p *admins.Principal)
+
+// Mux routes admin requests through authentication and the permission
+// gate to handlers.
+type Mux struct {
+	mux     *http.ServeMux
+	auth    *Authenticator
+	log     *slog.Logger
+	mounted []string
+}
+
+// NewMux returns an empty Mux.
+func NewMux(auth *Authenticator, log *slog.Logger) *Mux {
+	return &Mux{mux: http.NewServeMux(), auth: auth, log: log}
+}
+
+// RuleFor returns the permission rule of an admin route ("METHOD /admin/..."
+// in net/http pattern syntax), and whether the route is in the table.
+func RuleFor(route string) (Rule, bool) {
+	rule, ok := table[route]
+	return rule, ok
+}
+
+// Handle mounts h on route ("METHOD /admin/..."), which must be in the
+// permission table.
+func (m *Mux) Handle(route string, h Handler) {
+	rule, ok := RuleFor(route)
+	if !ok {
+		panic(fmt.Sprintf("admin: route %q is not in the permission table", route))
+	}
+	m.mounted = append(m.mounted, route)
+	m.mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
+		p, err := m.auth.Authenticate(r)
+		if err != nil {
+			respond.Fail(w, r, m.log, err)
+			return
+		}
+		if !rule.allows(p) {
+			respond.Error(w, http.StatusForbidden, "insufficient permissions")
+			return
+		}
+		h(w, r, p)
+	})
+}
+
+// Mounted lists the mounted routes, sorted.
+func (m *Mux) Mounted() []string {
+	out := slices.Clone(m.mounted)
+	slices.Sort(out)
+	return out
+}
+
+// ServeHTTP implements http.Handler.
+func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := m.mux.Handler(r); pattern == "" {
+		respond.Error(w, http.StatusNotFound, "not found")
+		return
+	}
+	m.mux.ServeHTTP(w, r)
+}
+
+// allows reports whether p passes the rule.
+func (rule Rule) allows(p *admins.Principal) bool {
+	if rule.SuperOnly {
+		return p.User.IsSuper
+	}
+	for _, need := range rule.Perms {
+		if !p.Perms.Has(need) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxBodySize bounds admin JSON bodies.
+const MaxBodySize = 4 << 20
+
+// Decode reads a JSON body into dst, answering 400 `invalid request body`
+// (or 413 for an oversized body) and returning false on failure.
+func Decode(w http.ResponseWriter, r *http.Request, dst any) bool {
+	err := respond.DecodeJSON(w, r, MaxBodySize, dst)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, respond.ErrBodyTooLarge):
+		respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
+	default:
+		respond.Error(w, http.StatusBadRequest, "invalid request body")
+	}
+	return false
+}
+
+// Timestamp formats a time the way every admin response does: ISO 8601
+// UTC with milliseconds.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// NullableTimestamp formats t, or returns nil for the zero time.
+func NullableTimestamp(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := Timestamp(t)
+	return &s
+}
+
+// Limit parses a `limit` parameter with a default and a maximum.
+func Limit(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, fmt.Errorf("limit must be an integer between 1 and %d", max)
+	}
+	return n, nil
+}

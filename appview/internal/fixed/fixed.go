@@ -1,0 +1,136 @@
+// Package fixed serves the XRPC endpoints whose behaviour does not come
+// from a lexicon:
+//
+//   - POST /xrpc/com.atproto.repo.uploadBlob streams the body to the
+//     caller's PDS through their DPoP session;
+//   - GET /xrpc/app.social.actor.getProfile resolves an actor through the
+//     identity directory (PLC) and reads their profile record from their
+//     PDS.
+//
+// Both are wrapped exactly like the dynamic XRPC routes: API client
+// identification and rate limiting first, then user authentication
+// (xrpc.UserMiddleware).
+package fixed
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/bluesky-social/indigo/atproto/identity"
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/xrpc"
+	"github.com/lexview/lexview/internal/netguard"
+)
+
+// Paths of the fixed endpoints.
+const (
+	UploadBlobPath = "/xrpc/com.atproto.repo.uploadBlob"
+	GetProfilePath = "/xrpc/app.social.actor.getProfile"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBlobSize is the largest blob uploadBlob accepts: 50 MB
+	// (50 MiB, 52,428,800 bytes, like the PDS stand-in's default).
+	DefaultMaxBlobSize = 50 << 20
+	// DefaultProfileTimeout bounds the profile look-up on the PDS.
+	DefaultProfileTimeout = 5 * time.Second
+	// DefaultMaxProfileResponse bounds the PDS's getRecord answer.
+	DefaultMaxProfileResponse = 1 << 20
+)
+
+// PDSClient sends requests to a user's PDS through their DPoP session;
+// *oauth.Client implements it. Do returns the PDS's response with its body
+// unread, and streams bodies larger than it buffers.
+type PDSClient interface {
+	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
+}
+
+// Directory resolves actors; identity.Directory implements it.
+type Directory interface {
+	LookupHandle(ctx context.Context, h syntax.Handle) (*identity.Identity, error)
+	LookupDID(ctx context.Context, did syntax.DID) (*identity.Identity, error)
+}
+
+// Options configure a Handler.
+type Options struct {
+	// ClientMiddleware identifies the API client (and takes a rate-limit
+	// token); nil serves requests without client identification.
+	ClientMiddleware func(http.Handler) http.Handler
+	// Users authenticates the user behind a request; nil treats every
+	// caller as anonymous (so both endpoints answer 401).
+	Users *userauth.Authenticator
+	// PDS proxies uploads with the caller's DPoP session.
+	PDS PDSClient
+	// Directory resolves actors for getProfile.
+	Directory Directory
+	// HTTPClient reads public records from PDSes (the guarded outbound
+	// client); default a client that refuses private and loopback addresses.
+	HTTPClient *http.Client
+	// MaxBlobSize: see DefaultMaxBlobSize.
+	MaxBlobSize int64
+	// ProfileTimeout: see DefaultProfileTimeout.
+	ProfileTimeout time.Duration
+	// MaxProfileResponse: see DefaultMaxProfileResponse.
+	MaxProfileResponse int64
+	Logger             *slog.Logger
+}
+
+// Handler serves the fixed endpoints.
+type Handler struct {
+	pds            PDSClient
+	dir            Directory
+	http           *http.Client
+	maxBlob        int64
+	profileTimeout time.Duration
+	maxProfile     int64
+	log            *slog.Logger
+	wrap           func(http.Handler) http.Handler
+}
+
+// New returns a Handler with unset options at their defaults.
+func New(o Options) *Handler {
+	h := &Handler{
+		pds: o.PDS, dir: o.Directory, http: o.HTTPClient, maxBlob: o.MaxBlobSize,
+		profileTimeout: o.ProfileTimeout, maxProfile: o.MaxProfileResponse, log: o.Logger,
+	}
+	if h.http == nil {
+		h.http = netguard.NewClient(netguard.Options{}, 30*time.Second)
+	}
+	if h.maxBlob <= 0 {
+		h.maxBlob = DefaultMaxBlobSize
+	}
+	if h.profileTimeout <= 0 {
+		h.profileTimeout = DefaultProfileTimeout
+	}
+	if h.maxProfile <= 0 {
+		h.maxProfile = DefaultMaxProfileResponse
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	users, clientMW := o.Users, o.ClientMiddleware
+	h.wrap = func(next http.Handler) http.Handler {
+		if users != nil {
+			next = xrpc.UserMiddleware(users, h.log, next)
+		}
+		if clientMW != nil {
+			next = clientMW(next)
+		}
+		return next
+	}
+	return h
+}
+
+// Mount registers the endpoints on mux. Their patterns are more specific
+// than a catch-all /xrpc/{nsid}, so they take precedence over it.
+func (h *Handler) Mount(mux *http.ServeMux) {
+	mux.Handle("POST "+UploadBlobPath, h.wrap(http.HandlerFunc(h.uploadBlob)))
+	mux.Handle("GET "+GetProfilePath, h.wrap(http.HandlerFunc(h.getProfile)))
+}

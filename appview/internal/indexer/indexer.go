@@ -1,0 +1,477 @@
+// Package indexer is Lexview's one batch writer. Live ingestion, backfill
+// and procedures hand it record changes; it validates them against their
+// lexicons, groups them into batches by size and time, and commits each
+// batch (with the event-stream cursor that produced it) in one transaction.
+// Its queue is bounded: a producer that outruns the database waits.
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// Store is what the writer commits to.
+type Store interface {
+	ApplyBatch(ctx context.Context, b storage.Batch) error
+}
+
+// Snapshotter hands out the current lexicon snapshot.
+type Snapshotter interface {
+	Snapshot() *lexicon.Snapshot
+}
+
+// Hook runs record-event scripts on changes before they are written.
+type Hook interface {
+	// Wants reports, cheaply, whether a change has a script to run.
+	Wants(c storage.Change) bool
+	// Apply runs the scripts of changes, rewriting their records in
+	// place, and reports per change whether to write it: false when the
+	// script skipped it, or failed and the failure is stored as a dead
+	// letter before Apply returns. An error means a failure could not be
+	// made durable; the writer retries.
+	Apply(ctx context.Context, changes []storage.Change) (keep []bool, err error)
+}
+
+// Options tunes a Writer. Zero values take the defaults.
+type Options struct {
+	MaxBatch  int           // changes per transaction; default 1000
+	MaxDelay  time.Duration // longest wait to fill a batch; default 100ms
+	QueueSize int           // submissions waiting before producers block; default 4000
+	// BulkQueueSize bounds the bulk submissions (WriteBulk) waiting;
+	// default 8.
+	BulkQueueSize int
+	RetryDelay    time.Duration // first wait after a failed commit; default 100ms
+	// ValidationOff reports collections whose validation an operator
+	// turned off. Nil validates everything.
+	ValidationOff func(collection string) bool
+	// Hook runs record-event scripts; nil runs none.
+	Hook    Hook
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Writer is the batch writer. Create it with New and run it with Run.
+type Writer struct {
+	store    Store
+	lexicons Snapshotter
+	opt      Options
+	queue    chan *item // live submissions: Submit, Write
+	bulk     chan *item // bulk submissions (WriteBulk), batched after live ones
+
+	mu       sync.Mutex
+	rejected map[string]int // rejections per collection since the last report
+	logged   map[string]time.Time
+	stats    Stats
+}
+
+// Stats are the writer's running totals.
+type Stats struct {
+	Queued       int       `json:"queued"`                  // submissions waiting
+	Committed    int64     `json:"committed"`               // changes committed since start
+	Rejected     int64     `json:"rejected"`                // changes refused by validation since start
+	Batches      int64     `json:"batches"`                 // transactions committed since start
+	LastCommitAt time.Time `json:"last_commit_at,omitzero"` // zero before the first
+}
+
+// Stats returns the running totals.
+func (w *Writer) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.stats
+	st.Queued = len(w.queue) + len(w.bulk)
+	return st
+}
+
+// item is one submission: changes plus an optional cursor, and a channel
+// closed (after err is set) once they are committed.
+type item struct {
+	source  string
+	changes []storage.Change
+	cursor  *storage.StreamCursor
+	done    chan struct{}
+	err     error
+}
+
+// ErrStopped is returned for submissions made after the writer stopped.
+var ErrStopped = errors.New("indexer: writer stopped")
+
+// New returns a Writer; nothing is written until Run is called.
+func New(store Store, lexicons Snapshotter, opt Options) *Writer {
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = 1000
+	}
+	if opt.MaxDelay <= 0 {
+		opt.MaxDelay = 100 * time.Millisecond
+	}
+	if opt.QueueSize <= 0 {
+		opt.QueueSize = 4_000
+	}
+	if opt.BulkQueueSize <= 0 {
+		opt.BulkQueueSize = 8
+	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = 100 * time.Millisecond
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	// The queue holds submissions; bound it so that at most about
+	// QueueSize changes wait (submissions are usually one change).
+	return &Writer{
+		store: store, lexicons: lexicons, opt: opt,
+		queue: make(chan *item, opt.QueueSize), bulk: make(chan *item, opt.BulkQueueSize),
+		rejected: map[string]int{}, logged: map[string]time.Time{},
+	}
+}
+
+// Result reports what happened to a submission's changes.
+type Result struct {
+	Accepted int
+	Rejected []Rejection
+}
+
+// Rejection is a change refused by validation.
+type Rejection struct {
+	URI string
+	Err error
+}
+
+// Submit validates changes and queues the valid ones, with cursor, for the
+// next batch. It blocks while the queue is full and returns without
+// waiting for the commit. Invalid changes are reported, logged and
+// counted; they never reach the index.
+func (w *Writer) Submit(ctx context.Context, source string, changes []storage.Change, cursor *storage.StreamCursor) (Result, error) {
+	it, res := w.prepare(source, changes, cursor)
+	if it == nil {
+		return res, nil
+	}
+	select {
+	case w.queue <- it:
+		w.opt.Metrics.Queue(len(w.queue))
+		return res, nil
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+}
+
+// Write is Submit that waits until the changes are committed.
+func (w *Writer) Write(ctx context.Context, source string, changes []storage.Change) (Result, error) {
+	return w.write(ctx, w.queue, source, changes)
+}
+
+// WriteBulk is Write for bulk work (backfill): its submissions wait in a
+// short queue of their own and fill batches after live changes, so that a
+// running backfill adds at most about one batch to live ingestion's lag.
+func (w *Writer) WriteBulk(ctx context.Context, source string, changes []storage.Change) (Result, error) {
+	return w.write(ctx, w.bulk, source, changes)
+}
+
+func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, changes []storage.Change) (Result, error) {
+	it, res := w.prepare(source, changes, nil)
+	if it == nil {
+		return res, nil
+	}
+	select {
+	case queue <- it:
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	select {
+	case <-it.done:
+		return res, it.err
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+}
+
+// prepare validates changes into a queue item (nil when nothing is left to
+// write).
+func (w *Writer) prepare(source string, changes []storage.Change, cursor *storage.StreamCursor) (*item, Result) {
+	snap := w.lexicons.Snapshot()
+	now := w.opt.Now()
+	var res Result
+	valid := make([]storage.Change, 0, len(changes))
+	for _, c := range changes {
+		w.opt.Metrics.Received(source, c.Collection)
+		if c.Received.IsZero() {
+			c.Received = now
+		}
+		if err := w.validate(snap, c); err != nil {
+			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
+			w.reject(source, c, err)
+			continue
+		}
+		valid = append(valid, c)
+	}
+	res.Accepted = len(valid)
+	if len(valid) == 0 && cursor == nil {
+		return nil, res
+	}
+	return &item{source: source, changes: valid, cursor: cursor, done: make(chan struct{})}, res
+}
+
+func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
+	if c.DID == "" || c.Collection == "" || c.RKey == "" {
+		return errors.New("change lacks a DID, collection or record key")
+	}
+	if c.Op == storage.OpDelete {
+		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		return nil
+	}
+	if c.Op != storage.OpCreate && c.Op != storage.OpUpdate {
+		return fmt.Errorf("unknown operation %q", c.Op)
+	}
+	if c.CID == "" || len(c.Record) == 0 {
+		return errors.New("write lacks a CID or record")
+	}
+	if w.opt.ValidationOff != nil && w.opt.ValidationOff(c.Collection) {
+		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		if !json.Valid(c.Record) {
+			return errors.New("record is not JSON")
+		}
+		return nil
+	}
+	return snap.ValidateRecord(c.Collection, c.Record)
+}
+
+// reject counts a refused change and logs it, at most once per collection
+// every ten seconds.
+func (w *Writer) reject(source string, c storage.Change, err error) {
+	w.opt.Metrics.Rejected(source, c.Collection)
+	w.mu.Lock()
+	w.rejected[c.Collection]++
+	w.stats.Rejected++
+	now := w.opt.Now()
+	last, seen := w.logged[c.Collection]
+	logIt := !seen || now.Sub(last) >= 10*time.Second
+	if logIt {
+		w.logged[c.Collection] = now
+	}
+	w.mu.Unlock()
+	if logIt {
+		w.opt.Logger.Warn("record rejected by validation (further rejections in this collection are counted, logged every 10s)",
+			"source", source, "uri", c.URI(), "err", err)
+	}
+}
+
+// TakeRejections returns and resets the rejection counts per collection
+// since the last call.
+func (w *Writer) TakeRejections() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.rejected
+	w.rejected = map[string]int{}
+	return out
+}
+
+// Run commits queued changes until ctx ends, then commits what is still
+// queued (with a fresh deadline of drainTimeout) and returns.
+func (w *Writer) Run(ctx context.Context) {
+	for {
+		it := w.next(ctx.Done(), nil)
+		if it == nil {
+			w.drain()
+			return
+		}
+		w.commit(ctx, w.collect(ctx, it))
+	}
+}
+
+// next returns the next submission, live ones first, waiting until one
+// comes or stop or timeout fires (then nil).
+func (w *Writer) next(stop <-chan struct{}, timeout <-chan time.Time) *item {
+	select {
+	case it := <-w.queue:
+		return it
+	default:
+	}
+	select {
+	case it := <-w.queue:
+		return it
+	case it := <-w.bulk:
+		return it
+	case <-stop:
+	case <-timeout:
+	}
+	return nil
+}
+
+// drainTimeout bounds the final flush at shutdown.
+const drainTimeout = 30 * time.Second
+
+func (w *Writer) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for {
+		var it *item
+		select {
+		case it = <-w.queue:
+		default:
+			select {
+			case it = <-w.bulk:
+			default:
+				return
+			}
+		}
+		w.commit(ctx, w.collect(ctx, it))
+	}
+}
+
+// collect gathers submissions into one batch, starting with first, until
+// the batch is full or MaxDelay has passed. Live submissions waiting are
+// always taken before bulk ones.
+func (w *Writer) collect(ctx context.Context, first *item) []*item {
+	items := []*item{first}
+	n := len(first.changes)
+	timer := time.NewTimer(w.opt.MaxDelay)
+	defer timer.Stop()
+	for n < w.opt.MaxBatch {
+		it := w.next(ctx.Done(), timer.C)
+		if it == nil {
+			break
+		}
+		items = append(items, it)
+		n += len(it.changes)
+	}
+	return items
+}
+
+// commit writes a batch, retrying with backoff until it succeeds or the
+// drain deadline passes: queued changes are never dropped while Lexview
+// runs.
+func (w *Writer) commit(ctx context.Context, items []*item) {
+	w.runHooks(ctx, items)
+	var b storage.Batch
+	oldest := map[string]time.Time{} // per source
+	for _, it := range items {
+		for _, c := range it.changes {
+			rec := storage.Record{
+				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
+			}
+			b.Ops = append(b.Ops, storage.RecordOp{Delete: c.Op == storage.OpDelete, Record: rec})
+			if t, ok := oldest[it.source]; !ok || c.Received.Before(t) {
+				oldest[it.source] = c.Received
+			}
+		}
+		if it.cursor != nil {
+			b.Cursor = it.cursor // items are in stream order: the last cursor wins
+		}
+	}
+	start := time.Now()
+	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
+		return w.store.ApplyBatch(context.WithoutCancel(ctx), b)
+	})
+	if err == nil {
+		w.opt.Metrics.Committed(len(b.Ops), time.Since(start))
+		now := w.opt.Now()
+		for source, t := range oldest {
+			w.opt.Metrics.Lag(source, now.Sub(t))
+		}
+		w.mu.Lock()
+		w.stats.Committed += int64(len(b.Ops))
+		w.stats.Batches++
+		w.stats.LastCommitAt = w.opt.Now()
+		w.mu.Unlock()
+		type key struct{ source, collection string }
+		indexed := map[key]int{}
+		for _, it := range items {
+			for _, c := range it.changes {
+				indexed[key{it.source, c.Collection}]++
+			}
+		}
+		for k, n := range indexed {
+			w.opt.Metrics.Indexed(k.source, k.collection, n)
+		}
+	}
+	w.opt.Metrics.Queue(len(w.queue) + len(w.bulk))
+	for _, it := range items {
+		it.err = err
+		close(it.done)
+	}
+}
+
+// retry calls fn until it succeeds, with backoff; once ctx has ended it
+// gives up after a few attempts.
+func (w *Writer) retry(ctx context.Context, what string, changes int, fn func() error) error {
+	delay := w.opt.RetryDelay
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		w.opt.Logger.Error(what+" failed; retrying", "changes", changes, "attempt", attempt, "err", err)
+		if ctx.Err() != nil && attempt >= 3 {
+			return err // shutting down: give up after a few tries
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// runHooks replaces each item's changes with what the record-event
+// scripts made of them. It retries until the outcome is durable; when it
+// cannot be (shutting down), the changes are written as they came, so
+// nothing acknowledged is lost.
+func (w *Writer) runHooks(ctx context.Context, items []*item) {
+	h := w.opt.Hook
+	if h == nil {
+		return
+	}
+	// One Apply for the whole batch, so scripts run concurrently across
+	// submissions.
+	var all []storage.Change
+	hooked := make([]bool, len(items))
+	for n, it := range items {
+		if slices.ContainsFunc(it.changes, h.Wants) {
+			hooked[n] = true
+			all = append(all, it.changes...)
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	var keep []bool
+	err := w.retry(ctx, "running record-event scripts", len(all), func() error {
+		var err error
+		keep, err = h.Apply(context.WithoutCancel(ctx), all)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	i := 0
+	for n, it := range items {
+		if !hooked[n] {
+			continue
+		}
+		out := it.changes[:0]
+		for range it.changes {
+			if keep[i] {
+				out = append(out, all[i])
+			}
+			i++
+		}
+		it.changes = out
+	}
+}

@@ -1,0 +1,245 @@
+package oauthapi
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/storage"
+)
+
+// Error strings of POST /oauth/client-assertion.
+const (
+	msgNoAuthKey  = "the client has no authentication key"
+	msgUnknownKID = "unknown kid"
+	msgRevokedKID = "kid has been revoked"
+	msgBadIssuer  = "issuer must be an https URL (or http on a loopback host) without query or fragment"
+)
+
+// jwksMaxAge is how long key sets may be cached, in seconds.
+const jwksMaxAge = "60"
+
+// jwks serves a client's published key set: its current and retiring
+// keys, never revoked ones. An id without keys, known or not, gets an
+// empty set rather than 404, so the answer says nothing about which ids
+// exist.
+func (h *Handler) jwks(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	set := oauth.NewJWKS()
+	if plausibleID(id) {
+		keys, err := h.store.ListClientAuthKeys(r.Context(), id)
+		if err != nil {
+			respond.Internal(w, r, h.log, err)
+			return
+		}
+		// Current first, then retiring keys newest first.
+		for _, status := range []string{storage.AuthKeyCurrent, storage.AuthKeyRetiring} {
+			for _, k := range keys {
+				if k.Status != status {
+					continue
+				}
+				j, err := authkeys.PublicJWK(k)
+				if err != nil {
+					respond.Internal(w, r, h.log, err)
+					return
+				}
+				set.Keys = append(set.Keys, j)
+			}
+		}
+	}
+	w.Header().Set("Cache-Control", "public, max-age="+jwksMaxAge)
+	respond.JSON(w, http.StatusOK, set)
+}
+
+// plausibleID reports whether id could be an API client id: at most 64
+// letters, digits, '-' and '_'. Anything else cannot name a key set, and
+// is not worth a query.
+func plausibleID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+type assertionRequest struct {
+	Issuer string `json:"issuer"`
+	KID    string `json:"kid"`
+}
+
+type assertionResponse struct {
+	ClientAssertion     string `json:"client_assertion"`
+	ClientAssertionType string `json:"client_assertion_type"`
+	ExpiresIn           int64  `json:"expires_in"`
+	KID                 string `json:"kid"`
+}
+
+// clientAssertion signs a JWT-bearer client assertion (RFC 7523) for the
+// caller's client toward the authorization server named by issuer: iss
+// and sub are the client's client_id_url, aud the issuer, and it expires
+// after 60 seconds. Each assertion has a fresh random jti; that an
+// assertion is used once is enforced by the authorization server, which
+// rejects a replayed jti, so a caller needs a new assertion for every
+// token-endpoint request (the pushed authorization request and the code
+// exchange each need their own).
+//
+// Without kid the current key signs (an initial authorization); a session
+// refresh passes the kid returned when it was established, which may be
+// a retiring key. Unknown and revoked kids are refused with 400.
+//
+// Confidential clients authenticate with key and secret; public clients
+// with their key and an active DPoP-bound session whose proof covers this
+// request (see assertionClient).
+func (h *Handler) clientAssertion(w http.ResponseWriter, r *http.Request) {
+	c, ok := h.assertionClient(w, r)
+	if !ok {
+		return
+	}
+	var req assertionRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Issuer == "" {
+		respond.Error(w, http.StatusBadRequest, msgBadBody)
+		return
+	}
+	if !validIssuer(req.Issuer) {
+		respond.Error(w, http.StatusBadRequest, msgBadIssuer)
+		return
+	}
+	k, ok := h.signingKey(w, r, c.ID, req.KID)
+	if !ok {
+		return
+	}
+	priv, err := authkeys.PrivateKey(h.sealer, k)
+	if err != nil {
+		respond.Internal(w, r, h.log, err)
+		return
+	}
+	now := h.now()
+	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, c.ClientIDURL, req.Issuer, now)
+	if err != nil {
+		respond.Internal(w, r, h.log, err)
+		return
+	}
+	h.log.DebugContext(r.Context(), "client assertion issued", "client_id", c.ID, "kid", k.KID, "issuer", req.Issuer)
+	w.Header().Set("Cache-Control", "no-store")
+	respond.JSON(w, http.StatusOK, assertionResponse{
+		ClientAssertion:     jwt,
+		ClientAssertionType: oauth.ClientAssertionType,
+		ExpiresIn:           exp.Unix() - now.Unix(),
+		KID:                 k.KID,
+	})
+}
+
+// assertionClient authenticates the caller of POST /oauth/client-assertion.
+// Without `Authorization: DPoP` it is authenticate: key and secret of a
+// confidential client (a public client gets 401 `requires DPoP
+// authentication`). With it, the client is identified by X-Client-Key and
+// a token taken from its bucket; a public client must then hold an active
+// device session proven by the DPoP proof of this very request (method and
+// URL), and a confidential client must still send its secret. On failure
+// it has answered and returns false.
+func (h *Handler) assertionClient(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
+	scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !strings.EqualFold(scheme, "DPoP") {
+		return h.authenticate(w, r)
+	}
+	key := r.Header.Get("X-Client-Key")
+	if key == "" {
+		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
+		return storage.APIClient{}, false
+	}
+	if !h.rateLimit(w, r, key) {
+		return storage.APIClient{}, false
+	}
+	// The registry caches identities; the row is read fresh, as
+	// authenticate does.
+	c, err := h.store.GetAPIClientByKey(r.Context(), key)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && !c.IsActive {
+		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
+		return storage.APIClient{}, false
+	}
+	if err != nil {
+		respond.Internal(w, r, h.log, err)
+		return storage.APIClient{}, false
+	}
+	if c.Type != storage.ClientPublic {
+		// A DPoP session does not stand in for a confidential client's
+		// secret.
+		if !secretMatches(r.Header.Get("X-Client-Secret"), c.SecretHash) {
+			respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
+			return storage.APIClient{}, false
+		}
+		return c, true
+	}
+	if h.users == nil {
+		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
+		return storage.APIClient{}, false
+	}
+	if _, err := h.users.DPoPSession(r, c.ID); err != nil {
+		writeAuthError(w, r, h, err)
+		return storage.APIClient{}, false
+	}
+	return c, true
+}
+
+// signingKey picks the key named by kid, or the current key when kid is
+// empty, answering 400 (or 500) and returning false when there is none
+// to use.
+func (h *Handler) signingKey(w http.ResponseWriter, r *http.Request, clientID, kid string) (storage.ClientAuthKey, bool) {
+	var k storage.ClientAuthKey
+	var err error
+	if kid == "" {
+		k, err = h.store.GetCurrentClientAuthKey(r.Context(), clientID)
+	} else {
+		k, err = h.store.GetClientAuthKey(r.Context(), clientID, kid)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound) && kid == "":
+		respond.Error(w, http.StatusBadRequest, msgNoAuthKey)
+		return k, false
+	case errors.Is(err, storage.ErrNotFound):
+		respond.Error(w, http.StatusBadRequest, msgUnknownKID)
+		return k, false
+	case err != nil:
+		respond.Internal(w, r, h.log, err)
+		return k, false
+	case !authkeys.Published(k):
+		respond.Error(w, http.StatusBadRequest, msgRevokedKID)
+		return k, false
+	}
+	return k, true
+}
+
+// validIssuer reports whether s can be an authorization server's issuer
+// identifier: an https URL with a host, or an http URL on a loopback host
+// (development servers), without user info, query or fragment.
+func validIssuer(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		strings.Contains(s, "#") {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		host := u.Hostname()
+		if strings.EqualFold(host, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
+}

@@ -1,0 +1,205 @@
+// Package userauth identifies the user behind an XRPC or /oauth/* request,
+// in the specification's order: a DPoP-bound session of the calling API
+// client, a bearer service-auth JWT, the dashboard session cookie, or
+// nobody (anonymous).
+package userauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/serviceauth"
+	"github.com/lexview/lexview/appview/internal/session"
+	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/storage"
+)
+
+// Ways a caller was identified.
+const (
+	ViaDPoP        = "dpop"
+	ViaServiceAuth = "service_auth"
+	ViaSession     = "session"
+)
+
+// Caller is an authenticated user.
+type Caller struct {
+	DID string
+	Via string
+	// Session is the device session of a DPoP caller.
+	Session *storage.DeviceSession
+}
+
+// Error is an authentication failure with its HTTP status and message.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func unauthorized(msg string) error { return &Error{Status: http.StatusUnauthorized, Msg: msg} }
+
+// Error messages. TokenExpired is the exact string the specification
+// fixes.
+const (
+	MsgTokenExpired   = "token_expired"
+	MsgNeedsDPoP      = "requires DPoP authentication"
+	msgMissingProof   = "missing DPoP proof"
+	msgInvalidProof   = "invalid DPoP proof"
+	msgReplayedProof  = "DPoP proof has already been used"
+	msgNoSession      = "no session for this DPoP key"
+	msgBadAccessToken = "invalid access token"
+	msgBadServiceAuth = "invalid service auth token"
+	msgBadSession     = "invalid session"
+	msgAdminKey       = "admin API keys are not accepted here"
+)
+
+// SessionStore is the persistence DPoP authentication reads.
+type SessionStore interface {
+	GetDeviceSessionByJKT(ctx context.Context, clientID, jkt string) (storage.DeviceSession, error)
+}
+
+// Authenticator identifies users.
+type Authenticator struct {
+	Store       SessionStore
+	Sealer      *oauth.Sealer
+	DPoP        *oauth.Verifier
+	ServiceAuth *serviceauth.Verifier
+	Cookies     *session.Codec
+	// PublicURL's scheme and host prefix every DPoP `htu`.
+	PublicURL string
+	Now       func() time.Time
+}
+
+// AccessTokenPurpose is the sealing purpose of a session's access token.
+func AccessTokenPurpose(sessionID string) string { return "session:" + sessionID + ":access_token" }
+
+// RefreshTokenPurpose is the sealing purpose of a session's refresh token.
+func RefreshTokenPurpose(sessionID string) string { return "session:" + sessionID + ":refresh_token" }
+
+// DPoPKeyPurpose is the sealing purpose of a session's DPoP private key.
+func DPoPKeyPurpose(sessionID string) string { return "session:" + sessionID + ":dpop_key" }
+
+// Authenticate identifies the user of r, an XRPC request of the API client
+// clientID. It returns (nil, nil) for an anonymous request and an *Error
+// for refused credentials. Admin API keys are refused.
+func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller, error) {
+	authz := r.Header.Get("Authorization")
+	scheme, cred, _ := strings.Cut(authz, " ")
+	switch {
+	case authz == "":
+		return a.cookie(r)
+	case strings.EqualFold(scheme, "DPoP"):
+		s, err := a.DPoPSession(r, clientID)
+		if err != nil {
+			return nil, err
+		}
+		return &Caller{DID: s.DID, Via: ViaDPoP, Session: s}, nil
+	case strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(cred, "hv_"):
+		return nil, unauthorized(msgAdminKey)
+	case strings.EqualFold(scheme, "Bearer"):
+		claims, err := a.ServiceAuth.Verify(r.Context(), strings.TrimSpace(cred))
+		if err != nil {
+			return nil, unauthorized(msgBadServiceAuth)
+		}
+		return &Caller{DID: claims.Issuer.String(), Via: ViaServiceAuth}, nil
+	}
+	return nil, unauthorized("unsupported authorization scheme")
+}
+
+func (a *Authenticator) cookie(r *http.Request) (*Caller, error) {
+	if a.Cookies == nil {
+		return nil, nil
+	}
+	did, err := a.Cookies.FromRequest(r)
+	if errors.Is(err, http.ErrNoCookie) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unauthorized(msgBadSession)
+	}
+	return &Caller{DID: did.String(), Via: ViaSession}, nil
+}
+
+// RequestURL is the `htu` a DPoP proof for r must carry: the public scheme
+// and host, and the path exactly as sent (a percent-encoded DID stays
+// encoded), without query.
+func (a *Authenticator) RequestURL(r *http.Request) string {
+	return strings.TrimRight(a.PublicURL, "/") + r.URL.EscapedPath()
+}
+
+// TokenHash is the stored form (hex SHA-256) of an app's access token.
+func TokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// DPoPSession checks DPoP authentication (`Authorization: DPoP <token>`
+// and a `DPoP` proof) for the API client clientID and returns the device
+// session the proof's key belongs to.
+func (a *Authenticator) DPoPSession(r *http.Request, clientID string) (*storage.DeviceSession, error) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "DPoP") || token == "" {
+		return nil, unauthorized(MsgNeedsDPoP)
+	}
+	proof := r.Header.Get("DPoP")
+	if proof == "" {
+		return nil, unauthorized(msgMissingProof)
+	}
+	p, err := a.DPoP.Verify(r.Context(), proof, r.Method, a.RequestURL(r), token)
+	if errors.Is(err, oauth.ErrReplay) {
+		return nil, unauthorized(msgReplayedProof)
+	}
+	if err != nil {
+		return nil, unauthorized(msgInvalidProof)
+	}
+	s, err := a.Store.GetDeviceSessionByJKT(r.Context(), clientID, p.JKT)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, unauthorized(msgNoSession)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The app presents the token it registered; after Lexview refreshed the
+	// PDS tokens itself, the current one is accepted too.
+	expires := s.ExpiresAt
+	if s.AppTokenHash != "" && subtle.ConstantTimeCompare([]byte(TokenHash(token)), []byte(s.AppTokenHash)) == 1 {
+		expires = s.AppExpiresAt
+	} else {
+		stored, err := a.Sealer.OpenString(AccessTokenPurpose(s.ID), s.SealedAccessToken)
+		if err != nil || subtle.ConstantTimeCompare([]byte(stored), []byte(token)) != 1 {
+			return nil, unauthorized(msgBadAccessToken)
+		}
+	}
+	if !a.now().Before(expires) {
+		return nil, unauthorized(MsgTokenExpired)
+	}
+	return &s, nil
+}
+
+func (a *Authenticator) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+type ctxKey struct{}
+
+// WithCaller returns a context carrying c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// FromContext returns the authenticated caller, or nil when anonymous.
+func FromContext(ctx context.Context) *Caller {
+	c, _ := ctx.Value(ctxKey{}).(*Caller)
+	return c
+}

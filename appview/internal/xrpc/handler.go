@@ -1,0 +1,223 @@
+// Package xrpc serves the dynamic XRPC surface: GET /xrpc/{nsid} for query
+// lexicons and POST /xrpc/{nsid} for procedure lexicons, routed through the
+// lexicon registry's current snapshot.
+package xrpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+const msgMethodNotFound = "method not found"
+
+// Snapshotter hands out the current lexicon snapshot.
+type Snapshotter interface {
+	Snapshot() *lexicon.Snapshot
+}
+
+// RecordReader is the storage the default query behaviour reads.
+type RecordReader interface {
+	GetRecord(ctx context.Context, uri string) (storage.Record, error)
+	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
+}
+
+// Options configures a Handler.
+type Options struct {
+	Lexicons Snapshotter
+	Records  RecordReader
+	// Identities resolves handles in AT URIs and the PDS hosting blobs.
+	Identities Identities
+	// ClientMiddleware identifies the API client; it wraps every routed
+	// request, after the method lookup.
+	ClientMiddleware func(http.Handler) http.Handler
+	// Users authenticates the user behind a request (DPoP session,
+	// service-auth JWT, session cookie); nil treats every caller as
+	// anonymous.
+	Users *userauth.Authenticator
+	// Procedures serves POST requests routed to procedure lexicons from an
+	// authenticated user. When nil, authenticated procedure calls answer
+	// 501.
+	Procedures http.Handler
+	// Scripts serves methods that have a script bound; nil runs every
+	// method with the default behaviour.
+	Scripts ScriptServer
+	Logger  *slog.Logger
+}
+
+// ScriptServer runs the script bound to a routed method.
+type ScriptServer interface {
+	// ServeScript answers the request with the method's script and
+	// reports whether one was bound.
+	ServeScript(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) bool
+}
+
+// Handler serves /xrpc/{nsid}.
+type Handler struct {
+	lexicons Snapshotter
+	records  RecordReader
+	blobs    *blobLinker
+	ids      Identities
+	routed   http.Handler
+	procs    http.Handler
+	scripts  ScriptServer
+	log      *slog.Logger
+}
+
+// New builds a Handler.
+func New(o Options) *Handler {
+	h := &Handler{
+		lexicons: o.Lexicons, records: o.Records, ids: o.Identities,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, log: o.Logger,
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.procs == nil {
+		h.procs = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			respond.Error(w, http.StatusNotImplemented, "procedure proxying is not configured")
+		})
+	}
+	h.routed = http.HandlerFunc(h.dispatch)
+	if o.Users != nil {
+		h.routed = UserMiddleware(o.Users, h.log, h.routed)
+	}
+	if o.ClientMiddleware != nil {
+		h.routed = o.ClientMiddleware(h.routed)
+	}
+	return h
+}
+
+type lexiconKey struct{}
+
+// LexiconFromContext returns the lexicon a routed request resolved to.
+func LexiconFromContext(ctx context.Context) (*lexicon.Lexicon, bool) {
+	l, ok := ctx.Value(lexiconKey{}).(*lexicon.Lexicon)
+	return l, ok
+}
+
+// ServeHTTP implements http.Handler. It expects the NSID as the "nsid"
+// path value.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lex, ok := h.lexicons.Snapshot().Get(r.PathValue("nsid"))
+	if !ok || !routable(lex.Kind, r.Method) {
+		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
+		return
+	}
+	h.routed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
+}
+
+// UserMiddleware authenticates the user (optional for queries; the
+// dispatcher refuses anonymous procedures) and puts the caller in the
+// request context. It runs after client identification, so refused
+// requests have taken a rate-limit token. Fixed endpoints use it too, so
+// every XRPC route authenticates users the same way.
+func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clientID := ""
+		if c, ok := clients.FromContext(r.Context()); ok {
+			clientID = c.ID
+		}
+		caller, err := users.Authenticate(r, clientID)
+		var ae *userauth.Error
+		switch {
+		case errors.As(err, &ae):
+			respond.Error(w, ae.Status, ae.Msg)
+			return
+		case err != nil:
+			respond.Internal(w, r, log, err)
+			return
+		}
+		if caller != nil {
+			r = r.WithContext(userauth.WithCaller(r.Context(), caller))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// routable reports whether a lexicon of kind answers method. HEAD is served
+// like GET.
+func routable(kind lexicon.Kind, method string) bool {
+	switch kind {
+	case lexicon.KindQuery:
+		return method == http.MethodGet || method == http.MethodHead
+	case lexicon.KindProcedure:
+		return method == http.MethodPost
+	}
+	return false
+}
+
+func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
+	lex, _ := LexiconFromContext(r.Context())
+	if lex.Kind == lexicon.KindProcedure {
+		if userauth.FromContext(r.Context()) == nil {
+			// Nothing can be proxied without the user's session.
+			respond.Error(w, http.StatusUnauthorized, "authentication required")
+			return
+		}
+		if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+			return
+		}
+		h.procs.ServeHTTP(w, r)
+		return
+	}
+	if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+		return
+	}
+	h.query(w, r, lex)
+}
+
+// Call runs a local method in-process, as the caller already in ctx (no
+// client identification or user authentication is repeated), and returns
+// the status and body. Scripts use it for xrpc.query and xrpc.procedure.
+func (h *Handler) Call(ctx context.Context, method, nsid string, query url.Values, body []byte) (int, []byte) {
+	lex, ok := h.lexicons.Snapshot().Get(nsid)
+	if !ok || !routable(lex.Kind, method) {
+		return http.StatusNotFound, []byte(`{"error":"` + msgMethodNotFound + `"}`)
+	}
+	target := "/xrpc/" + nsid
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, lexiconKey{}, lex), method, target, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusBadRequest, []byte(`{"error":"invalid request"}`)
+	}
+	req.SetPathValue("nsid", nsid)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+	h.dispatch(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// bufferedResponse collects an in-process response.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	wrote  bool
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if !b.wrote {
+		b.status, b.wrote = status, true
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
+}

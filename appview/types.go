@@ -1,0 +1,47 @@
+package appview
+
+import (
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/scripting"
+)
+
+// The types below are the parts of Lexview's services that embedders
+// program against; they are defined with the services, under internal/,
+// and named here.
+
+// NewClient describes an API client to create with App.Clients().Create.
+type NewClient = clients.NewClient
+
+// ClientManager creates, edits and deletes API clients; the admin API
+// uses the same code.
+type ClientManager = clients.Manager
+
+// ClientIdentifier identifies the API client of an XRPC request from its
+// client key (Config.ClientIdentifier).
+type ClientIdentifier = clients.Identifier
+
+// ClientIdentifierFunc adapts a function to ClientIdentifier.
+type ClientIdentifierFunc = clients.IdentifierFunc
+
+// Client is an identified API client.
+type Client = clients.Client
+
+// ErrInvalidClient is returned by a ClientIdentifier for an unknown or
+// inactive client key.
+var ErrInvalidClient = clients.ErrInvalidClient
+
+// RetryPolicy bounds the automatic retries of failed record-event scripts
+// (Config.ScriptRetry).
+type RetryPolicy = scripting.RetryPolicy
+
+// Writer is the batch writer (App.Writer): every record change goes
+// through it, validated against its lexicon and run through record-event
+// hooks, and is committed in batches.
+type Writer = indexer.Writer
+
+// WriteResult reports what the writer did with a submission's changes.
+type WriteResult = indexer.Result
+
+// ErrStopped is returned by the Writer once the App has shut down.
+var ErrStopped = indexer.ErrStopped
