@@ -19,17 +19,6 @@ import (
 
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/admin"
-	"github.com/lexview/lexview/appview/internal/admin/apiclients"
-	"github.com/lexview/lexview/appview/internal/admin/authkeys"
-	"github.com/lexview/lexview/appview/internal/admin/backfill"
-	"github.com/lexview/lexview/appview/internal/admin/deadletters"
-	"github.com/lexview/lexview/appview/internal/admin/events"
-	"github.com/lexview/lexview/appview/internal/admin/lexicons"
-	"github.com/lexview/lexview/appview/internal/admin/operator"
-	"github.com/lexview/lexview/appview/internal/admin/scripts"
-	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
-	"github.com/lexview/lexview/appview/internal/admin/users"
-	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fixed"
@@ -75,6 +64,7 @@ type App struct {
 	users         *userauth.Authenticator
 	pds           *oauth.Client // acts on users' PDSes with their DPoP sessions
 	scripts       *scripting.Runtime
+	svc           *services // the service line under the front ends
 	handler       http.Handler
 	sessionSecret []byte
 
@@ -179,6 +169,7 @@ func New(cfg Config) (*App, error) {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
 	}
+	a.svc = a.newServices()
 	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil
@@ -230,37 +221,6 @@ func (a *App) routes() http.Handler {
 	return respond.Recover(a.log, mux)
 }
 
-// adminAPI assembles the admin API: authentication, the permission gate
-// and every handler module.
-func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
-	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, admins.New(a.store, a.events, a.cfg.Now, a.log), a.cfg.Now, a.log)
-	m := admin.NewMux(auth, a.log)
-	deps := admin.Deps{
-		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
-		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
-		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Scripts: a.scripts,
-		StreamKeepalive: a.cfg.StreamKeepalive,
-		Features: map[string]bool{
-			"jetstream":        a.cfg.JetstreamURL != "off",
-			"metrics":          a.cfg.MetricsAddr != "",
-			"token_encryption": a.sealer != nil,
-		},
-	}
-	for _, mount := range []func(*admin.Mux, admin.Deps){
-		lexicons.Mount,
-		events.Mount,
-		operator.Mount,
-		apiclients.Mount,
-		users.Mount,
-		backfill.Mount,
-		authkeys.Mount,
-		scripts.Mount, scriptvars.Mount, deadletters.Mount,
-	} {
-		mount(m, deps)
-	}
-	return m
-}
-
 // ServeHTTP implements http.Handler: the whole HTTP surface of the App.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
 
@@ -269,10 +229,6 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Store is the App's storage backend.
 func (a *App) Store() storage.Store { return a.store }
-
-// Lexicons is the App's lexicon registry: add, replace and remove lexicons
-// through it, and routes change at once.
-func (a *App) Lexicons() *lexicon.Registry { return a.lexicons }
 
 // AdminRoutes lists the mounted admin routes ("METHOD /admin/...").
 func (a *App) AdminRoutes() []string { return a.admin.Mounted() }

@@ -194,10 +194,6 @@ func TestScriptFailures(t *testing.T) {
 		if r.Status != 400 {
 			t.Fatalf("syntax error upload: %d %s", r.Status, r.Raw)
 		}
-		r = e.admin.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": json.RawMessage(feedLexicon), "script": "function handle( end"})
-		if r.Status != 400 || !strings.Contains(r.Error(t), "script has a syntax error") {
-			t.Fatalf("lexicon with a syntax error: %d %s", r.Status, r.Raw)
-		}
 		for _, tc := range []struct{ src, want string }{
 			{`function handle() error("the secret detail") end`, "script execution failed"},
 			{`x = 1`, "script execution failed"},
@@ -271,4 +267,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestLexiconScriptCompileError checks that a lexicon whose script does not
+// compile is accepted, with the error in the answer and the event log.
+func TestLexiconScriptCompileError(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		e := newScriptEnv(t, open(t))
+		// A lexicon whose script does not compile is stored; the upload
+		// names the compile error, the event log keeps it, and the method
+		// answers 500 script execution failed until it is fixed.
+		r := e.admin.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": json.RawMessage(feedLexicon), "target_collection": "app.test.note", "script": "function handle( end"})
+		var up struct {
+			ID           string            `json:"id"`
+			Revision     int               `json:"revision"`
+			ScriptErrors map[string]string `json:"script_errors"`
+		}
+		r.JSON(t, &up)
+		if r.Status != 200 || up.ID != "app.test.feed" || up.ScriptErrors["script"] == "" || len(up.ScriptErrors) != 1 {
+			t.Fatalf("lexicon with a syntax error: %d %s", r.Status, r.Raw)
+		}
+		if got := e.get(t, "/xrpc/app.test.feed?x=1&client_key="+e.key); got.Status != 500 || got.Error(t) != "script execution failed" {
+			t.Fatalf("method of a lexicon whose script does not compile: %d %s", got.Status, got.Raw)
+		}
+		var invalid struct {
+			Events []struct {
+				Subject string `json:"subject"`
+				Detail  struct {
+					Errors map[string]string `json:"errors"`
+				} `json:"detail"`
+			} `json:"events"`
+		}
+		e.admin.Do(t, "GET", "/admin/events?event_type=lexicon.script_invalid", nil).JSON(t, &invalid)
+		if len(invalid.Events) != 1 || invalid.Events[0].Subject != "app.test.feed" ||
+			invalid.Events[0].Detail.Errors["script"] != up.ScriptErrors["script"] {
+			t.Fatalf("lexicon.script_invalid events: %+v", invalid)
+		}
+		// Fixed, the upload names no error.
+		r = e.admin.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": json.RawMessage(feedLexicon), "target_collection": "app.test.note"})
+		if r.Status != 200 || strings.Contains(string(r.Raw), "script_errors") {
+			t.Fatalf("lexicon without its script: %d %s", r.Status, r.Raw)
+		}
+	})
 }

@@ -70,7 +70,7 @@ func run(ctx context.Context, dbPath string, port int) error {
 
 	// Register the lexicons: routes appear at once.
 	for _, up := range []lexicon.Upload{
-		{Document: json.RawMessage(noteLexicon)},
+		{Document: json.RawMessage(noteLexicon), Backfill: new(false)}, // the demo imports its records: no network backfill
 		{Document: json.RawMessage(listNotesLexicon), TargetCollection: "com.example.note"},
 	} {
 		if _, _, err := app.Lexicons().Put(ctx, up); err != nil {

@@ -97,7 +97,7 @@ func startDemo(ctx context.Context) (_ *demo, err error) {
 		return nil, err
 	}
 	for _, up := range []lexicon.Upload{
-		{Document: json.RawMessage(noteLexicon)},
+		{Document: json.RawMessage(noteLexicon), Backfill: new(false)}, // the demo imports its records: no network backfill
 		{Document: json.RawMessage(createNoteLexicon), TargetCollection: "com.example.note"},
 		{Document: json.RawMessage(listNotesLexicon), TargetCollection: "com.example.note"},
 	} {

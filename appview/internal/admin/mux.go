@@ -14,11 +14,17 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/respond"
 )
 
 // Handler serves an authenticated, authorised admin request.
 type Handler func(w http.ResponseWriter, r *http.Request, p *admins.Principal)
+
+// Func serves an authenticated, authorised admin request and returns the
+// service error that answers it, if any: the Mux writes it (respond.Fail),
+// so a handler that fails only returns.
+type Func func(w http.ResponseWriter, r *http.Request, p *admins.Principal) error
 
 // Mux routes admin requests through authentication and the permission
 // gate to handlers.
@@ -60,6 +66,15 @@ func (m *Mux) Handle(route string, h Handler) {
 			return
 		}
 		h(w, r, p)
+	})
+}
+
+// HandleFunc mounts f on route, answering the error f returns.
+func (m *Mux) HandleFunc(route string, f Func) {
+	m.Handle(route, func(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
+		if err := f(w, r, p); err != nil {
+			respond.Fail(w, r, m.log, err)
+		}
 	})
 }
 
@@ -108,6 +123,21 @@ func Decode(w http.ResponseWriter, r *http.Request, dst any) bool {
 		respond.Error(w, http.StatusBadRequest, "invalid request body")
 	}
 	return false
+}
+
+// Read reads a JSON body into dst. It returns a TooLarge error for an
+// oversized body and an Invalid `invalid request body` for anything that
+// is not one JSON value.
+func Read(w http.ResponseWriter, r *http.Request, dst any) error {
+	err := respond.DecodeJSON(w, r, MaxBodySize, dst)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, respond.ErrBodyTooLarge):
+		return fail.Wrap(fail.TooLarge, "request body too large", err)
+	default:
+		return fail.Wrap(fail.Invalid, "invalid request body", err)
+	}
 }
 
 // Timestamp formats a time the way every admin response does: ISO 8601

@@ -1,5 +1,6 @@
 // Package lexicons serves the admin lexicon endpoints: upload (create or
-// replace), list, get with the raw document, and delete.
+// replace), list, get with the raw document, and delete, over the lexicons
+// service.
 package lexicons
 
 import (
@@ -8,20 +9,22 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/lexicon"
 )
 
 // Mount registers the lexicon endpoints.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("POST /admin/lexicons", h.upload)
-	m.Handle("GET /admin/lexicons", h.list)
-	m.Handle("GET /admin/lexicons/{id}", h.get)
-	m.Handle("DELETE /admin/lexicons/{id}", h.delete)
+func Mount(m *admin.Mux, svc *lexicons.Service) {
+	h := handlers{svc}
+	m.HandleFunc("POST /admin/lexicons", h.upload)
+	m.HandleFunc("GET /admin/lexicons", h.list)
+	m.HandleFunc("GET /admin/lexicons/{id}", h.get)
+	m.HandleFunc("DELETE /admin/lexicons/{id}", h.delete)
 }
 
-type handlers struct{ admin.Deps }
+type handlers struct{ svc *lexicons.Service }
 
 // summary is the list shape of a lexicon.
 type summary struct {
@@ -44,11 +47,27 @@ type detail struct {
 	IndexHook   *string         `json:"index_hook"`
 }
 
+// uploaded is the answer to an upload. ScriptErrors is an addition to the
+// specification's {id, revision}: the compile error of each attached
+// source that does not compile, by field, present only then.
+type uploaded struct {
+	ID           string            `json:"id"`
+	Revision     int               `json:"revision"`
+	ScriptErrors map[string]string `json:"script_errors,omitempty"`
+}
+
 func optional(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func summarize(l *lexicon.Lexicon) summary {
@@ -67,93 +86,58 @@ type uploadRequest struct {
 	IndexHook        *string         `json:"index_hook"`
 }
 
-func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
+func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	var req uploadRequest
-	if !admin.Decode(w, r, &req) {
-		return
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
 	}
 	if len(req.LexiconJSON) == 0 || string(req.LexiconJSON) == "null" {
-		respond.Error(w, http.StatusBadRequest, "lexicon_json is required")
-		return
+		return fail.New(fail.Invalid, "lexicon_json is required")
 	}
 	doc := req.LexiconJSON
 	var quoted string
 	if json.Unmarshal(doc, &quoted) == nil { // a document sent as a JSON string
 		doc = json.RawMessage(quoted)
 	}
-	up := lexicon.Upload{Document: doc, Backfill: req.Backfill}
-	if req.TargetCollection != nil {
-		up.TargetCollection = *req.TargetCollection
-	}
-	if req.Script != nil {
-		up.Script = *req.Script
-	}
-	if req.IndexHook != nil {
-		up.IndexHook = *req.IndexHook
-	}
-	if h.Scripts != nil {
-		for field, src := range map[string]string{"script": up.Script, "index_hook": up.IndexHook} {
-			if src == "" {
-				continue
-			}
-			if err := h.Scripts.Check(src); err != nil {
-				respond.Error(w, http.StatusBadRequest, field+" has a syntax error: "+err.Error())
-				return
-			}
-		}
-	}
-	l, created, err := h.Lexicons.Put(r.Context(), up)
-	if lexicon.IsParseError(err) {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
-	}
+	up := lexicon.Upload{Document: doc, Backfill: req.Backfill, TargetCollection: deref(req.TargetCollection),
+		Script: deref(req.Script), IndexHook: deref(req.IndexHook)}
+	res, err := h.svc.Put(r.Context(), p.DID(), up)
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	status, event := http.StatusOK, "lexicon.updated"
-	if created {
-		status, event = http.StatusCreated, "lexicon.created"
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
 	}
-	h.Audit(r.Context(), p, event, l.ID, map[string]any{
-		"revision": l.Revision, "lexicon_type": l.Kind, "backfill": l.Backfill, "target_collection": optional(l.TargetCollection),
-	})
-	if l.Kind == lexicon.KindRecord && l.Backfill && h.Backfill != nil {
-		// The lexicon is stored either way; a job that cannot be created
-		// is logged, and an operator can start one with POST /admin/backfill.
-		if err := h.Backfill.CreateForCollection(r.Context(), l.ID, p.DID()); err != nil {
-			h.Log.ErrorContext(r.Context(), "creating the backfill job of a new record lexicon failed", "collection", l.ID, "err", err)
-		}
-	}
-	respond.JSON(w, status, map[string]any{"id": l.ID, "revision": l.Revision})
+	respond.JSON(w, status, uploaded{ID: res.Lexicon.ID, Revision: res.Lexicon.Revision, ScriptErrors: res.ScriptErrors})
+	return nil
 }
 
-func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	all := h.Lexicons.Snapshot().All()
+func (h handlers) list(w http.ResponseWriter, _ *http.Request, _ *admins.Principal) error {
+	all := h.svc.List()
 	out := make([]summary, len(all))
 	for i, l := range all {
 		out[i] = summarize(l)
 	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	l, ok := h.Lexicons.Snapshot().Get(r.PathValue("id"))
-	if !ok {
-		respond.Error(w, http.StatusNotFound, "lexicon not found")
-		return
+func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	l, err := h.svc.Get(r.PathValue("id"))
+	if err != nil {
+		return err
 	}
 	respond.JSON(w, http.StatusOK, detail{
 		summary: summarize(l), LexiconJSON: l.Raw, Script: optional(l.Script), IndexHook: optional(l.IndexHook),
 	})
+	return nil
 }
 
-func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	id := r.PathValue("id")
-	err := h.Lexicons.Delete(r.Context(), id)
-	if h.Failed(w, r, err, "lexicon not found") {
-		return
+func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.Delete(r.Context(), p.DID(), r.PathValue("id")); err != nil {
+		return err
 	}
-	h.Audit(r.Context(), p, "lexicon.deleted", id, nil)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
