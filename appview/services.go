@@ -51,11 +51,11 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 		},
 	}
 	adminlexicons.Mount(m, a.svc.lexicons)
+	users.Mount(m, a.svc.admins)
 	for _, mount := range []func(*admin.Mux, admin.Deps){
 		events.Mount,
 		operator.Mount,
 		apiclients.Mount,
-		users.Mount,
 		backfill.Mount,
 		authkeys.Mount,
 		scripts.Mount, scriptvars.Mount, deadletters.Mount,

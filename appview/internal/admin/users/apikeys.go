@@ -2,22 +2,11 @@ package users
 
 import (
 	"net/http"
-	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/respond"
 )
-
-// MaxKeyName bounds an API key's name, in characters.
-const MaxKeyName = 100
-
-type createKeyRequest struct {
-	Name        string    `json:"name"`
-	Permissions *[]string `json:"permissions"`
-}
 
 // createdKey is the one response that shows a key's secret.
 type createdKey struct {
@@ -40,77 +29,50 @@ type listedKey struct {
 	LastUsedAt  *string  `json:"last_used_at"`
 }
 
-func (h handlers) createKey(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	var req createKeyRequest
-	if !admin.Decode(w, r, &req) {
-		return
+func (h handlers) createKey(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	var req struct {
+		Name        string    `json:"name"`
+		Permissions *[]string `json:"permissions"`
 	}
-	name := strings.TrimSpace(req.Name)
-	if name == "" || req.Permissions == nil {
-		respond.Error(w, http.StatusBadRequest, "invalid request body")
-		return
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
 	}
-	if utf8.RuneCountInString(name) > MaxKeyName {
-		respond.Errorf(w, http.StatusBadRequest, "name must be at most %d characters", MaxKeyName)
-		return
+	if req.Permissions == nil {
+		return errBadBody
 	}
-	if len(*req.Permissions) == 0 {
-		respond.Error(w, http.StatusBadRequest, "permissions must not be empty")
-		return
-	}
-	perms, ok := known(w, *req.Permissions)
-	if !ok || !mayGrant(w, p, perms) {
-		return
-	}
-	secret, key, err := admins.MintKey(r.Context(), h.Store, p.User.ID, name, perms.Sorted(), h.Now())
+	secret, key, err := h.svc.CreateKey(r.Context(), p, req.Name, *req.Permissions)
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	h.Audit(r.Context(), p, "api_key.created", key.ID, map[string]any{
-		"name": key.Name, "key_prefix": key.Prefix, "permissions": key.Permissions, "user_id": key.UserID,
-	})
 	respond.JSON(w, http.StatusCreated, createdKey{
 		ID: key.ID, Name: key.Name, Key: secret, Permissions: key.Permissions, CreatedAt: admin.Timestamp(key.CreatedAt),
 	})
+	return nil
 }
 
-func (h handlers) listKeys(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	keys, err := h.Store.ListAdminAPIKeys(r.Context())
+func (h handlers) listKeys(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	keys, err := h.svc.ListKeys(r.Context())
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
-	}
-	users, err := h.Store.ListAdminUsers(r.Context())
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
-	}
-	dids := make(map[string]string, len(users))
-	for _, u := range users {
-		dids[u.ID] = u.DID
+		return err
 	}
 	out := make([]listedKey, len(keys))
 	for i, k := range keys {
-		perms := slices.Clone(k.Permissions)
-		slices.Sort(perms)
 		out[i] = listedKey{
-			ID: k.ID, Name: k.Name, KeyPrefix: k.Prefix, Permissions: perms, UserID: k.UserID,
+			ID: k.ID, Name: k.Name, KeyPrefix: k.Prefix, Permissions: k.Permissions, UserID: k.UserID,
 			CreatedAt: admin.Timestamp(k.CreatedAt), LastUsedAt: admin.NullableTimestamp(k.LastUsedAt),
 		}
-		if did, ok := dids[k.UserID]; ok {
-			out[i].UserDID = &did
+		if k.UserDID != "" {
+			out[i].UserDID = &k.UserDID
 		}
 	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h handlers) deleteKey(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	id := r.PathValue("id")
-	err := h.Store.DeleteAdminAPIKey(r.Context(), id)
-	if h.Failed(w, r, err, "API key not found") {
-		return
+func (h handlers) deleteKey(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.RevokeKey(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
 	}
-	h.Audit(r.Context(), p, "api_key.revoked", id, nil)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
