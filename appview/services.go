@@ -5,23 +5,28 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/apiclients"
 	"github.com/lexview/lexview/appview/internal/admin/authkeys"
 	"github.com/lexview/lexview/appview/internal/admin/backfill"
-	"github.com/lexview/lexview/appview/internal/admin/deadletters"
+	admindeadletters "github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/events"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
-	"github.com/lexview/lexview/appview/internal/admin/scripts"
+	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/admin/users"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/scripts"
 )
 
 // services is the service line: every operation the front ends (admin
 // API, XRPC, the command, the library API) call exists once, here.
 type services struct {
-	admins   *admins.Service
-	lexicons *lexicons.Service
+	admins      *admins.Service
+	lexicons    *lexicons.Service
+	scripts     *scripts.Service
+	variables   *scripts.Variables
+	deadLetters *deadletters.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -31,6 +36,9 @@ func (a *App) newServices() *services {
 		lexicons: lexicons.New(lexicons.Options{
 			Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
 		}),
+		scripts:     scripts.New(a.store, a.scripts, a.events, a.log),
+		variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
+		deadLetters: deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
 	}
 }
 
@@ -42,7 +50,7 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
 		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
-		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Scripts: a.scripts,
+		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient,
 		StreamKeepalive: a.cfg.StreamKeepalive,
 		Features: map[string]bool{
 			"jetstream":        a.cfg.JetstreamURL != "off",
@@ -52,13 +60,15 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	}
 	adminlexicons.Mount(m, a.svc.lexicons)
 	users.Mount(m, a.svc.admins)
+	adminscripts.Mount(m, a.svc.scripts)
+	scriptvars.Mount(m, a.svc.variables)
+	admindeadletters.Mount(m, a.svc.deadLetters)
 	for _, mount := range []func(*admin.Mux, admin.Deps){
 		events.Mount,
 		operator.Mount,
 		apiclients.Mount,
 		backfill.Mount,
 		authkeys.Mount,
-		scripts.Mount, scriptvars.Mount, deadletters.Mount,
 	} {
 		mount(m, deps)
 	}

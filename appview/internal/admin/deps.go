@@ -47,32 +47,9 @@ type Deps struct {
 	// HTTPClient makes outbound calls (fetching client metadata
 	// documents); nil means a default client.
 	HTTPClient *http.Client
-	// Scripts is the script machinery the script and dead-letter
-	// endpoints steer; nil when the instance runs no scripts.
-	Scripts ScriptRuntime
 	// StreamKeepalive is how often an idle Server-Sent Events stream
 	// sends a comment; 0 means 15 s.
 	StreamKeepalive time.Duration
-}
-
-// ErrNoScript is returned by ScriptRuntime when no script is bound to a
-// dead letter's collection and action.
-var ErrNoScript = errors.New("no script is bound")
-
-// ScriptRuntime is what the admin API needs from the script machinery.
-type ScriptRuntime interface {
-	// Check compiles source and returns its syntax error, if any.
-	Check(source string) error
-	// Reload makes stored script changes take effect at once.
-	Reload(ctx context.Context) error
-	// RetryDeadLetter runs the bound record-event script again on the
-	// dead letter's stored record and indexes the result. It returns
-	// ErrNoScript when no script is bound, and the script's error when it
-	// fails again.
-	RetryDeadLetter(ctx context.Context, d storage.DeadLetter) error
-	// ReindexDeadLetter fetches the record fresh from its author's PDS
-	// and runs it through the full indexing pipeline (scripts included).
-	ReindexDeadLetter(ctx context.Context, d storage.DeadLetter) error
 }
 
 // Audit records an admin action by p in the event log.

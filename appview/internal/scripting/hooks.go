@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
@@ -193,7 +192,7 @@ func (r *Runtime) retryLoop(ctx context.Context) {
 			if err := r.opt.Store.ResolveDeadLetter(ctx, d.ID, r.opt.Now()); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				r.log.Warn("resolving a retried dead letter failed", "id", d.ID, "err", err)
 			}
-		case errors.Is(err, admin.ErrNoScript):
+		case errors.Is(err, ErrNoScript):
 			// The script was removed: the dead letter waits for an operator.
 		default:
 			d.Attempts++
@@ -219,7 +218,7 @@ func changeOf(d storage.DeadLetter) storage.Change {
 }
 
 // RetryDeadLetter runs the bound script again on the dead letter's stored
-// record and writes the result. It returns admin.ErrNoScript when no
+// record and writes the result. It returns ErrNoScript when no
 // script is bound, and the script's failure otherwise.
 func (r *Runtime) RetryDeadLetter(ctx context.Context, d storage.DeadLetter) error {
 	return r.reprocess(ctx, changeOf(d))
@@ -230,7 +229,7 @@ func (r *Runtime) RetryDeadLetter(ctx context.Context, d storage.DeadLetter) err
 func (r *Runtime) reprocess(ctx context.Context, c storage.Change) error {
 	snap := r.current()
 	if _, ok := snap.eventScript(c.Collection, c.Op); !ok {
-		return admin.ErrNoScript
+		return ErrNoScript
 	}
 	res := r.runEvent(ctx, snap, c)
 	if res.err != nil {

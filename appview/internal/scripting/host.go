@@ -11,8 +11,8 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
@@ -55,7 +55,7 @@ func (h host) Vars(ctx context.Context) (map[string]string, error) {
 	if h.r.opt.Sealer == nil {
 		return map[string]string{}, nil
 	}
-	vals, err := scriptvars.Open(ctx, h.Store, h.r.opt.Sealer)
+	vals, err := scripts.Open(ctx, h.Store, h.r.opt.Sealer)
 	if err != nil {
 		if vals == nil {
 			return nil, err

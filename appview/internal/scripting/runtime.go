@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,10 @@ type Options struct {
 	// Retry tunes the automatic retries of failed record-event scripts.
 	Retry RetryPolicy
 }
+
+// ErrNoScript is returned by RetryDeadLetter when no script is bound to
+// the dead letter's collection and action.
+var ErrNoScript = errors.New("no script is bound")
 
 // RetryPolicy bounds the automatic retries of a failed record-event
 // script before its dead letter is left for an operator.

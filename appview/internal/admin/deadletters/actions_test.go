@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	dlsvc "github.com/lexview/lexview/appview/internal/deadletters"
+
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/internal/admintest"
+	"github.com/lexview/lexview/appview/internal/scripting"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -30,8 +33,8 @@ func outcome(t *testing.T, c *admintest.Caller, id, action string) map[string]an
 
 func TestSingleActions(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), deadletters.Mount, nil)
-		rt := srv.Deps.Scripts.(*admintest.Runtime)
+		srv := admintest.New(t, open(t), mountDeadLetters, nil)
+		rt := srv.World.Runtime
 		su := srv.Super
 		var d [6]storage.DeadLetter
 		for i := range d {
@@ -81,7 +84,7 @@ func TestSingleActions(t *testing.T) {
 		}
 
 		// No script bound.
-		rt.SetFail(d[4].ID, fmt.Errorf("record.create:app.test.post: %w", admin.ErrNoScript))
+		rt.SetFail(d[4].ID, fmt.Errorf("record.create:app.test.post: %w", scripting.ErrNoScript))
 		admintest.Expect(t, su.Do(t, "POST", "/admin/dead-letters/"+d[4].ID+"/retry", nil), 404, "no script is bound to this dead letter")
 		if got := get(t, su, d[4].ID); got.ResolvedAt != nil || got.Attempts != 3 {
 			t.Fatalf("no-script retry changed the dead letter: %+v", got)
@@ -118,7 +121,7 @@ func TestSingleActions(t *testing.T) {
 }
 
 func TestActionsWithoutRuntime(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), deadletters.Mount, func(d *admin.Deps) { d.Scripts = nil })
+	srv := admintest.New(t, storagetest.SQLite(t), mountDeadLetters, func(w *admintest.World) { w.Runtime = nil })
 	d := add(t, srv.Store, "app.test.post", 0, nil)
 	admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/dead-letters/"+d.ID+"/retry", nil), 404, "no script is bound to this dead letter")
 	admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/dead-letters/"+d.ID+"/reindex", nil), 503, "reindexing is not available on this instance")
@@ -140,8 +143,8 @@ func bulk(t *testing.T, c *admintest.Caller, action string, body any) [3]int {
 
 func TestBulk(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), deadletters.Mount, nil)
-		rt := srv.Deps.Scripts.(*admintest.Runtime)
+		srv := admintest.New(t, open(t), mountDeadLetters, nil)
+		rt := srv.World.Runtime
 		su := srv.Super
 		ctx := context.Background()
 
@@ -233,8 +236,8 @@ func decode(t *testing.T, raw []byte) map[string]any {
 func ptr[T any](v T) *T { return &v }
 
 func TestBulkBadInput(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), deadletters.Mount, nil)
-	many := make([]string, deadletters.MaxBulkIDs+1)
+	srv := admintest.New(t, storagetest.SQLite(t), mountDeadLetters, nil)
+	many := make([]string, dlsvc.MaxBulkIDs+1)
 	for i := range many {
 		many[i] = fmt.Sprint(i)
 	}
@@ -258,7 +261,9 @@ func TestBulkBadInput(t *testing.T) {
 			admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/dead-letters/bulk/"+action, c.body), 400, c.msg)
 		}
 	}
-	if got := bulk(t, srv.Super, "dismiss", map[string]any{"ids": many[:deadletters.MaxBulkIDs]}); got != [3]int{1000, 0, 1000} {
+	if got := bulk(t, srv.Super, "dismiss", map[string]any{"ids": many[:dlsvc.MaxBulkIDs]}); got != [3]int{1000, 0, 1000} {
 		t.Fatalf("1000 unknown ids: %v", got)
 	}
 }
+
+func mountDeadLetters(m *admin.Mux, w *admintest.World) { deadletters.Mount(m, w.DeadLetters()) }

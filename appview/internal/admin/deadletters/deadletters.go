@@ -1,29 +1,22 @@
-// Package deadletters serves the admin dead-letter endpoints: the listing
-// (newest first, keyset-paged), the count, one dead letter with its
-// record, and the actions on unresolved ones (dismiss, retry, reindex),
-// singly and in bulk.
+// Package deadletters serves the admin dead-letter endpoints over the
+// dead-letter service: the listing (newest first, keyset-paged), the
+// count, one dead letter with its record, and the actions on unresolved
+// ones (dismiss, retry, reindex), singly and in bulk.
 //
 // The `resolved` filter of the listing and the count: absent means
 // unresolved only (false is the default), `true` resolved only, `false`
 // unresolved only, and `all` or an empty value (`resolved=`) both.
-//
-// Retry and reindex do the bookkeeping here, not in the script machinery:
-// the runtime only runs the script (or the fetch and the indexing
-// pipeline) and returns its error. Success resolves the dead letter; a
-// failure stores the error and one more attempt on it and answers 200
-// with `resolved: false` and the error.
 package deadletters
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 
-	"github.com/bluesky-social/indigo/atproto/syntax"
-
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/storage"
 )
@@ -35,18 +28,18 @@ const (
 )
 
 // Mount registers the dead-letter endpoints.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("GET /admin/dead-letters", h.list)
-	m.Handle("GET /admin/dead-letters/count", h.count)
-	m.Handle("GET /admin/dead-letters/{id}", h.get)
-	for _, a := range actions {
-		m.Handle("POST /admin/dead-letters/{id}/"+a.name, h.single(a))
-		m.Handle("POST /admin/dead-letters/bulk/"+a.name, h.bulk(a))
+func Mount(m *admin.Mux, svc *deadletters.Service) {
+	h := handlers{svc}
+	m.HandleFunc("GET /admin/dead-letters", h.list)
+	m.HandleFunc("GET /admin/dead-letters/count", h.count)
+	m.HandleFunc("GET /admin/dead-letters/{id}", h.get)
+	for _, a := range deadletters.Actions {
+		m.HandleFunc("POST /admin/dead-letters/{id}/"+a.Name, h.single(a))
+		m.HandleFunc("POST /admin/dead-letters/bulk/"+a.Name, h.bulk(a))
 	}
 }
 
-type handlers struct{ admin.Deps }
+type handlers struct{ svc *deadletters.Service }
 
 // item is the list shape of a dead letter.
 type item struct {
@@ -85,106 +78,90 @@ type page struct {
 	Cursor      string `json:"cursor,omitempty"`
 }
 
-// filter is the parsed collection and resolved parameters, with the
-// cursor scope they make.
-type filter struct {
-	query storage.DeadLetterQuery
-	scope string
-}
-
-// parseFilter reads `collection` and `resolved`.
-func parseFilter(q url.Values) (filter, error) {
-	var f filter
-	f.query.Collection = q.Get("collection")
-	if f.query.Collection != "" {
-		if _, err := syntax.ParseNSID(f.query.Collection); err != nil {
-			return f, errors.New("collection must be a valid NSID")
-		}
-	}
-	resolved := "false"
+// filter reads `collection` and `resolved` (absent: unresolved only).
+func filter(q url.Values) deadletters.Filter {
+	f := deadletters.Filter{Collection: q.Get("collection"), Resolved: "false"}
 	if q.Has("resolved") {
-		resolved = q.Get("resolved")
+		f.Resolved = q.Get("resolved")
 	}
-	switch resolved {
-	case "true", "false":
-		b := resolved == "true"
-		f.query.Resolved = &b
-	case "", "all":
-		resolved = "all"
-	default:
-		return f, errors.New("resolved must be true, false or all")
-	}
-	// A cursor continues only the listing it came from.
-	f.scope = "dead-letters\x00" + f.query.Collection + "\x00" + resolved
-	return f, nil
+	return f
 }
 
-func encodeCursor(scope string, p *storage.DeadLetterPosition) string {
-	return storage.EncodeCursor(scope, storage.Position{IndexedAt: p.CreatedAt, URI: p.ID})
-}
-
-func decodeCursor(scope, c string) (*storage.DeadLetterPosition, error) {
-	pos, err := storage.DecodeCursor(scope, c)
-	if err != nil || pos.URI == "" {
-		return nil, storage.ErrInvalidCursor
-	}
-	return &storage.DeadLetterPosition{CreatedAt: pos.IndexedAt, ID: pos.URI}, nil
-}
-
-func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
+func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
 	q := r.URL.Query()
-	f, err := parseFilter(q)
+	f := filter(q)
+	limit, err := admin.Limit(r, DefaultLimit, MaxLimit)
 	if err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
+		return fail.Wrap(fail.Invalid, err.Error(), err)
 	}
-	if f.query.Limit, err = admin.Limit(r, DefaultLimit, MaxLimit); err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
+	if q.Has("cursor") && q.Get("cursor") == "" {
+		return fail.New(fail.Invalid, "invalid cursor")
 	}
-	if q.Has("cursor") {
-		if f.query.After, err = decodeCursor(f.scope, q.Get("cursor")); err != nil {
-			respond.Error(w, http.StatusBadRequest, "invalid cursor")
-			return
-		}
-	}
-	list, next, err := h.Store.ListDeadLetters(r.Context(), f.query)
+	list, next, err := h.svc.List(r.Context(), f, limit, q.Get("cursor"))
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	out := page{DeadLetters: make([]item, len(list))}
+	out := page{DeadLetters: make([]item, len(list)), Cursor: next}
 	for i, d := range list {
 		out.DeadLetters[i] = toItem(d)
 	}
-	if next != nil {
-		out.Cursor = encodeCursor(f.scope, next)
-	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h handlers) count(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	f, err := parseFilter(r.URL.Query())
+func (h handlers) count(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	n, err := h.svc.Count(r.Context(), filter(r.URL.Query()))
 	if err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	n, err := h.Store.CountDeadLetters(r.Context(), f.query)
-	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
 	respond.JSON(w, http.StatusOK, map[string]int64{"count": n})
+	return nil
 }
 
-func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	d, err := h.Store.GetDeadLetter(r.Context(), r.PathValue("id"))
-	if h.Failed(w, r, err, msgNotFound) {
-		return
+func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	d, err := h.svc.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
 	}
 	out := detail{item: toItem(d)}
 	if len(d.Record) > 0 && json.Valid(d.Record) {
 		out.Record = d.Record
 	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
+}
+
+// single serves POST /admin/dead-letters/{id}/<action>.
+func (h handlers) single(a deadletters.Action) admin.Func {
+	return func(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+		out, err := h.svc.Apply(r.Context(), p.DID(), a, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		respond.JSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// bulk serves POST /admin/dead-letters/bulk/<action>.
+func (h handlers) bulk(a deadletters.Action) admin.Func {
+	return func(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+		var req struct {
+			IDs        []string `json:"ids"`
+			All        bool     `json:"all"`
+			Collection string   `json:"collection"`
+		}
+		if err := admin.Read(w, r, &req); err != nil {
+			return err
+		}
+		res, err := h.svc.Bulk(r.Context(), p.DID(), a, deadletters.Selection{IDs: req.IDs, All: req.All, Collection: req.Collection})
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			return nil // the caller left; the service logged how far it got
+		case err != nil:
+			return err
+		}
+		respond.JSON(w, http.StatusOK, res)
+		return nil
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/internal/admintest"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/storage"
@@ -114,7 +113,7 @@ func get(t *testing.T, c *admintest.Caller, id string) item {
 
 func TestListCountGet(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), deadletters.Mount, nil)
+		srv := admintest.New(t, open(t), mountDeadLetters, nil)
 		su := srv.Super
 		posts := []storage.DeadLetter{}
 		for i := range 5 {
@@ -198,7 +197,7 @@ func TestListCountGet(t *testing.T) {
 
 func TestPaging(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), deadletters.Mount, nil)
+		srv := admintest.New(t, open(t), mountDeadLetters, nil)
 		var want []string
 		for i := range 7 {
 			want = append(want, add(t, srv.Store, "app.test.post", i, nil).ID)
@@ -257,7 +256,7 @@ func sorted(s []string) []string {
 }
 
 func TestPermissions(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), deadletters.Mount, nil)
+	srv := admintest.New(t, storagetest.SQLite(t), mountDeadLetters, nil)
 	d := add(t, srv.Store, "app.test.post", 0, nil)
 	reader := srv.Caller(t, admins.DeadLettersRead)
 	manager := srv.Caller(t, admins.DeadLettersManage)

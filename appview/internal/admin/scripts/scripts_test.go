@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	scriptsvc "github.com/lexview/lexview/appview/internal/scripts"
+
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admin/internal/admintest"
 	"github.com/lexview/lexview/appview/internal/admin/scripts"
@@ -55,8 +57,8 @@ func triggers(list []summary) []string {
 
 func TestScriptCRUD(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), scripts.Mount, nil)
-		rt := srv.Deps.Scripts.(*admintest.Runtime)
+		srv := admintest.New(t, open(t), mountScripts, nil)
+		rt := srv.World.Runtime
 		su := srv.Super
 
 		r := su.Do(t, "POST", "/admin/scripts", map[string]any{
@@ -158,8 +160,8 @@ func TestScriptCRUD(t *testing.T) {
 
 func TestScriptBadInput(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), scripts.Mount, nil)
-		srv.Deps.Scripts.(*admintest.Runtime).SyntaxError = "unexpected symbol near 'end'"
+		srv := admintest.New(t, open(t), mountScripts, nil)
+		srv.World.Runtime.SyntaxError = "unexpected symbol near 'end'"
 		su := srv.Super
 		const trig = "record.update:app.test.post"
 		cases := []struct {
@@ -175,7 +177,7 @@ func TestScriptBadInput(t *testing.T) {
 			{"empty nsid", map[string]any{"trigger": "xrpc.query:", "source": source}, "trigger has an invalid NSID"},
 			{"no source", map[string]any{"trigger": trig}, "source is required"},
 			{"empty source", map[string]any{"trigger": trig, "source": "  \n"}, "source must not be empty"},
-			{"large source", map[string]any{"trigger": trig, "source": "--" + strings.Repeat("x", scripts.MaxSourceSize)},
+			{"large source", map[string]any{"trigger": trig, "source": "--" + strings.Repeat("x", scriptsvc.MaxSourceSize)},
 				"source must be at most 262144 bytes"},
 			{"syntax error", map[string]any{"trigger": trig, "source": "function handle() unexpected symbol near 'end'"},
 				"script has a syntax error: unexpected symbol near 'end'"},
@@ -187,7 +189,7 @@ func TestScriptBadInput(t *testing.T) {
 			}
 		}
 		// Exactly the maximum is accepted.
-		exact := "--" + strings.Repeat("x", scripts.MaxSourceSize-2)
+		exact := "--" + strings.Repeat("x", scriptsvc.MaxSourceSize-2)
 		admintest.Expect(t, su.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": trig, "source": exact}), 201, "")
 		id := listScripts(t, su, "")[0].ID
 
@@ -208,7 +210,7 @@ func TestScriptBadInput(t *testing.T) {
 }
 
 func TestScriptsWithoutRuntime(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), scripts.Mount, func(d *admin.Deps) { d.Scripts = nil })
+	srv := admintest.New(t, storagetest.SQLite(t), mountScripts, func(w *admintest.World) { w.Runtime = nil })
 	// No syntax check and no reload: the script is stored as given.
 	r := srv.Super.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "record.delete:app.test.post", "source": "not lua ("})
 	admintest.Expect(t, r, 201, "")
@@ -217,7 +219,7 @@ func TestScriptsWithoutRuntime(t *testing.T) {
 
 func TestScriptReloadFailure(t *testing.T) {
 	rt := &admintest.Runtime{ReloadErr: errors.New("boom")}
-	srv := admintest.New(t, storagetest.SQLite(t), scripts.Mount, func(d *admin.Deps) { d.Scripts = rt })
+	srv := admintest.New(t, storagetest.SQLite(t), mountScripts, func(w *admintest.World) { w.Runtime = rt })
 	// The change is stored; the failed reload is only logged.
 	admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "xrpc.query:app.test.q", "source": source}), 201, "")
 	if list, err := srv.Store.ListScripts(context.Background()); err != nil || len(list) != 1 {
@@ -226,7 +228,7 @@ func TestScriptReloadFailure(t *testing.T) {
 }
 
 func TestScriptPermissions(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), scripts.Mount, nil)
+	srv := admintest.New(t, storagetest.SQLite(t), mountScripts, nil)
 	reader := srv.Caller(t, admins.ScriptsRead)
 	manager := srv.Caller(t, admins.ScriptsManage)
 	admintest.Expect(t, manager.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "xrpc.query:app.test.q", "source": source}), 201, "")
@@ -237,3 +239,5 @@ func TestScriptPermissions(t *testing.T) {
 	admintest.Expect(t, reader.Do(t, "DELETE", "/admin/scripts/"+id, nil), 403, "insufficient permissions")
 	admintest.Expect(t, manager.Do(t, "GET", "/admin/scripts", nil), 403, "insufficient permissions")
 }
+
+func mountScripts(m *admin.Mux, w *admintest.World) { scripts.Mount(m, w.Scripts()) }

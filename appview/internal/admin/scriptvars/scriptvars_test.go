@@ -10,6 +10,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/internal/admintest"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -45,7 +46,7 @@ func set(t *testing.T, c *admintest.Caller, key, value string) {
 
 func TestScriptVariables(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), scriptvars.Mount, nil)
+		srv := admintest.New(t, open(t), mountVars, nil)
 		su := srv.Super
 		ctx := context.Background()
 
@@ -76,7 +77,7 @@ func TestScriptVariables(t *testing.T) {
 				t.Fatalf("stored in the clear: %+v", v)
 			}
 		}
-		vars, err := scriptvars.Open(ctx, srv.Store, srv.Deps.Sealer)
+		vars, err := scripts.Open(ctx, srv.Store, srv.World.Sealer)
 		if err != nil || len(vars) != 3 || vars["API_TOKEN"] != "s3cret-value" || vars["zeta"] != "two" {
 			t.Fatalf("open: %v %v", vars, err)
 		}
@@ -88,11 +89,11 @@ func TestScriptVariables(t *testing.T) {
 			CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		vars, err = scriptvars.Open(ctx, srv.Store, srv.Deps.Sealer)
+		vars, err = scripts.Open(ctx, srv.Store, srv.World.Sealer)
 		if err == nil || !strings.Contains(err.Error(), `"moved"`) || len(vars) != 3 {
 			t.Fatalf("moved value: %v %v", vars, err)
 		}
-		if _, err := scriptvars.Open(ctx, srv.Store, nil); err == nil {
+		if _, err := scripts.Open(ctx, srv.Store, nil); err == nil {
 			t.Fatal("open without a sealer")
 		}
 
@@ -104,7 +105,7 @@ func TestScriptVariables(t *testing.T) {
 		}
 
 		// Changes drop the runtime's cached variables: 4 sets, 2 deletes.
-		if n := srv.Deps.Scripts.(*admintest.Runtime).Invalidations(); n != 6 {
+		if n := srv.World.Runtime.Invalidations(); n != 6 {
 			t.Fatalf("invalidations: %d", n)
 		}
 		events := srv.Events(t, "script_variable")
@@ -122,7 +123,7 @@ func TestScriptVariables(t *testing.T) {
 
 func TestScriptVariableBadInput(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		srv := admintest.New(t, open(t), scriptvars.Mount, nil)
+		srv := admintest.New(t, open(t), mountVars, nil)
 		keyMsg := "key must be 1 to 128 characters of letters, digits, _, . and -, starting with a letter or _"
 		cases := []struct {
 			name string
@@ -140,7 +141,7 @@ func TestScriptVariableBadInput(t *testing.T) {
 			{"no value", map[string]any{"key": "a"}, "value is required"},
 			{"null value", map[string]any{"key": "a", "value": nil}, "value is required"},
 			{"number value", map[string]any{"key": "a", "value": 5}, "invalid request body"},
-			{"large value", map[string]any{"key": "a", "value": strings.Repeat("v", scriptvars.MaxValueSize+1)},
+			{"large value", map[string]any{"key": "a", "value": strings.Repeat("v", scripts.MaxValueSize+1)},
 				"value must be at most 65536 bytes"},
 		}
 		for _, c := range cases {
@@ -149,7 +150,7 @@ func TestScriptVariableBadInput(t *testing.T) {
 				t.Errorf("%s: %d %s", c.name, r.Status, r.Raw)
 			}
 		}
-		set(t, srv.Super, "a"+strings.Repeat("b", 127), strings.Repeat("v", scriptvars.MaxValueSize))
+		set(t, srv.Super, "a"+strings.Repeat("b", 127), strings.Repeat("v", scripts.MaxValueSize))
 		if list, raw := listVars(t, srv.Super); len(list) != 1 {
 			t.Fatalf("list: %s", raw)
 		}
@@ -157,19 +158,19 @@ func TestScriptVariableBadInput(t *testing.T) {
 }
 
 func TestScriptVariablesWithoutSealer(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), scriptvars.Mount, func(d *admin.Deps) { d.Sealer = nil; d.Scripts = nil })
+	srv := admintest.New(t, storagetest.SQLite(t), mountVars, func(w *admintest.World) { w.Sealer = nil; w.Runtime = nil })
 	admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/script-variables", map[string]any{"key": "a", "value": "b"}),
 		503, "token encryption is not configured")
 	if list, _ := listVars(t, srv.Super); len(list) != 0 {
 		t.Fatalf("list: %v", list)
 	}
-	if vars, err := scriptvars.Open(context.Background(), srv.Store, nil); err != nil || len(vars) != 0 {
+	if vars, err := scripts.Open(context.Background(), srv.Store, nil); err != nil || len(vars) != 0 {
 		t.Fatalf("open nothing: %v %v", vars, err)
 	}
 }
 
 func TestScriptVariablePermissions(t *testing.T) {
-	srv := admintest.New(t, storagetest.SQLite(t), scriptvars.Mount, nil)
+	srv := admintest.New(t, storagetest.SQLite(t), mountVars, nil)
 	reader := srv.Caller(t, admins.ScriptVariablesRead)
 	creator := srv.Caller(t, admins.ScriptVariablesCreate)
 	deleter := srv.Caller(t, admins.ScriptVariablesDelete)
@@ -180,3 +181,5 @@ func TestScriptVariablePermissions(t *testing.T) {
 	admintest.Expect(t, deleter.Do(t, "GET", "/admin/script-variables", nil), 403, "insufficient permissions")
 	admintest.Expect(t, deleter.Do(t, "DELETE", "/admin/script-variables/k", nil), 204, "")
 }
+
+func mountVars(m *admin.Mux, w *admintest.World) { scriptvars.Mount(m, w.Variables()) }

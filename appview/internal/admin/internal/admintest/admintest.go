@@ -1,7 +1,7 @@
 // Package admintest serves one admin handler module for tests: the real
-// admin mux and permission gate over a real store, callers authenticated
-// by admin API keys, and a scripted stand-in for the script machinery
-// (admin.ScriptRuntime), which is a dependency the module consumes, not
+// admin mux and permission gate, the real services over a real store,
+// callers authenticated by admin API keys, and a scripted stand-in for the
+// script runtime, which is a dependency the services consume, not
 // storage.
 package admintest
 
@@ -18,7 +18,9 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -28,15 +30,63 @@ import (
 type Server struct {
 	URL   string
 	Store storage.Store
-	Deps  admin.Deps
+	World *World
 	// Super is the super user, calling with an API key.
 	Super *Caller
 }
 
+// World is what the services of a test are built from.
+type World struct {
+	Store  storage.Store
+	Events *eventlog.Log
+	// Sealer seals secrets at rest; nil means token encryption is off.
+	Sealer *oauth.Sealer
+	// Runtime stands in for the script runtime; nil means the instance
+	// runs no script machinery.
+	Runtime *Runtime
+	Log     *slog.Logger
+}
+
+// runtime is Runtime as an interface value: nil when there is none.
+func (w *World) runtime() interface {
+	scripts.Runtime
+	scripts.VarsInvalidator
+	deadletters.Runtime
+} {
+	if w.Runtime == nil {
+		return nil
+	}
+	return w.Runtime
+}
+
+// Scripts is the scripts service of the world.
+func (w *World) Scripts() *scripts.Service {
+	if rt := w.runtime(); rt != nil {
+		return scripts.New(w.Store, rt, w.Events, w.Log)
+	}
+	return scripts.New(w.Store, nil, w.Events, w.Log)
+}
+
+// Variables is the script-variables service of the world.
+func (w *World) Variables() *scripts.Variables {
+	if rt := w.runtime(); rt != nil {
+		return scripts.NewVariables(w.Store, w.Sealer, rt, w.Events, time.Now)
+	}
+	return scripts.NewVariables(w.Store, w.Sealer, nil, w.Events, time.Now)
+}
+
+// DeadLetters is the dead-letter service of the world.
+func (w *World) DeadLetters() *deadletters.Service {
+	if rt := w.runtime(); rt != nil {
+		return deadletters.New(w.Store, rt, w.Events, time.Now, w.Log)
+	}
+	return deadletters.New(w.Store, nil, w.Events, time.Now, w.Log)
+}
+
 // New serves the modules mounted by mount on store. configure, when not
-// nil, adjusts the Deps first (a nil Scripts or Sealer, for example);
-// by default Scripts is a fresh *Runtime and Sealer a random-key Sealer.
-func New(t testing.TB, store storage.Store, mount func(*admin.Mux, admin.Deps), configure func(*admin.Deps)) *Server {
+// nil, adjusts the World first (a nil Runtime or Sealer, for example); by
+// default Runtime is a fresh *Runtime and Sealer a random-key Sealer.
+func New(t testing.TB, store storage.Store, mount func(*admin.Mux, *World), configure func(*World)) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	key := make([]byte, oauth.KeySize)
@@ -48,15 +98,15 @@ func New(t testing.TB, store storage.Store, mount func(*admin.Mux, admin.Deps), 
 		t.Fatal(err)
 	}
 	events := eventlog.New(store, time.Now, log)
-	d := admin.Deps{Store: store, Events: events, Now: time.Now, Log: log, Sealer: sealer, Scripts: &Runtime{}}
+	w := &World{Store: store, Events: events, Sealer: sealer, Runtime: &Runtime{}, Log: log}
 	if configure != nil {
-		configure(&d)
+		configure(w)
 	}
 	m := admin.NewMux(admin.NewAuthenticator(store, nil, nil, admins.New(store, events, time.Now, log), time.Now, log), log)
-	mount(m, d)
+	mount(m, w)
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
-	s := &Server{URL: srv.URL, Store: store, Deps: d}
+	s := &Server{URL: srv.URL, Store: store, World: w}
 	s.Super = s.newCaller(t, true, admins.All()...)
 	return s
 }
@@ -132,7 +182,7 @@ func (s *Server) Events(t testing.TB, category string) []storage.Event {
 	return list
 }
 
-// Runtime is a scripted admin.ScriptRuntime. Its zero value accepts every
+// Runtime is a scripted script runtime. Its zero value accepts every
 // source and succeeds at everything.
 type Runtime struct {
 	mu sync.Mutex
@@ -141,7 +191,7 @@ type Runtime struct {
 	// ReloadErr is returned by Reload.
 	ReloadErr error
 	// Fail maps a dead letter ID to the error its retry and reindex
-	// return (admin.ErrNoScript included).
+	// return (scripting.ErrNoScript included).
 	Fail map[string]error
 	// Reloads counts Reload calls, invalidations InvalidateVars calls;
 	// Retried and Reindexed list the dead letters handled, in order.
@@ -151,7 +201,7 @@ type Runtime struct {
 	Reindexed     []string
 }
 
-// Check implements admin.ScriptRuntime.
+// Check implements the services' Runtime.
 func (rt *Runtime) Check(source string) error {
 	if rt.SyntaxError != "" && strings.Contains(source, rt.SyntaxError) {
 		return errors.New(rt.SyntaxError)
@@ -159,7 +209,7 @@ func (rt *Runtime) Check(source string) error {
 	return nil
 }
 
-// Reload implements admin.ScriptRuntime.
+// Reload implements the services' Runtime.
 func (rt *Runtime) Reload(context.Context) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -167,7 +217,7 @@ func (rt *Runtime) Reload(context.Context) error {
 	return rt.ReloadErr
 }
 
-// InvalidateVars implements scriptvars.VarsInvalidator.
+// InvalidateVars implements scripts.VarsInvalidator.
 func (rt *Runtime) InvalidateVars() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -181,7 +231,7 @@ func (rt *Runtime) Invalidations() int {
 	return rt.invalidations
 }
 
-// RetryDeadLetter implements admin.ScriptRuntime.
+// RetryDeadLetter implements the services' Runtime.
 func (rt *Runtime) RetryDeadLetter(_ context.Context, d storage.DeadLetter) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -189,7 +239,7 @@ func (rt *Runtime) RetryDeadLetter(_ context.Context, d storage.DeadLetter) erro
 	return rt.Fail[d.ID]
 }
 
-// ReindexDeadLetter implements admin.ScriptRuntime.
+// ReindexDeadLetter implements the services' Runtime.
 func (rt *Runtime) ReindexDeadLetter(_ context.Context, d storage.DeadLetter) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
