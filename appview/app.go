@@ -153,7 +153,8 @@ func New(cfg Config) (*App, error) {
 	if a.source == nil && cfg.JetstreamURL != "off" {
 		a.source = &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Metrics: a.metrics, Logger: a.log, Now: cfg.Now}
 	}
-	if err := a.runScheduledVacuum(ctx); err != nil {
+	a.svc = a.newServices()
+	if err := a.svc.instance.RunScheduledVacuum(ctx); err != nil {
 		return fail(fmt.Errorf("scheduled vacuum: %w", err))
 	}
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
@@ -169,7 +170,6 @@ func New(cfg Config) (*App, error) {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
 	}
-	a.svc = a.newServices()
 	a.admin = a.adminAPI(limits)
 	a.handler = a.routes()
 	return a, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/scripts"
 )
@@ -27,6 +28,7 @@ type services struct {
 	scripts     *scripts.Service
 	variables   *scripts.Variables
 	deadLetters *deadletters.Service
+	instance    *instance.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -39,6 +41,14 @@ func (a *App) newServices() *services {
 		scripts:     scripts.New(a.store, a.scripts, a.events, a.log),
 		variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
 		deadLetters: deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
+		instance: instance.New(instance.Options{
+			Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now, Logger: a.log,
+			Features: map[string]bool{
+				"jetstream":        a.cfg.JetstreamURL != "off",
+				"metrics":          a.cfg.MetricsAddr != "",
+				"token_encryption": a.sealer != nil,
+			},
+		}),
 	}
 }
 
@@ -49,23 +59,18 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	m := admin.NewMux(auth, a.log)
 	deps := admin.Deps{
 		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
-		Defaults: limits, Now: a.cfg.Now, Log: a.log, SyncStatus: a.syncStatus, Backfill: a.backfill,
+		Defaults: limits, Now: a.cfg.Now, Log: a.log, Backfill: a.backfill,
 		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient,
 		StreamKeepalive: a.cfg.StreamKeepalive,
-		Features: map[string]bool{
-			"jetstream":        a.cfg.JetstreamURL != "off",
-			"metrics":          a.cfg.MetricsAddr != "",
-			"token_encryption": a.sealer != nil,
-		},
 	}
 	adminlexicons.Mount(m, a.svc.lexicons)
 	users.Mount(m, a.svc.admins)
 	adminscripts.Mount(m, a.svc.scripts)
 	scriptvars.Mount(m, a.svc.variables)
 	admindeadletters.Mount(m, a.svc.deadLetters)
+	events.Mount(m, a.events)
+	operator.Mount(m, deps, a.svc.instance)
 	for _, mount := range []func(*admin.Mux, admin.Deps){
-		events.Mount,
-		operator.Mount,
 		apiclients.Mount,
 		backfill.Mount,
 		authkeys.Mount,

@@ -29,12 +29,6 @@ type Deps struct {
 	Defaults clients.Limits
 	Now      func() time.Time
 	Log      *slog.Logger
-	// Features reports which optional subsystems the instance runs, by
-	// name (GET /admin/feature-flags).
-	Features map[string]bool
-	// SyncStatus reports live ingestion and the batch writer for
-	// GET /admin/stats; nil leaves them out.
-	SyncStatus func() map[string]any
 	// Backfill creates and steers backfill jobs; nil when the instance
 	// runs none (the backfill endpoints then answer 503, and uploading a
 	// record lexicon creates no job).

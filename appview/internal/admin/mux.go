@@ -153,6 +153,16 @@ func NullableTimestamp(t time.Time) *string {
 	return &s
 }
 
+// Cursor returns the `cursor` parameter: "" when absent, an Invalid
+// `invalid cursor` error when present but empty.
+func Cursor(r *http.Request) (string, error) {
+	q := r.URL.Query()
+	if q.Has("cursor") && q.Get("cursor") == "" {
+		return "", fail.New(fail.Invalid, "invalid cursor")
+	}
+	return q.Get("cursor"), nil
+}
+
 // Limit parses a `limit` parameter with a default and a maximum.
 func Limit(r *http.Request, def, max int) (int, error) {
 	v := r.URL.Query().Get("limit")
@@ -161,7 +171,7 @@ func Limit(r *http.Request, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > max {
-		return 0, fmt.Errorf("limit must be an integer between 1 and %d", max)
+		return 0, fail.Invalidf("limit must be an integer between 1 and %d", max)
 	}
 	return n, nil
 }

@@ -4,9 +4,12 @@ package eventlog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -30,6 +33,7 @@ type Entry struct {
 type Store interface {
 	AppendEvents(ctx context.Context, events []storage.Event) error
 	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
+	ListEvents(ctx context.Context, f storage.EventFilter) ([]storage.Event, bool, error)
 }
 
 // Log records events. A failure to record is logged, never returned: the
@@ -91,4 +95,50 @@ func (l *Log) RunPurge(ctx context.Context, retention, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// Query selects entries for List: exact Type, Category (the part before
+// the first dot), Severity and Subject, each optional; Limit entries
+// after Cursor (a cursor List returned; "" for the first page).
+type Query struct {
+	Type, Category, Severity, Subject string
+	Limit                             int
+	Cursor                            string
+}
+
+// cursorScope binds event-log cursors to the listing. The filters are not
+// part of the scope: the position (an entry id) means the same under any
+// filter.
+const cursorScope = "events"
+
+var errBadCursor = fail.New(fail.Invalid, "invalid cursor")
+
+// List returns a page of entries, newest first, and the cursor of the
+// next page ("" on the last one).
+func (l *Log) List(ctx context.Context, q Query) ([]storage.Event, string, error) {
+	switch q.Severity {
+	case "", Info, Warn, Error:
+	default:
+		return nil, "", fail.New(fail.Invalid, "severity must be info, warn or error")
+	}
+	f := storage.EventFilter{Type: q.Type, Category: q.Category, Severity: q.Severity, Subject: q.Subject, Limit: q.Limit}
+	if q.Cursor != "" {
+		pos, err := storage.DecodeCursor(cursorScope, q.Cursor)
+		if err != nil {
+			return nil, "", errBadCursor
+		}
+		if _, err := strconv.ParseInt(pos.URI, 10, 64); err != nil {
+			return nil, "", errBadCursor
+		}
+		f.Before = pos.URI
+	}
+	list, more, err := l.store.ListEvents(ctx, f)
+	if errors.Is(err, storage.ErrInvalidCursor) {
+		return nil, "", errBadCursor
+	}
+	if err != nil || !more || len(list) == 0 {
+		return list, "", err
+	}
+	last := list[len(list)-1]
+	return list, storage.EncodeCursor(cursorScope, storage.Position{IndexedAt: last.CreatedAt, URI: last.ID}), nil
 }

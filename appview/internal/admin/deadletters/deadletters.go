@@ -16,7 +16,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/deadletters"
-	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/storage"
 )
@@ -92,12 +91,13 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Princip
 	f := filter(q)
 	limit, err := admin.Limit(r, DefaultLimit, MaxLimit)
 	if err != nil {
-		return fail.Wrap(fail.Invalid, err.Error(), err)
+		return err
 	}
-	if q.Has("cursor") && q.Get("cursor") == "" {
-		return fail.New(fail.Invalid, "invalid cursor")
+	cursor, err := admin.Cursor(r)
+	if err != nil {
+		return err
 	}
-	list, next, err := h.svc.List(r.Context(), f, limit, q.Get("cursor"))
+	list, next, err := h.svc.List(r.Context(), f, limit, cursor)
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,12 @@ package events
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strconv"
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/respond"
-	"github.com/lexview/lexview/storage"
 )
 
 // Page sizes of GET /admin/events.
@@ -22,18 +19,13 @@ const (
 	MaxLimit     = 100
 )
 
-// cursorScope binds event-log cursors to this listing. The filters are not
-// part of the scope: the position (an event id) means the same under any
-// filter.
-const cursorScope = "events"
-
 // Mount registers the event-log endpoint.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("GET /admin/events", h.list)
+func Mount(m *admin.Mux, log *eventlog.Log) {
+	h := handlers{log}
+	m.HandleFunc("GET /admin/events", h.list)
 }
 
-type handlers struct{ admin.Deps }
+type handlers struct{ log *eventlog.Log }
 
 // entry is the wire shape of an event-log entry.
 type entry struct {
@@ -69,65 +61,30 @@ func detailObject(raw []byte) json.RawMessage {
 	return raw
 }
 
-// encodeCursor makes the opaque cursor continuing after e.
-func encodeCursor(e storage.Event) string {
-	return storage.EncodeCursor(cursorScope, storage.Position{IndexedAt: e.CreatedAt, URI: e.ID})
-}
-
-// decodeCursor returns the event id a cursor continues after.
-func decodeCursor(c string) (string, error) {
-	pos, err := storage.DecodeCursor(cursorScope, c)
-	if err != nil {
-		return "", err
-	}
-	if _, err := strconv.ParseInt(pos.URI, 10, 64); err != nil {
-		return "", storage.ErrInvalidCursor
-	}
-	return pos.URI, nil
-}
-
-func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
+func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
 	q := r.URL.Query()
 	limit, err := admin.Limit(r, DefaultLimit, MaxLimit)
 	if err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
-	f := storage.EventFilter{
-		Type: q.Get("event_type"), Category: q.Get("category"), Severity: q.Get("severity"),
-		Subject: q.Get("subject"), Limit: limit,
-	}
-	switch f.Severity {
-	case "", eventlog.Info, eventlog.Warn, eventlog.Error:
-	default:
-		respond.Error(w, http.StatusBadRequest, "severity must be info, warn or error")
-		return
-	}
-	if q.Has("cursor") {
-		if f.Before, err = decodeCursor(q.Get("cursor")); err != nil {
-			respond.Error(w, http.StatusBadRequest, "invalid cursor")
-			return
-		}
-	}
-	list, more, err := h.Store.ListEvents(r.Context(), f)
-	if errors.Is(err, storage.ErrInvalidCursor) {
-		respond.Error(w, http.StatusBadRequest, "invalid cursor")
-		return
-	}
+	cursor, err := admin.Cursor(r)
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	out := page{Events: make([]entry, len(list))}
+	list, next, err := h.log.List(r.Context(), eventlog.Query{
+		Type: q.Get("event_type"), Category: q.Get("category"), Severity: q.Get("severity"),
+		Subject: q.Get("subject"), Limit: limit, Cursor: cursor,
+	})
+	if err != nil {
+		return err
+	}
+	out := page{Events: make([]entry, len(list)), Cursor: optional(next)}
 	for i, e := range list {
 		out.Events[i] = entry{
 			ID: e.ID, EventType: e.Type, Severity: e.Severity, ActorDID: optional(e.ActorDID), Subject: optional(e.Subject),
 			Detail: detailObject(e.Detail), CreatedAt: admin.Timestamp(e.CreatedAt),
 		}
 	}
-	if more && len(list) > 0 {
-		c := encodeCursor(list[len(list)-1])
-		out.Cursor = &c
-	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }

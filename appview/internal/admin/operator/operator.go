@@ -6,34 +6,38 @@ package operator
 
 import (
 	"github.com/lexview/lexview/appview/internal/admin"
+	"github.com/lexview/lexview/appview/internal/instance"
 )
 
 // Mount registers the operator endpoints.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("GET /admin/stats", h.stats)
-	m.Handle("GET /admin/feature-flags", h.featureFlags)
+func Mount(m *admin.Mux, d admin.Deps, svc *instance.Service) {
+	h := handlers{Deps: d, instance: svc}
+	m.HandleFunc("GET /admin/stats", h.stats)
+	m.HandleFunc("GET /admin/feature-flags", h.featureFlags)
 
 	m.Handle("GET /admin/records", h.listRecords)
-	m.Handle("GET /admin/records/collections", h.collections)
+	m.HandleFunc("GET /admin/records/collections", h.collections)
 	m.Handle("DELETE /admin/records", h.deleteRecords)
 	m.Handle("DELETE /admin/records/collection", h.deleteCollection)
 
-	m.Handle("GET /admin/settings", h.listSettings)
+	m.HandleFunc("GET /admin/settings", h.listSettings)
 	// The literal logo routes are more specific than {key}, so net/http
 	// routes /admin/settings/logo to them.
-	m.Handle("PUT /admin/settings/{key}", h.putSetting)
-	m.Handle("DELETE /admin/settings/{key}", h.deleteSetting)
-	m.Handle("PUT /admin/settings/logo", h.putLogo)
-	m.Handle("DELETE /admin/settings/logo", h.deleteLogo)
+	m.HandleFunc("PUT /admin/settings/{key}", h.putSetting)
+	m.HandleFunc("DELETE /admin/settings/{key}", h.deleteSetting)
+	m.HandleFunc("PUT /admin/settings/logo", h.putLogo)
+	m.HandleFunc("DELETE /admin/settings/logo", h.deleteLogo)
 
-	m.Handle("GET /admin/settings/db-info", h.dbInfo)
-	m.Handle("GET /admin/database/status", h.databaseStatus)
-	m.Handle("POST /admin/database/vacuum/schedule", h.scheduleVacuum)
-	m.Handle("DELETE /admin/database/vacuum/schedule", h.unscheduleVacuum)
+	m.HandleFunc("GET /admin/settings/db-info", h.dbInfo)
+	m.HandleFunc("GET /admin/database/status", h.databaseStatus)
+	m.HandleFunc("POST /admin/database/vacuum/schedule", h.scheduleVacuum)
+	m.HandleFunc("DELETE /admin/database/vacuum/schedule", h.unscheduleVacuum)
 }
 
-type handlers struct{ admin.Deps }
+type handlers struct {
+	admin.Deps // the record endpoints' dependencies (until they have a service)
+	instance   *instance.Service
+}
 
 func optional(s string) *string {
 	if s == "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/storage"
 )
 
 // collectionCount is one collection's record count.
@@ -14,7 +15,15 @@ type collectionCount struct {
 	Count      int64  `json:"count"`
 }
 
-// statsResponse is the body of GET /admin/stats:
+func toCounts(counts []storage.CollectionCount) []collectionCount {
+	out := make([]collectionCount, len(counts))
+	for i, c := range counts {
+		out[i] = collectionCount{Collection: c.Collection, Count: c.Count}
+	}
+	return out
+}
+
+// stats answers GET /admin/stats:
 //
 //	{
 //	  "total_records": 1234,          // records in every collection
@@ -26,68 +35,33 @@ type collectionCount struct {
 //	}
 //
 // collections lists every collection holding records, largest first.
-type statsResponse struct {
-	TotalRecords      int64             `json:"total_records"`
-	Lexicons          int               `json:"lexicons"`
-	RecordCollections int               `json:"record_collections"`
-	Collections       []collectionCount `json:"collections"`
-}
-
-func (h handlers) collectionCounts(w http.ResponseWriter, r *http.Request) ([]collectionCount, bool) {
-	counts, err := h.Store.CollectionCounts(r.Context())
+func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	st, err := h.instance.Stats(r.Context())
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return nil, false
-	}
-	out := make([]collectionCount, len(counts))
-	for i, c := range counts {
-		out[i] = collectionCount{Collection: c.Collection, Count: c.Count}
-	}
-	return out, true
-}
-
-func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	counts, ok := h.collectionCounts(w, r)
-	if !ok {
-		return
-	}
-	out := statsResponse{Collections: counts}
-	for _, c := range counts {
-		out.TotalRecords += c.Count
-	}
-	snap := h.Lexicons.Snapshot()
-	out.Lexicons, out.RecordCollections = snap.Len(), len(snap.RecordCollections())
-	if h.SyncStatus == nil {
-		respond.JSON(w, http.StatusOK, out)
-		return
+		return err
 	}
 	body := map[string]any{
-		"total_records": out.TotalRecords, "lexicons": out.Lexicons,
-		"record_collections": out.RecordCollections, "collections": out.Collections,
+		"total_records": st.TotalRecords, "lexicons": st.Lexicons,
+		"record_collections": st.RecordCollections, "collections": toCounts(st.Collections),
 	}
-	maps.Copy(body, h.SyncStatus())
+	maps.Copy(body, st.Sync)
 	respond.JSON(w, http.StatusOK, body)
+	return nil
 }
 
 // collections answers GET /admin/records/collections: [{collection, count}],
 // largest first.
-func (h handlers) collections(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	counts, ok := h.collectionCounts(w, r)
-	if !ok {
-		return
+func (h handlers) collections(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	counts, err := h.instance.CollectionCounts(r.Context())
+	if err != nil {
+		return err
 	}
-	respond.JSON(w, http.StatusOK, counts)
+	respond.JSON(w, http.StatusOK, toCounts(counts))
+	return nil
 }
 
 // featureFlags answers GET /admin/feature-flags: {flags: {<name>: bool}}.
-// The flags are those the App reports in Deps.Features (for example
-// "jetstream") plus "sqlite_vacuum", whether the one-time vacuum can be
-// scheduled on this backend.
-func (h handlers) featureFlags(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	flags := maps.Clone(h.Features)
-	if flags == nil {
-		flags = map[string]bool{}
-	}
-	flags["sqlite_vacuum"] = h.Store.Dialect() == "sqlite"
-	respond.JSON(w, http.StatusOK, map[string]any{"flags": flags})
+func (h handlers) featureFlags(w http.ResponseWriter, _ *http.Request, _ *admins.Principal) error {
+	respond.JSON(w, http.StatusOK, map[string]any{"flags": h.instance.FeatureFlags()})
+	return nil
 }
