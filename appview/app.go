@@ -159,7 +159,7 @@ func New(cfg Config) (*App, error) {
 	}
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
 	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
-	a.clientManager = clients.NewManager(a.store, a.clients, cfg.Now)
+	a.clientManager = clients.NewManager(a.store, a.clients, a.events, cfg.Now)
 	if cfg.ClientIdentifier == nil {
 		cfg.ClientIdentifier = a.clients
 		a.cfg.ClientIdentifier = a.clients
@@ -214,7 +214,7 @@ func (a *App) routes() http.Handler {
 	mux.Handle("/admin/", a.admin)
 	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
 		Users: a.users, Events: a.events, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
-	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Registry: a.clients, Users: a.users, Events: a.events, Logger: a.log}).Mount(mux)
+	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Registry: a.clients, Users: a.users, Logger: a.log}).Mount(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")
 	})

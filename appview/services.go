@@ -42,7 +42,7 @@ func (a *App) newServices() *services {
 		variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
 		deadLetters: deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
 		instance: instance.New(instance.Options{
-			Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now, Logger: a.log,
+			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
 			Features: map[string]bool{
 				"jetstream":        a.cfg.JetstreamURL != "off",
 				"metrics":          a.cfg.MetricsAddr != "",
@@ -70,8 +70,8 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	admindeadletters.Mount(m, a.svc.deadLetters)
 	events.Mount(m, a.events)
 	operator.Mount(m, deps, a.svc.instance)
+	apiclients.Mount(m, a.clientManager)
 	for _, mount := range []func(*admin.Mux, admin.Deps){
-		apiclients.Mount,
 		backfill.Mount,
 		authkeys.Mount,
 	} {

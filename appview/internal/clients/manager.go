@@ -7,12 +7,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -31,26 +32,42 @@ type ManagerStore interface {
 	DeleteAPIClient(ctx context.Context, id string) ([]string, error)
 }
 
-// Manager creates, changes and deletes API clients, keeping the Registry's
-// cache and buckets in step.
+// Manager is the API client service: it creates, changes and deletes API
+// clients (the admin API's and third-party children alike), keeps the
+// Registry's cache and buckets in step, and audits every change.
 type Manager struct {
-	store ManagerStore
-	reg   *Registry
-	now   func() time.Time
+	store  ManagerStore
+	reg    *Registry
+	events *eventlog.Log // nil records nothing
+	now    func() time.Time
 }
 
-// NewManager returns a Manager.
-func NewManager(store ManagerStore, reg *Registry, now func() time.Time) *Manager {
-	return &Manager{store: store, reg: reg, now: now}
+// NewManager returns a Manager; events may be nil.
+func NewManager(store ManagerStore, reg *Registry, events *eventlog.Log, now func() time.Time) *Manager {
+	return &Manager{store: store, reg: reg, events: events, now: now}
 }
 
-// ValidationError is a client-side mistake in a request.
-type ValidationError struct{ Msg string }
+// Errors of the service, with the specification's messages.
+var (
+	ErrNotFound          = fail.New(fail.NotFound, "API client not found")
+	ErrConflict          = fail.New(fail.Conflict, "client_id_url already registered")
+	ErrInvalidClientType = fail.New(fail.Invalid, "Invalid client_type")
+	errTypeImmutable     = fail.New(fail.Invalid, "client_type cannot be changed")
+)
 
-func (e *ValidationError) Error() string { return e.Msg }
+func invalid(format string, args ...any) error { return fail.Invalidf(format, args...) }
 
-func invalid(format string, args ...any) error {
-	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+func (m *Manager) audit(ctx context.Context, eventType, actor, subject string, detail map[string]any) {
+	if m.events != nil {
+		m.events.Record(ctx, eventlog.Entry{Type: eventType, ActorDID: actor, Subject: subject, Detail: detail})
+	}
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // NewClient describes a client to create.
@@ -69,11 +86,9 @@ type NewClient struct {
 	OwnerDID            string
 }
 
-// ErrInvalidClientType is the validation failure for an unknown type.
-var ErrInvalidClientType = &ValidationError{Msg: "Invalid client_type"}
-
-// Create stores a new active client and returns it with its secret, which
-// is not kept and cannot be recovered.
+// Create stores a new active client on behalf of nc.CreatedBy
+// (api_client.created) and returns it with its secret, which is not kept
+// and cannot be recovered.
 func (m *Manager) Create(ctx context.Context, nc NewClient) (storage.APIClient, string, error) {
 	if nc.Type == "" {
 		nc.Type = storage.ClientConfidential
@@ -102,16 +117,29 @@ func (m *Manager) Create(ctx context.Context, nc NewClient) (storage.APIClient, 
 	if c.AllowedOrigins == nil {
 		c.AllowedOrigins = []string{}
 	}
-	if err := m.store.CreateAPIClient(ctx, c); err != nil {
+	err := m.store.CreateAPIClient(ctx, c)
+	if errors.Is(err, storage.ErrConflict) {
+		return storage.APIClient{}, "", ErrConflict
+	}
+	if err != nil {
 		return storage.APIClient{}, "", err
 	}
 	m.reg.Forget(key) // drop any negative cache entry
+	m.audit(ctx, "api_client.created", nc.CreatedBy, c.ID, map[string]any{
+		"name": c.Name, "client_id_url": c.ClientIDURL, "client_uri": c.ClientURI, "client_type": c.Type,
+		"scopes": c.Scopes, "rate_limit_capacity": c.RateLimitCapacity, "rate_limit_refill_rate": c.RateLimitRefillRate,
+		"parent_client_id": optional(c.ParentID), "owner_did": optional(c.OwnerDID),
+	})
 	return c, secret, nil
 }
 
 // Get returns one client.
 func (m *Manager) Get(ctx context.Context, id string) (storage.APIClient, error) {
-	return m.store.GetAPIClient(ctx, id)
+	c, err := m.store.GetAPIClient(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return c, ErrNotFound
+	}
+	return c, err
 }
 
 // List returns clients newest first, optionally the children of parentID.
@@ -119,29 +147,114 @@ func (m *Manager) List(ctx context.Context, parentID string) ([]storage.APIClien
 	return m.store.ListAPIClients(ctx, parentID)
 }
 
-// Update validates and saves c's mutable fields; changes to limits and
-// activation apply to the next request. Deactivation cascades to children.
-func (m *Manager) Update(ctx context.Context, c storage.APIClient) error {
-	if err := validate(c.Name, c.ClientIDURL, c.ClientURI, c.RedirectURIs, c.Scopes, c.Type, c.AllowedOrigins,
-		c.RateLimitCapacity, c.RateLimitRefillRate); err != nil {
-		return err
-	}
-	keys, err := m.store.UpdateAPIClient(ctx, c)
-	if err != nil {
-		return err
-	}
-	m.reg.Invalidate(keys...)
-	return nil
+// Field is an optional, nullable field of a Patch: Set when the request
+// names it; Value nil means null (cleared).
+type Field[T any] struct {
+	Set   bool
+	Value *T
 }
 
-// Delete removes a client and its children and frees their buckets.
-func (m *Manager) Delete(ctx context.Context, id string) error {
-	keys, err := m.store.DeleteAPIClient(ctx, id)
+// Patch changes some of a client's mutable fields; nil fields stay.
+// ClientType, when set, must be the client's current type (the type
+// cannot change).
+type Patch struct {
+	Name, ClientURI, Scopes      *string
+	RedirectURIs, AllowedOrigins *[]string
+	IsActive                     *bool
+	RateLimitCapacity            Field[int]
+	RateLimitRefillRate          Field[float64]
+	ClientType                   *string
+}
+
+// FullPatch is a patch that sets every mutable field to c's values: Update
+// with it saves an edited copy of a client.
+func FullPatch(c storage.APIClient) Patch {
+	return Patch{
+		Name: &c.Name, ClientURI: &c.ClientURI, Scopes: &c.Scopes, RedirectURIs: &c.RedirectURIs,
+		AllowedOrigins: &c.AllowedOrigins, IsActive: &c.IsActive,
+		RateLimitCapacity:   Field[int]{Set: true, Value: c.RateLimitCapacity},
+		RateLimitRefillRate: Field[float64]{Set: true, Value: c.RateLimitRefillRate},
+	}
+}
+
+// apply changes c and returns the names of the fields the patch sets.
+func (p Patch) apply(c *storage.APIClient) []string {
+	changed := []string{}
+	set := func(name string, ok bool, do func()) {
+		if ok {
+			do()
+			changed = append(changed, name)
+		}
+	}
+	set("name", p.Name != nil, func() { c.Name = *p.Name })
+	set("client_uri", p.ClientURI != nil, func() { c.ClientURI = *p.ClientURI })
+	set("redirect_uris", p.RedirectURIs != nil, func() { c.RedirectURIs = *p.RedirectURIs })
+	set("scopes", p.Scopes != nil, func() { c.Scopes = *p.Scopes })
+	set("rate_limit_capacity", p.RateLimitCapacity.Set, func() { c.RateLimitCapacity = p.RateLimitCapacity.Value })
+	set("rate_limit_refill_rate", p.RateLimitRefillRate.Set, func() { c.RateLimitRefillRate = p.RateLimitRefillRate.Value })
+	set("is_active", p.IsActive != nil, func() { c.IsActive = *p.IsActive })
+	set("allowed_origins", p.AllowedOrigins != nil, func() { c.AllowedOrigins = *p.AllowedOrigins })
+	if c.RedirectURIs == nil {
+		c.RedirectURIs = []string{}
+	}
+	if c.AllowedOrigins == nil {
+		c.AllowedOrigins = []string{}
+	}
+	return changed
+}
+
+// Update applies a patch to client id on behalf of actor
+// (api_client.updated), validates and saves it; changes to limits and
+// activation apply to the next request, and deactivation cascades to
+// children.
+func (m *Manager) Update(ctx context.Context, actor, id string, p Patch) (storage.APIClient, error) {
+	c, err := m.Get(ctx, id)
 	if err != nil {
-		return err
+		return c, err
+	}
+	if p.ClientType != nil && *p.ClientType != c.Type {
+		return c, errTypeImmutable
+	}
+	changed := p.apply(&c)
+	if err := validate(c.Name, c.ClientIDURL, c.ClientURI, c.RedirectURIs, c.Scopes, c.Type, c.AllowedOrigins,
+		c.RateLimitCapacity, c.RateLimitRefillRate); err != nil {
+		return c, err
+	}
+	keys, err := m.store.UpdateAPIClient(ctx, c)
+	if errors.Is(err, storage.ErrNotFound) { // deleted meanwhile
+		return c, ErrNotFound
+	}
+	if err != nil {
+		return c, err
+	}
+	m.reg.Invalidate(keys...)
+	detail := map[string]any{"fields": changed}
+	if p.IsActive != nil {
+		detail["is_active"] = c.IsActive
+	}
+	m.audit(ctx, "api_client.updated", actor, c.ID, detail)
+	return c, nil
+}
+
+// Delete removes a client and its children on behalf of actor
+// (api_client.deleted), frees their buckets, and returns what it removed.
+func (m *Manager) Delete(ctx context.Context, actor, id string) (storage.APIClient, error) {
+	c, err := m.Get(ctx, id)
+	if err != nil {
+		return c, err
+	}
+	keys, err := m.store.DeleteAPIClient(ctx, c.ID)
+	if errors.Is(err, storage.ErrNotFound) { // deleted meanwhile
+		return c, ErrNotFound
+	}
+	if err != nil {
+		return c, err
 	}
 	m.reg.Forget(keys...)
-	return nil
+	m.audit(ctx, "api_client.deleted", actor, c.ID, map[string]any{
+		"name": c.Name, "client_id_url": c.ClientIDURL, "parent_client_id": optional(c.ParentID), "owner_did": optional(c.OwnerDID),
+	})
+	return c, nil
 }
 
 // HashSecret returns the stored form (hex SHA-256) of a client secret.
@@ -204,10 +317,4 @@ func validate(name, clientIDURL, clientURI string, redirects []string, scopes, t
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
-}
-
-// IsValidation reports whether err is a ValidationError.
-func IsValidation(err error) bool {
-	var v *ValidationError
-	return errors.As(err, &v)
 }

@@ -60,7 +60,7 @@ func newFixture(t testing.TB, defaults clients.Limits) *fixture {
 	store := storagetest.SQLite(t)
 	f := &fixture{store: store, hooks: &hookStore{Store: store}, clk: &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}}
 	f.reg = clients.NewRegistry(f.hooks, defaults, f.clk.now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	f.mgr = clients.NewManager(store, f.reg, f.clk.now)
+	f.mgr = clients.NewManager(store, f.reg, nil, f.clk.now)
 	return f
 }
 
@@ -137,7 +137,7 @@ func TestInvalidateKeepsLevelAppliesLimits(t *testing.T) {
 	// update saves c; the next identification applies it.
 	update := func() {
 		t.Helper()
-		if err := f.mgr.Update(ctx, c); err != nil {
+		if _, err := f.mgr.Update(ctx, "", c.ID, clients.FullPatch(c)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.identify(t, c.Key); err != nil {
@@ -182,7 +182,7 @@ func TestDeactivationKeepsBucket(t *testing.T) {
 		t.Fatal("fresh clients refused")
 	}
 	parent.IsActive = false
-	if err := f.mgr.Update(ctx, parent); err != nil {
+	if _, err := f.mgr.Update(ctx, "", parent.ID, clients.FullPatch(parent)); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{parent.Key, child.Key} {
@@ -192,7 +192,7 @@ func TestDeactivationKeepsBucket(t *testing.T) {
 	}
 	// Re-enabling does not hand out a fresh bucket.
 	parent.IsActive = true
-	if err := f.mgr.Update(ctx, parent); err != nil {
+	if _, err := f.mgr.Update(ctx, "", parent.ID, clients.FullPatch(parent)); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.calls(t, parent.Key, 1); got != 0 {
@@ -216,7 +216,7 @@ func TestForgetFreesBucket(t *testing.T) {
 		t.Fatalf("after Forget allowed %d, want a new bucket", got)
 	}
 	f.calls(t, child.Key, 1)
-	if err := f.mgr.Delete(ctx, c.ID); err != nil {
+	if _, err := f.mgr.Delete(ctx, "", c.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{c.Key, child.Key} {
@@ -262,7 +262,7 @@ func TestEditDuringLoad(t *testing.T) {
 	f.hooks.after = func() {
 		f.hooks.after = nil
 		c.IsActive = false
-		if err := f.mgr.Update(ctx, c); err != nil {
+		if _, err := f.mgr.Update(ctx, "", c.ID, clients.FullPatch(c)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -276,7 +276,7 @@ func TestEditDuringLoad(t *testing.T) {
 	d := f.create(t, nil, nil, "")
 	f.hooks.after = func() {
 		f.hooks.after = nil
-		if err := f.mgr.Delete(ctx, d.ID); err != nil {
+		if _, err := f.mgr.Delete(ctx, "", d.ID); err != nil {
 			t.Error(err)
 		}
 	}
@@ -293,7 +293,7 @@ func TestEditDuringLoad(t *testing.T) {
 func BenchmarkIdentifyAndAllow(b *testing.B) {
 	store := storagetest.SQLite(b)
 	reg := clients.NewRegistry(store, clients.Limits{Capacity: 100, RefillRate: 2}, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	mgr := clients.NewManager(store, reg, time.Now)
+	mgr := clients.NewManager(store, reg, nil, time.Now)
 	c, _, err := mgr.Create(context.Background(), clients.NewClient{
 		Name: "bench", ClientIDURL: "https://bench.test/m.json", ClientURI: "https://bench.test",
 		RedirectURIs: []string{"https://bench.test/cb"}, CreatedBy: "did:plc:bench",

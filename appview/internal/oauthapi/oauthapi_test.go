@@ -225,7 +225,7 @@ func TestClientAssertionRefusals(t *testing.T) {
 		// A deactivated client.
 		gone, goneSecret := f.env.NewClient(t, clients.NewClient{})
 		gone.IsActive = false
-		if err := f.env.App.Clients().Update(context.Background(), gone); err != nil {
+		if _, err := f.env.App.Clients().Update(context.Background(), "", gone.ID, clients.FullPatch(gone)); err != nil {
 			t.Fatal(err)
 		}
 		expectError(t, do("X-Client-Key", gone.Key, "X-Client-Secret", goneSecret), 401, "Invalid client")

@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/storage"
@@ -41,15 +40,7 @@ const (
 	msgChildManage    = "child clients cannot manage API clients"
 	msgChildCreate    = "Child clients cannot create API clients"
 	msgBadBody        = "invalid request body"
-	msgNotFound       = "API client not found"
-	msgConflict       = "client_id_url already registered"
 	msgBodyTooLarge   = "request body too large"
-)
-
-// Event types recorded in the event log.
-const (
-	EventCreated = "api_client.created"
-	EventDeleted = "api_client.deleted"
 )
 
 // maxBodySize bounds request bodies.
@@ -64,9 +55,6 @@ type Options struct {
 	Registry *clients.Registry
 	// Users checks the DPoP session of the parent client.
 	Users *userauth.Authenticator
-	// Events receives api_client.created and api_client.deleted; nil
-	// records nothing.
-	Events *eventlog.Log
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -76,13 +64,12 @@ type Handler struct {
 	manager  *clients.Manager
 	registry *clients.Registry
 	users    *userauth.Authenticator
-	events   *eventlog.Log
 	log      *slog.Logger
 }
 
 // New returns a Handler.
 func New(opts Options) *Handler {
-	h := &Handler{manager: opts.Manager, registry: opts.Registry, users: opts.Users, events: opts.Events, log: opts.Logger}
+	h := &Handler{manager: opts.Manager, registry: opts.Registry, users: opts.Users, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -242,12 +229,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 // client not found` (or 500) and returning false when there is none.
 func (h *Handler) owned(w http.ResponseWriter, r *http.Request, cl caller, id string) (storage.APIClient, bool) {
 	c, err := h.manager.Get(r.Context(), id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !cl.owns(c) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return storage.APIClient{}, false
+	if err == nil && !cl.owns(c) {
+		err = clients.ErrNotFound // another's client is not shown to exist
 	}
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return storage.APIClient{}, false
 	}
 	return c, true
@@ -289,21 +275,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		Scopes: req.Scopes, Type: req.ClientType, AllowedOrigins: req.AllowedOrigins,
 		CreatedBy: cl.did, ParentID: cl.parent.ID, OwnerDID: cl.did,
 	})
-	switch {
-	case clients.IsValidation(err):
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
-	case errors.Is(err, storage.ErrConflict):
-		respond.Error(w, http.StatusConflict, msgConflict)
-		return
-	case err != nil:
-		respond.Internal(w, r, h.log, err)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	h.record(r, EventCreated, cl.did, c.ID, map[string]any{
-		"name": c.Name, "client_id_url": c.ClientIDURL, "client_uri": c.ClientURI, "client_type": c.Type,
-		"scopes": c.Scopes, "parent_client_id": c.ParentID, "owner_did": c.OwnerDID,
-	})
 	resp := createResponse{Client: toCamel(c)}
 	if c.Type == storage.ClientConfidential {
 		resp.ClientSecret = secret
@@ -336,18 +311,10 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := h.manager.Delete(r.Context(), c.ID)
-	if errors.Is(err, storage.ErrNotFound) { // deleted meanwhile
-		respond.Error(w, http.StatusNotFound, msgNotFound)
+	if _, err := h.manager.Delete(r.Context(), cl.did, c.ID); err != nil {
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	h.record(r, EventDeleted, cl.did, c.ID, map[string]any{
-		"name": c.Name, "client_id_url": c.ClientIDURL, "parent_client_id": c.ParentID, "owner_did": c.OwnerDID,
-	})
 	respond.JSON(w, http.StatusOK, struct{}{})
 }
 
@@ -364,11 +331,4 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) bool {
 		respond.Error(w, http.StatusBadRequest, msgBadBody)
 	}
 	return false
-}
-
-// record appends an event with the owner as its actor.
-func (h *Handler) record(r *http.Request, eventType, actor, subject string, detail map[string]any) {
-	if h.events != nil {
-		h.events.Record(r.Context(), eventlog.Entry{Type: eventType, ActorDID: actor, Subject: subject, Detail: detail})
-	}
 }

@@ -215,7 +215,7 @@ func TestAuthentication(t *testing.T) {
 
 		// A deactivated parent is an invalid client.
 		f.parent.IsActive = false
-		if err := f.env.App.Clients().Update(context.Background(), f.parent); err != nil {
+		if _, err := f.env.App.Clients().Update(context.Background(), "", f.parent.ID, clients.FullPatch(f.parent)); err != nil {
 			t.Fatal(err)
 		}
 		expectError(t, a.Call(t, "GET", listPath, nil), 401, "Invalid client")

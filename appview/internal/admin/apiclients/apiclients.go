@@ -1,44 +1,38 @@
 // Package apiclients serves the admin API client endpoints: create, list,
-// get, update and delete the API clients that call XRPC. Every change goes
-// through clients.Manager, so it applies to the next XRPC request.
+// get, update and delete the API clients that call XRPC, over the API
+// client service (clients.Manager), so every change applies to the next
+// XRPC request.
 package apiclients
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/storage"
 )
 
 // Mount registers the API client endpoints.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("GET /admin/api-clients", h.list)
-	m.Handle("POST /admin/api-clients", h.create)
-	m.Handle("GET /admin/api-clients/{id}", h.get)
-	m.Handle("PUT /admin/api-clients/{id}", h.update)
-	m.Handle("DELETE /admin/api-clients/{id}", h.delete)
+func Mount(m *admin.Mux, svc *clients.Manager) {
+	h := handlers{svc}
+	m.HandleFunc("GET /admin/api-clients", h.list)
+	m.HandleFunc("POST /admin/api-clients", h.create)
+	m.HandleFunc("GET /admin/api-clients/{id}", h.get)
+	m.HandleFunc("PUT /admin/api-clients/{id}", h.update)
+	m.HandleFunc("DELETE /admin/api-clients/{id}", h.delete)
 }
 
-// Error strings.
-const (
-	msgBadBody         = "invalid request body"
-	msgNotFound        = "API client not found"
-	msgConflict        = "client_id_url already registered"
-	msgIDURLImmutable  = "client_id_url cannot be changed"
-	msgTypeImmutable   = "client_type cannot be changed"
-	eventClientCreated = "api_client.created"
-	eventClientUpdated = "api_client.updated"
-	eventClientDeleted = "api_client.deleted"
+var (
+	errBadBody        = fail.New(fail.Invalid, "invalid request body")
+	errIDURLImmutable = fail.New(fail.Invalid, "client_id_url cannot be changed")
 )
 
-type handlers struct{ admin.Deps }
+type handlers struct{ svc *clients.Manager }
 
 // view is the admin shape of a client. It never carries the secret.
 type view struct {
@@ -85,39 +79,26 @@ func toView(c storage.APIClient) view {
 	}
 }
 
-func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	all, err := h.ClientManager.List(r.Context(), r.URL.Query().Get("parent_id"))
+func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	all, err := h.svc.List(r.Context(), r.URL.Query().Get("parent_id"))
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
 	out := make([]view, len(all))
 	for i, c := range all {
 		out[i] = toView(c)
 	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	c, ok := h.load(w, r)
-	if ok {
-		respond.JSON(w, http.StatusOK, toView(c))
-	}
-}
-
-// load reads the client named by the path, answering 404 or 500 and
-// returning false when it cannot.
-func (h handlers) load(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
-	c, err := h.ClientManager.Get(r.Context(), r.PathValue("id"))
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return c, false
-	}
+func (h handlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	c, err := h.svc.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return c, false
+		return err
 	}
-	return c, true
+	respond.JSON(w, http.StatusOK, toView(c))
+	return nil
 }
 
 type createRequest struct {
@@ -140,38 +121,26 @@ type createResponse struct {
 	ClientIDURL  string `json:"client_id_url"`
 }
 
-func (h handlers) create(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
+func (h handlers) create(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	var req createRequest
-	if !admin.Decode(w, r, &req) {
-		return
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
 	}
 	if req.Name == "" || req.ClientIDURL == "" || req.ClientURI == "" || req.RedirectURIs == nil {
-		respond.Error(w, http.StatusBadRequest, msgBadBody)
-		return
+		return errBadBody
 	}
-	c, secret, err := h.ClientManager.Create(r.Context(), clients.NewClient{
+	c, secret, err := h.svc.Create(r.Context(), clients.NewClient{
 		Name: req.Name, ClientIDURL: req.ClientIDURL, ClientURI: req.ClientURI, RedirectURIs: req.RedirectURIs,
 		Scopes: req.Scopes, Type: req.ClientType, AllowedOrigins: req.AllowedOrigins,
 		RateLimitCapacity: req.RateLimitCapacity, RateLimitRefillRate: req.RateLimitRefillRate, CreatedBy: p.DID(),
 	})
-	switch {
-	case clients.IsValidation(err):
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
-	case errors.Is(err, storage.ErrConflict):
-		respond.Error(w, http.StatusConflict, msgConflict)
-		return
-	case err != nil:
-		respond.Internal(w, r, h.Log, err)
-		return
+	if err != nil {
+		return err
 	}
-	h.Audit(r.Context(), p, eventClientCreated, c.ID, map[string]any{
-		"name": c.Name, "client_id_url": c.ClientIDURL, "client_uri": c.ClientURI, "client_type": c.Type,
-		"scopes": c.Scopes, "rate_limit_capacity": c.RateLimitCapacity, "rate_limit_refill_rate": c.RateLimitRefillRate,
-	})
 	respond.JSON(w, http.StatusCreated, createResponse{
 		ID: c.ID, ClientKey: c.Key, ClientSecret: secret, Name: c.Name, ClientIDURL: c.ClientIDURL,
 	})
+	return nil
 }
 
 // updateRequest holds each field raw, so that an absent field (nil) is told
@@ -189,113 +158,70 @@ type updateRequest struct {
 	ClientType          json.RawMessage `json:"client_type"`
 }
 
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
-
-// set decodes a present, non-null field into dst and records its name in
-// changed. It reports false for a null or mistyped value.
-func set[T any](raw json.RawMessage, name string, dst *T, changed *[]string) bool {
+// value decodes a present field into *dst (a fresh value); a null or
+// mistyped value is refused.
+func value[T any](raw json.RawMessage, dst **T) error {
 	if raw == nil {
-		return true
-	}
-	if isNull(raw) || json.Unmarshal(raw, dst) != nil {
-		return false
-	}
-	*changed = append(*changed, name)
-	return true
-}
-
-// setNullable is set for a field that JSON null clears to nil.
-func setNullable[T any](raw json.RawMessage, name string, dst **T, changed *[]string) bool {
-	if raw == nil {
-		return true
-	}
-	*changed = append(*changed, name)
-	if isNull(raw) {
-		*dst = nil
-		return true
+		return nil
 	}
 	var v T
-	if json.Unmarshal(raw, &v) != nil {
-		return false
+	if string(raw) == "null" || json.Unmarshal(raw, &v) != nil {
+		return errBadBody
 	}
 	*dst = &v
-	return true
+	return nil
 }
 
-func (h handlers) update(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	var req updateRequest
-	if !admin.Decode(w, r, &req) {
-		return
+// nullable decodes a present field that JSON null clears.
+func nullable[T any](raw json.RawMessage, dst *clients.Field[T]) error {
+	if raw == nil {
+		return nil
 	}
+	dst.Set = true
+	if string(raw) == "null" {
+		return nil
+	}
+	return value(raw, &dst.Value)
+}
+
+// patch parses the request into a Patch.
+func (req updateRequest) patch() (clients.Patch, error) {
+	var p clients.Patch
 	if req.ClientIDURL != nil {
-		respond.Error(w, http.StatusBadRequest, msgIDURLImmutable)
-		return
+		return p, errIDURLImmutable
 	}
-	c, ok := h.load(w, r)
-	if !ok {
-		return
+	err := errors.Join(
+		value(req.ClientType, &p.ClientType), value(req.Name, &p.Name), value(req.ClientURI, &p.ClientURI),
+		value(req.RedirectURIs, &p.RedirectURIs), value(req.Scopes, &p.Scopes),
+		nullable(req.RateLimitCapacity, &p.RateLimitCapacity), nullable(req.RateLimitRefillRate, &p.RateLimitRefillRate),
+		value(req.IsActive, &p.IsActive), value(req.AllowedOrigins, &p.AllowedOrigins),
+	)
+	if err != nil {
+		return p, errBadBody
 	}
-	if req.ClientType != nil {
-		var typ string
-		if json.Unmarshal(req.ClientType, &typ) != nil {
-			respond.Error(w, http.StatusBadRequest, msgBadBody)
-			return
-		}
-		if typ != c.Type {
-			respond.Error(w, http.StatusBadRequest, msgTypeImmutable)
-			return
-		}
-	}
-	var changed []string
-	ok = set(req.Name, "name", &c.Name, &changed) &&
-		set(req.ClientURI, "client_uri", &c.ClientURI, &changed) &&
-		set(req.RedirectURIs, "redirect_uris", &c.RedirectURIs, &changed) &&
-		set(req.Scopes, "scopes", &c.Scopes, &changed) &&
-		setNullable(req.RateLimitCapacity, "rate_limit_capacity", &c.RateLimitCapacity, &changed) &&
-		setNullable(req.RateLimitRefillRate, "rate_limit_refill_rate", &c.RateLimitRefillRate, &changed) &&
-		set(req.IsActive, "is_active", &c.IsActive, &changed) &&
-		set(req.AllowedOrigins, "allowed_origins", &c.AllowedOrigins, &changed)
-	if !ok {
-		respond.Error(w, http.StatusBadRequest, msgBadBody)
-		return
-	}
-	c.RedirectURIs, c.AllowedOrigins = nonNil(c.RedirectURIs), nonNil(c.AllowedOrigins)
-	err := h.ClientManager.Update(r.Context(), c)
-	switch {
-	case clients.IsValidation(err):
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
-	case errors.Is(err, storage.ErrNotFound): // deleted meanwhile
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	case err != nil:
-		respond.Internal(w, r, h.Log, err)
-		return
-	}
-	detail := map[string]any{"fields": nonNil(changed)}
-	if slices.Contains(changed, "is_active") {
-		detail["is_active"] = c.IsActive
-	}
-	h.Audit(r.Context(), p, eventClientUpdated, c.ID, detail)
-	w.WriteHeader(http.StatusNoContent)
+	return p, nil
 }
 
-func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	c, ok := h.load(w, r)
-	if !ok {
-		return
+func (h handlers) update(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	var req updateRequest
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
 	}
-	err := h.ClientManager.Delete(r.Context(), c.ID)
-	if errors.Is(err, storage.ErrNotFound) { // deleted meanwhile
-		respond.Error(w, http.StatusNotFound, msgNotFound)
-		return
-	}
+	patch, err := req.patch()
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	h.Audit(r.Context(), p, eventClientDeleted, c.ID, map[string]any{
-		"name": c.Name, "client_id_url": c.ClientIDURL, "parent_client_id": optional(c.ParentID),
-	})
+	if _, err := h.svc.Update(r.Context(), p.DID(), r.PathValue("id"), patch); err != nil {
+		return err
+	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h handlers) delete(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if _, err := h.svc.Delete(r.Context(), p.DID(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
