@@ -9,25 +9,9 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
+// TestSuite runs every suite of storage/storagetest.
 func TestSuite(t *testing.T) {
-	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestBackfillSuite(t *testing.T) {
-	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestOAuthSuite(t *testing.T) {
-	storagetest.RunOAuth(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestAccessSuite(t *testing.T) {
-	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestScriptsSuite(t *testing.T) {
-	storagetest.RunScripts(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
 func TestNativeColumnTypes(t *testing.T) {

@@ -13,8 +13,45 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Run runs the storage suite against stores made by open. Each subtest gets
-// a fresh store.
+// Suite is one named suite of this package.
+type Suite struct {
+	Name string
+	Run  func(t *testing.T, open func(t testing.TB) storage.Store)
+}
+
+// Suites returns every suite of this package, in the order RunAll runs
+// them.
+func Suites() []Suite {
+	return []Suite{
+		{"Core", Run},
+		{"Access", RunAccess},
+		{"Admin", RunAdmin},
+		{"Backfill", RunBackfill},
+		{"OAuth", RunOAuth},
+		{"Scripts", RunScripts},
+	}
+}
+
+// RunAll runs every suite of this package against stores made by open,
+// each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
+// Scripts), each of its tests on a fresh store. A storage.Store
+// implementation, Lexview's or an embedder's own, must pass it:
+//
+//	func TestStore(t *testing.T) {
+//		storagetest.RunAll(t, func(t testing.TB) storage.Store { return openMine(t) })
+//	}
+//
+// Select one suite or test with -run, e.g. -run 'TestStore/OAuth/'.
+func RunAll(t *testing.T, open func(t testing.TB) storage.Store) {
+	for _, s := range Suites() {
+		t.Run(s.Name, func(t *testing.T) { s.Run(t, open) })
+	}
+}
+
+// Run runs the core storage suite against stores made by open: records,
+// listings, stream cursors and lexicons (RecordStore, CursorStore,
+// LexiconStore). Each subtest gets a fresh store. RunAll runs it with the
+// other suites.
 func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 	tests := []struct {
 		name string
