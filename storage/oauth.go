@@ -156,8 +156,9 @@ type OAuthStore interface {
 	RevokeClientAuthKey(ctx context.Context, clientID, kid string, at time.Time) (sessions int64, err error)
 	// RevokeAllClientAuthKeys revokes every key of a client and deletes the
 	// sessions pinned to any of them, returning how many keys changed
-	// status and how many sessions went. ErrNotFound when the client holds
-	// no key at all.
+	// status and how many sessions went. ErrNotFound, and no change, when
+	// the client holds no key that is current or retiring (none at all, or
+	// only revoked ones).
 	RevokeAllClientAuthKeys(ctx context.Context, clientID string, at time.Time) (keys, sessions int64, err error)
 	// SweepRetiringClientAuthKeys removes the retiring keys, retired
 	// before retiredBefore, that no session is pinned to any longer, and

@@ -82,9 +82,10 @@ type Position struct {
 	URI       string
 }
 
-// ListQuery selects a page of records of one collection, newest first.
+// ListQuery selects a page of records, newest first: of one collection, or
+// of every collection when Collection is empty.
 type ListQuery struct {
-	Collection string
+	Collection string    // optional: "" lists every collection
 	DID        string    // optional: only this repository's records
 	Limit      int       // page size, at least 1
 	After      *Position // optional: continue after this position
@@ -105,8 +106,11 @@ type RecordStore interface {
 	ApplyBatch(ctx context.Context, b Batch) error
 	// GetRecord returns the record at uri or ErrNotFound.
 	GetRecord(ctx context.Context, uri string) (Record, error)
-	// ListRecords returns a page of a collection, newest first; with a DID,
-	// that repository's records by URI (record key) descending.
+	// ListRecords returns a page of a collection, or of every collection
+	// when q.Collection is empty, newest first (IndexedAt, then URI,
+	// descending). With a DID it returns that repository's records by URI
+	// descending instead: record-key order within a collection, and
+	// collection then record key without one.
 	ListRecords(ctx context.Context, q ListQuery) (Page, error)
 	// CountRecords counts the records of a collection ("" counts all).
 	CountRecords(ctx context.Context, collection string) (int64, error)

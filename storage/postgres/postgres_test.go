@@ -2,32 +2,20 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/internal/sqlstore"
 	"github.com/lexview/lexview/storage/postgres"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
+// TestSuite runs every suite of storage/storagetest.
 func TestSuite(t *testing.T) {
-	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestBackfillSuite(t *testing.T) {
-	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestOAuthSuite(t *testing.T) {
-	storagetest.RunOAuth(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestAccessSuite(t *testing.T) {
-	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
-}
-
-func TestScriptsSuite(t *testing.T) {
-	storagetest.RunScripts(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
+	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
 func TestNativeColumnTypes(t *testing.T) {
@@ -46,4 +34,64 @@ func TestNativeColumnTypes(t *testing.T) {
 			t.Errorf("%s: type %q (%v), want %q", col, got, err, typ)
 		}
 	}
+}
+
+// TestEveryCollectionPlans: listing every collection seeks
+// records_collection_newest and never scans records, with sequential scans
+// priced out as on a large table.
+func TestEveryCollectionPlans(t *testing.T) {
+	s := storagetest.Postgres(t).(*postgres.Store)
+	ctx := context.Background()
+	conn, err := s.Reader().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	queries := map[string]struct {
+		sql  string
+		args []any
+	}{
+		"collections":  {sqlstore.CollectionsQuery, nil},
+		"merged heads": {dollars(sqlstore.MergedHeadsQuery(2, true)), []any{"c", at, at, "u", 3, "d", at, at, "u", 3, 4}},
+	}
+	for name, q := range queries {
+		// ANALYZE: a work table scan sets up its target list, and so shows
+		// its subplan, only when it runs.
+		rows, err := conn.QueryContext(ctx, "EXPLAIN (ANALYZE) "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "\n")
+		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, "using records_collection_newest") {
+			t.Errorf("%s: plan scans records or misses the index:\n%s", name, joined)
+		}
+	}
+}
+
+// dollars numbers the ? placeholders of q as PostgreSQL's $1, $2, ...
+func dollars(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -7,29 +7,14 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/internal/sqlstore"
 	"github.com/lexview/lexview/storage/sqlite"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
+// TestSuite runs every suite of storage/storagetest.
 func TestSuite(t *testing.T) {
-	storagetest.Run(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
-	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
-}
-
-func TestBackfillSuite(t *testing.T) {
-	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
-}
-
-func TestOAuthSuite(t *testing.T) {
-	storagetest.RunOAuth(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
-}
-
-func TestAccessSuite(t *testing.T) {
-	storagetest.RunAccess(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
-}
-
-func TestScriptsSuite(t *testing.T) {
-	storagetest.RunScripts(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
+	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
 func TestPragmas(t *testing.T) {
@@ -89,6 +74,37 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		joined := strings.Join(plan, "; ")
 		if strings.Contains(joined, "SCAN records") || strings.Contains(joined, "TEMP B-TREE") {
 			t.Errorf("%s: plan scans or sorts: %s", name, joined)
+		}
+	}
+}
+
+// TestEveryCollectionPlans: listing every collection seeks
+// records_collection_newest, once per collection, and never scans records.
+// (Its sorts are of at most a page per collection.)
+func TestEveryCollectionPlans(t *testing.T) {
+	s := storagetest.SQLite(t).(*sqlite.Store)
+	queries := map[string]string{
+		"collections":  sqlstore.CollectionsQuery,
+		"merged heads": sqlstore.MergedHeadsQuery(2, true),
+	}
+	for name, q := range queries {
+		rows, err := s.Reader().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "c", 1, 1, "u", 3, "d", 1, 1, "u", 3, 4)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		if strings.Contains(joined, "SCAN records") || !strings.Contains(joined, "SEARCH records USING COVERING INDEX records_collection_newest") {
+			t.Errorf("%s: plan scans records or misses the index: %s", name, joined)
 		}
 	}
 }

@@ -1,6 +1,6 @@
-// Package storagetest holds the test suite every storage.Store
-// implementation must pass, and helpers that open fresh SQLite and
-// PostgreSQL stores for tests anywhere in Lexview.
+// Package storagetest holds the test suites every storage.Store
+// implementation must pass (RunAll runs them all), and helpers that open
+// fresh SQLite and PostgreSQL stores for tests anywhere in Lexview.
 package storagetest
 
 import (

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +15,45 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Run runs the storage suite against stores made by open. Each subtest gets
-// a fresh store.
+// Suite is one named suite of this package.
+type Suite struct {
+	Name string
+	Run  func(t *testing.T, open func(t testing.TB) storage.Store)
+}
+
+// Suites returns every suite of this package, in the order RunAll runs
+// them.
+func Suites() []Suite {
+	return []Suite{
+		{"Core", Run},
+		{"Access", RunAccess},
+		{"Admin", RunAdmin},
+		{"Backfill", RunBackfill},
+		{"OAuth", RunOAuth},
+		{"Scripts", RunScripts},
+	}
+}
+
+// RunAll runs every suite of this package against stores made by open,
+// each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
+// Scripts), each of its tests on a fresh store. A storage.Store
+// implementation, Lexview's or an embedder's own, must pass it:
+//
+//	func TestStore(t *testing.T) {
+//		storagetest.RunAll(t, func(t testing.TB) storage.Store { return openMine(t) })
+//	}
+//
+// Select one suite or test with -run, e.g. -run 'TestStore/OAuth/'.
+func RunAll(t *testing.T, open func(t testing.TB) storage.Store) {
+	for _, s := range Suites() {
+		t.Run(s.Name, func(t *testing.T) { s.Run(t, open) })
+	}
+}
+
+// Run runs the core storage suite against stores made by open: records,
+// listings, stream cursors and lexicons (RecordStore, CursorStore,
+// LexiconStore). Each subtest gets a fresh store. RunAll runs it with the
+// other suites.
 func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 	tests := []struct {
 		name string
@@ -31,6 +70,9 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"ListNewestFirstWithKeyset", testListKeyset},
 		{"ListTiesAndDIDFilter", testListTiesAndDID},
 		{"ListByDIDInRecordKeyOrder", testListByDIDKeyOrder},
+		{"ListEveryCollection", testListEveryCollection},
+		{"ListEveryCollectionManyCollections", testListEveryCollectionMany},
+		{"ListByDIDEveryCollection", testListByDIDEveryCollection},
 		{"StreamCursorWithBatch", testStreamCursor},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
@@ -334,6 +376,136 @@ func testListByDIDKeyOrder(t *testing.T, s storage.Store) {
 		}
 	}
 	page, err := s.ListRecords(context.Background(), storage.ListQuery{Collection: "app.test.post", DID: "did:plc:nobody", Limit: 5})
+	if err != nil || len(page.Records) != 0 || page.Next != nil {
+		t.Fatalf("unknown DID: %+v %v", page, err)
+	}
+}
+
+// newestFirst sorts records as listings without a DID order them:
+// IndexedAt, then URI, descending. It returns their URIs.
+func newestFirst(recs []storage.Record) []string {
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b storage.Record) int {
+		if c := b.IndexedAt.Compare(a.IndexedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.URI, a.URI)
+	})
+	uris := make([]string, len(recs))
+	for i, r := range recs {
+		uris[i] = r.URI
+	}
+	return uris
+}
+
+// testListEveryCollection: without a collection, a listing merges every
+// collection newest first, ties broken by URI across collections, and
+// pages by the same keyset positions.
+func testListEveryCollection(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	page, err := s.ListRecords(ctx, storage.ListQuery{Limit: 5})
+	if err != nil || len(page.Records) != 0 || page.Next != nil {
+		t.Fatalf("empty store: %+v %v", page, err)
+	}
+	collections := []string{"app.test.post", "app.test.like", "app.test.a", "com.example.z"}
+	var recs []storage.Record
+	for i := range 40 {
+		c := collections[(i*7)%len(collections)]
+		at := base.Add(time.Duration(i%13) * time.Millisecond) // many ties, within and across collections
+		recs = append(recs, Rec(fmt.Sprintf("did:plc:u%d", i%3), c, fmt.Sprintf("k%02d", i), at, nil))
+	}
+	var ops []storage.RecordOp
+	for _, r := range recs {
+		ops = append(ops, put(r))
+	}
+	apply(t, s, ops...)
+	want := newestFirst(recs)
+	for _, limit := range []int{1, 3, 7, 40, 100} {
+		if got := listAll(t, s, storage.ListQuery{Limit: limit}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: got %v\nwant %v", limit, got, want)
+		}
+	}
+	page, err = s.ListRecords(ctx, storage.ListQuery{Limit: 40})
+	if err != nil || len(page.Records) != 40 || page.Next != nil {
+		t.Fatalf("exact final page: %d records, next %v, %v", len(page.Records), page.Next, err)
+	}
+	first := page.Records[0]
+	if first.URI != want[0] || first.Collection == "" || first.DID == "" || len(first.Value) == 0 || first.IndexedAt.IsZero() {
+		t.Fatalf("first record: %+v", first)
+	}
+
+	// Writes move records: an update is newest, a deleted record and an
+	// emptied collection are gone.
+	moved := recs[0]
+	moved.IndexedAt = base.Add(time.Hour)
+	apply(t, s, put(moved), del(recs[1].URI))
+	if _, err := s.DeleteCollection(ctx, "app.test.a"); err != nil {
+		t.Fatal(err)
+	}
+	recs[0] = moved
+	var left []storage.Record
+	for _, r := range recs {
+		if r.URI != recs[1].URI && r.Collection != "app.test.a" {
+			left = append(left, r)
+		}
+	}
+	got := listAll(t, s, storage.ListQuery{Limit: 6})
+	if want := newestFirst(left); !reflect.DeepEqual(got, want) || got[0] != moved.URI {
+		t.Fatalf("after writes: got %v\nwant %v", got, want)
+	}
+}
+
+// testListEveryCollectionMany lists across more collections than one
+// statement of a merging backend may take at once.
+func testListEveryCollectionMany(t *testing.T, s storage.Store) {
+	var recs []storage.Record
+	var ops []storage.RecordOp
+	for i := range 150 {
+		c := fmt.Sprintf("app.test.c%03d", i)
+		for j := range 2 {
+			// Timestamps interleave collections: c000 holds the newest and
+			// the oldest record.
+			at := base.Add(time.Duration((j*150+i)*37%300) * time.Millisecond)
+			r := Rec("did:plc:alice", c, fmt.Sprintf("k%d", j), at, nil)
+			recs = append(recs, r)
+			ops = append(ops, put(r))
+		}
+	}
+	apply(t, s, ops...)
+	want := newestFirst(recs)
+	for _, limit := range []int{13, 100} {
+		if got := listAll(t, s, storage.ListQuery{Limit: limit}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: listed %d records, want %d, or out of order", limit, len(got), len(want))
+		}
+	}
+}
+
+// testListByDIDEveryCollection: with a DID and no collection, the
+// repository's records of every collection come by URI descending
+// (collection, then record key), and no other repository leaks in.
+func testListByDIDEveryCollection(t *testing.T, s storage.Store) {
+	var want []string
+	var ops []storage.RecordOp
+	for _, c := range []string{"app.test.a", "app.test.post", "app.test.posts", "com.example.z"} {
+		for i := range 4 {
+			r := Rec("did:plc:alice", c, fmt.Sprintf("3k%02d", i), base.Add(-time.Duration(i)*time.Minute), nil)
+			ops = append(ops, put(r))
+			want = append(want, r.URI)
+		}
+	}
+	slices.Sort(want)
+	slices.Reverse(want)
+	for _, did := range []string{"did:plc:alic", "did:plc:alice2", "did:plc:alicf", "did:plc:bob"} {
+		ops = append(ops, put(Rec(did, "app.test.post", "3k99", base.Add(time.Hour), nil)))
+	}
+	apply(t, s, ops...)
+	for _, limit := range []int{1, 5, 16, 100} {
+		got := listAll(t, s, storage.ListQuery{DID: "did:plc:alice", Limit: limit})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: got %v\nwant %v", limit, got, want)
+		}
+	}
+	page, err := s.ListRecords(context.Background(), storage.ListQuery{DID: "did:plc:nobody", Limit: 5})
 	if err != nil || len(page.Records) != 0 || page.Next != nil {
 		t.Fatalf("unknown DID: %+v %v", page, err)
 	}

@@ -293,14 +293,8 @@ func (db *DB) RevokeClientAuthKey(ctx context.Context, clientID, kid string, at 
 func (db *DB) RevokeAllClientAuthKeys(ctx context.Context, clientID string, at time.Time) (int64, int64, error) {
 	var keys, sessions int64
 	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		var held int64
-		if err := tx.QueryRowContext(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM client_auth_keys WHERE client_id = ?`),
-			clientID).Scan(&held); err != nil {
-			return fmt.Errorf("revoke all client auth keys: %w", err)
-		}
-		if held == 0 {
-			return storage.ErrNotFound
-		}
+		// The client holds the keys it has not revoked; with none, nothing
+		// changes.
 		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE client_auth_keys SET status = ?, revoked_at = ?
 			WHERE client_id = ? AND status <> ?`), storage.AuthKeyRevoked, db.dialect.Time(at), clientID, storage.AuthKeyRevoked)
 		if err != nil {
@@ -308,6 +302,9 @@ func (db *DB) RevokeAllClientAuthKeys(ctx context.Context, clientID string, at t
 		}
 		if keys, err = res.RowsAffected(); err != nil {
 			return err
+		}
+		if keys == 0 {
+			return storage.ErrNotFound
 		}
 		res, err = tx.ExecContext(ctx, Bind(db.dialect, `DELETE FROM device_sessions WHERE client_id = ? AND auth_kid IN
 			(SELECT kid FROM client_auth_keys WHERE client_id = ?)`), clientID, clientID)

@@ -252,7 +252,8 @@ type revokeAllResponse struct {
 }
 
 // revokeAll revokes every key of the client, emptying its key set, and
-// destroys every session pinned to one of them.
+// destroys every session pinned to one of them. A client that holds no
+// current or retiring key (none yet, or only revoked ones) gets 400.
 func (h handlers) revokeAll(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
 	c, ok := h.loadClient(w, r)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -174,6 +175,8 @@ func TestKeyStateMachine(t *testing.T) {
 			}
 		}
 		expect(t, su.Do(t, "POST", keysPath(c.ID, "/auth-key/rotate"), nil), 400, "the client has no authentication key")
+		// Revoked keys are not held: revoking all again is refused.
+		expect(t, su.Do(t, "DELETE", keysPath(c.ID, "/auth-keys"), nil), 400, "the client holds no authentication key")
 
 		// A new key can be created afterwards.
 		if kid4 := createKey(t, su, c.ID); kid4 == kid1 || kid4 == kid2 || kid4 == kid3 {
@@ -185,6 +188,59 @@ func TestKeyStateMachine(t *testing.T) {
 		}
 		if got := eventCounts(t, env, c.ID); !maps.Equal(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
+		}
+	})
+}
+
+// TestRevokeAllNeedsAHeldKey: DELETE .../auth-keys answers 400 when the
+// client holds no current or retiring key, whether it never had one or
+// every key it had is revoked, and then changes nothing and audits nothing.
+func TestRevokeAllNeedsAHeldKey(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env, su := newEnv(t, open, appview.Config{})
+		c := newClient(t, env, "")
+		revokeAll := func() testenv.Response { return su.Do(t, "DELETE", keysPath(c.ID, "/auth-keys"), nil) }
+		statuses := func() []string {
+			t.Helper()
+			r := su.Do(t, "GET", keysPath(c.ID, "/auth-keys"), nil)
+			expect(t, r, 200, "")
+			var l keyList
+			r.JSON(t, &l)
+			return l.statuses()
+		}
+
+		expect(t, revokeAll(), 400, "the client holds no authentication key")
+
+		// Current and retiring keys are held, revoked ones are not.
+		kid1 := createKey(t, su, c.ID)
+		kid2, _ := rotate(t, su, c.ID)
+		kid3, _ := rotate(t, su, c.ID)
+		expect(t, su.Do(t, "DELETE", keysPath(c.ID, "/auth-key/"+kid1), nil), 200, "")
+		if got, want := statuses(), []string{kid3 + ":current:0", kid2 + ":retiring:0", kid1 + ":revoked:0"}; !slices.Equal(got, want) {
+			t.Fatalf("keys: %v, want %v", got, want)
+		}
+		r := revokeAll()
+		expect(t, r, 200, "")
+		if string(r.Raw) != `{"revoked":2,"sessions_destroyed":0}` {
+			t.Fatalf("revoke all: %s", r.Raw)
+		}
+
+		// Only revoked keys left.
+		before := statuses()
+		expect(t, revokeAll(), 400, "the client holds no authentication key")
+		if got := statuses(); !slices.Equal(got, before) {
+			t.Fatalf("refused revoke all changed keys: %v, was %v", got, before)
+		}
+		if got := eventCounts(t, env, c.ID)[authkeys.EventRevokedAll]; got != 1 {
+			t.Fatalf("%d %s events, want 1", got, authkeys.EventRevokedAll)
+		}
+
+		// A new current key is held again.
+		createKey(t, su, c.ID)
+		r = revokeAll()
+		expect(t, r, 200, "")
+		if string(r.Raw) != `{"revoked":1,"sessions_destroyed":0}` {
+			t.Fatalf("revoke all with a new key: %s", r.Raw)
 		}
 	})
 }

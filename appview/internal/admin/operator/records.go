@@ -40,27 +40,29 @@ type recordPage struct {
 	Cursor  *string  `json:"cursor"`
 }
 
-// recordScope binds admin record cursors to one collection and DID filter.
-// It differs from the XRPC listing's scope, so cursors do not cross over.
+// recordScope binds admin record cursors to one collection (or all, "")
+// and DID filter. It differs from the XRPC listing's scope, so cursors do
+// not cross over.
 func recordScope(q storage.ListQuery) string {
 	return "admin-records\x00" + q.Collection + "\x00" + q.DID
 }
 
-// listRecords answers GET /admin/records?collection=&did=&limit=&cursor=,
-// newest first.
+// listRecords answers GET /admin/records?collection=&did=&limit=&cursor=:
+// the records of one collection, or of every collection when collection is
+// absent or empty, newest first; with did, that repository's records in
+// AT URI order (collection, then record key), highest first.
 func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
 	params := r.URL.Query()
-	raw := params.Get("collection")
-	if raw == "" {
-		respond.Error(w, http.StatusBadRequest, "collection is required")
-		return
+	var q storage.ListQuery
+	if raw := params.Get("collection"); raw != "" {
+		nsid, err := syntax.ParseNSID(raw)
+		if err != nil {
+			respond.Error(w, http.StatusBadRequest, "invalid collection NSID")
+			return
+		}
+		q.Collection = nsid.String()
 	}
-	nsid, err := syntax.ParseNSID(raw)
-	if err != nil {
-		respond.Error(w, http.StatusBadRequest, "invalid collection NSID")
-		return
-	}
-	q := storage.ListQuery{Collection: nsid.String()}
+	var err error
 	if q.Limit, err = admin.Limit(r, DefaultRecordLimit, MaxRecordLimit); err != nil {
 		respond.Error(w, http.StatusBadRequest, err.Error())
 		return

@@ -177,13 +177,11 @@ func TestListRecords(t *testing.T) {
 		}
 		xrpcCursor := storage.EncodeCursor("records\x00app.test.post\x00", storage.Position{IndexedAt: base, URI: alice[0]})
 		for query, msg := range map[string]string{
-			"":                                      "collection is required",
-			"did=did:plc:alice":                     "collection is required",
-			"collection=notansid":                   "invalid collection NSID",
-			"collection=app.test.post&did=alice":    "invalid did",
-			"collection=app.test.post&limit=0":      "limit must be an integer between 1 and 100",
-			"collection=app.test.post&limit=101":    "limit must be an integer between 1 and 100",
-			"collection=app.test.post&cursor=bogus": "invalid cursor",
+			"collection=notansid":                                                               "invalid collection NSID",
+			"collection=app.test.post&did=alice":                                                "invalid did",
+			"collection=app.test.post&limit=0":                                                  "limit must be an integer between 1 and 100",
+			"collection=app.test.post&limit=101":                                                "limit must be an integer between 1 and 100",
+			"collection=app.test.post&cursor=bogus":                                             "invalid cursor",
 			"collection=app.test.post&cursor=" + url.QueryEscape(aliceCursor):                   "invalid cursor",
 			"collection=app.test.like&did=did:plc:alice&cursor=" + url.QueryEscape(aliceCursor): "invalid cursor",
 			"collection=app.test.post&cursor=" + url.QueryEscape(xrpcCursor):                    "invalid cursor",
@@ -192,6 +190,127 @@ func TestListRecords(t *testing.T) {
 			if r.Status != 400 || r.Error(t) != msg {
 				t.Errorf("%q: %d %s", query, r.Status, r.Raw)
 			}
+		}
+	})
+}
+
+// pageAll follows the cursors of a listing from query and returns the
+// URIs in order.
+func pageAll(t *testing.T, su *testenv.Admin, query string) []string {
+	t.Helper()
+	var got []string
+	next := query
+	for pages := 0; ; pages++ {
+		if pages > 50 {
+			t.Fatal("paging does not end")
+		}
+		r := su.Do(t, "GET", next, nil)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", next, r.Status, r.Raw)
+		}
+		var p recordsPage
+		r.JSON(t, &p)
+		for _, rec := range p.Records {
+			got = append(got, rec.URI)
+		}
+		if p.Cursor == nil {
+			return got
+		}
+		next = query + "&cursor=" + url.QueryEscape(*p.Cursor)
+	}
+}
+
+// TestListRecordsEveryCollection: without collection, GET /admin/records
+// lists every collection newest first (indexed_at, then URI, descending),
+// with cursors of its own; with did alone, one repository's records of
+// every collection in AT URI order.
+func TestListRecordsEveryCollection(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env, su := start(t, open)
+		if r := su.Do(t, "GET", "/admin/records", nil); r.Status != 200 || string(r.Raw) != `{"records":[],"cursor":null}` {
+			t.Fatalf("empty: %d %s", r.Status, r.Raw)
+		}
+		// Times interleave the collections; bob's likes tie with alice's
+		// posts (same seconds), so the URI breaks the tie, descending:
+		// at://did:plc:bob/... before at://did:plc:alice/....
+		posts := seedRecords(t, env.Store, "did:plc:alice", "app.test.post", 3) // +0s, +1s, +2s
+		likes := seedRecords(t, env.Store, "did:plc:bob", "app.test.like", 2)   // +0s, +1s
+		var ops []storage.RecordOp
+		var follows []string
+		for i := range 2 {
+			rec := storagetest.Rec("did:plc:alice", "app.test.follow", fmt.Sprintf("f%d", i), base.Add(time.Duration(2*i+1)*time.Second+time.Millisecond), nil)
+			ops = append(ops, storage.RecordOp{Record: rec})
+			follows = append(follows, rec.URI) // +1.001s, +3.001s
+		}
+		if err := env.Store.ApplyBatch(context.Background(), storage.Batch{Ops: ops}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{follows[1], posts[2], follows[0], likes[1], posts[1], likes[0], posts[0]}
+
+		r := su.Do(t, "GET", "/admin/records", nil)
+		var p recordsPage
+		r.JSON(t, &p)
+		if r.Status != 200 || len(p.Records) != 7 || p.Cursor != nil {
+			t.Fatalf("all: %d %s", r.Status, r.Raw)
+		}
+		if first := p.Records[0]; first.URI != follows[1] || first.Collection != "app.test.follow" || first.DID != "did:plc:alice" ||
+			first.RKey != "f1" || first.IndexedAt != "2026-03-04T05:06:10.001Z" || first.Record["$type"] != "app.test.follow" {
+			t.Fatalf("first record: %+v", first)
+		}
+		for _, query := range []string{"/admin/records?limit=2", "/admin/records?collection=&limit=3", "/admin/records?limit=100"} {
+			if got := pageAll(t, su, query); !slices.Equal(got, want) {
+				t.Fatalf("%s: %v\nwant %v", query, got, want)
+			}
+		}
+
+		// did alone: alice's records of every collection, by URI descending.
+		aliceAll := append(slices.Clone(posts), follows...)
+		slices.Sort(aliceAll)
+		slices.Reverse(aliceAll)
+		if got := pageAll(t, su, "/admin/records?did=did:plc:alice&limit=2"); !slices.Equal(got, aliceAll) {
+			t.Fatalf("did alone: %v\nwant %v", got, aliceAll)
+		}
+		if r := su.Do(t, "GET", "/admin/records?did=did:plc:nobody", nil); r.Status != 200 || string(r.Raw) != `{"records":[],"cursor":null}` {
+			t.Fatalf("unknown did: %d %s", r.Status, r.Raw)
+		}
+
+		// Cursors are bound to their listing: the every-collection cursor is
+		// refused by a collection's listing and by a DID's, and the other
+		// way round.
+		cursorOf := func(query string) string {
+			t.Helper()
+			var p recordsPage
+			su.Do(t, "GET", query, nil).JSON(t, &p)
+			if p.Cursor == nil {
+				t.Fatalf("%s: no cursor", query)
+			}
+			return url.QueryEscape(*p.Cursor)
+		}
+		all := cursorOf("/admin/records?limit=1")
+		posts1 := cursorOf("/admin/records?collection=app.test.post&limit=1")
+		alice1 := cursorOf("/admin/records?did=did:plc:alice&limit=1")
+		for query, msg := range map[string]string{
+			"collection=app.test.post&cursor=" + all: "invalid cursor",
+			"did=did:plc:alice&cursor=" + all:        "invalid cursor",
+			"cursor=" + posts1:                       "invalid cursor",
+			"cursor=" + alice1:                       "invalid cursor",
+			"cursor=bogus":                           "invalid cursor",
+			"did=did:plc:alice&cursor=" + posts1:     "invalid cursor",
+			"limit=0":                                "limit must be an integer between 1 and 100",
+			"limit=101":                              "limit must be an integer between 1 and 100",
+			"did=alice":                              "invalid did",
+			"collection=app.test.post&did=did:plc:bob&cursor=" + alice1: "invalid cursor",
+		} {
+			r := su.Do(t, "GET", "/admin/records?"+query, nil)
+			if r.Status != 400 || r.Error(t) != msg {
+				t.Errorf("%q: %d %s", query, r.Status, r.Raw)
+			}
+		}
+		// The cursor of the every-collection listing continues it.
+		var next recordsPage
+		su.Do(t, "GET", "/admin/records?limit=3&cursor="+all, nil).JSON(t, &next)
+		if len(next.Records) != 3 || next.Records[0].URI != want[1] || next.Records[2].URI != want[3] {
+			t.Fatalf("after the first record: %+v", next)
 		}
 	})
 }
