@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/admin/users"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/instance"
@@ -29,6 +30,7 @@ type services struct {
 	variables   *scripts.Variables
 	deadLetters *deadletters.Service
 	instance    *instance.Service
+	clientKeys  *clientkeys.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -48,6 +50,9 @@ func (a *App) newServices() *services {
 				"metrics":          a.cfg.MetricsAddr != "",
 				"token_encryption": a.sealer != nil,
 			},
+		}),
+		clientKeys: clientkeys.New(clientkeys.Options{
+			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),
 	}
 }
@@ -71,9 +76,9 @@ func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
 	events.Mount(m, a.events)
 	operator.Mount(m, deps, a.svc.instance)
 	apiclients.Mount(m, a.clientManager)
+	authkeys.Mount(m, a.svc.clientKeys)
 	for _, mount := range []func(*admin.Mux, admin.Deps){
 		backfill.Mount,
-		authkeys.Mount,
 	} {
 		mount(m, deps)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/storage"
@@ -95,7 +95,7 @@ func (a *App) startSync() {
 				a.log.Warn("purging tombstones failed", "err", err)
 			}
 			a.reportRejections(ctx)
-			if _, err := authkeys.Sweep(ctx, a.store, a.events, a.cfg.Now()); err != nil && ctx.Err() == nil {
+			if _, err := clientkeys.Sweep(ctx, a.store, a.events, a.cfg.Now()); err != nil && ctx.Err() == nil {
 				a.log.Warn("sweeping retiring client authentication keys failed", "err", err)
 			}
 		})

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -70,7 +70,7 @@ func (s *sessionSource) assertion(clientID, kid, clientIDURL string) func(contex
 		if k.Status == storage.AuthKeyRevoked {
 			return "", errors.New("the session's client authentication key was revoked")
 		}
-		priv, err := authkeys.PrivateKey(s.sealer, k)
+		priv, err := clientkeys.PrivateKey(s.sealer, k)
 		if err != nil {
 			return "", err
 		}

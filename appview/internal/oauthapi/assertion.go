@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -43,7 +43,7 @@ func (h *Handler) jwks(w http.ResponseWriter, r *http.Request) {
 				if k.Status != status {
 					continue
 				}
-				j, err := authkeys.PublicJWK(k)
+				j, err := clientkeys.PublicJWK(k)
 				if err != nil {
 					respond.Internal(w, r, h.log, err)
 					return
@@ -120,7 +120,7 @@ func (h *Handler) clientAssertion(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	priv, err := authkeys.PrivateKey(h.sealer, k)
+	priv, err := clientkeys.PrivateKey(h.sealer, k)
 	if err != nil {
 		respond.Internal(w, r, h.log, err)
 		return
@@ -214,7 +214,7 @@ func (h *Handler) signingKey(w http.ResponseWriter, r *http.Request, clientID, k
 	case err != nil:
 		respond.Internal(w, r, h.log, err)
 		return k, false
-	case !authkeys.Published(k):
+	case !clientkeys.Published(k):
 		respond.Error(w, http.StatusBadRequest, msgRevokedKID)
 		return k, false
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -98,12 +98,12 @@ func TestKeyStateMachine(t *testing.T) {
 			t.Fatal(err)
 		}
 		sealer := testSealer(t)
-		if _, err := authkeys.PrivateKey(sealer, stored); err != nil {
+		if _, err := clientkeys.PrivateKey(sealer, stored); err != nil {
 			t.Fatalf("open the sealed key: %v", err)
 		}
 		moved := stored
 		moved.KID = "another"
-		if _, err := authkeys.PrivateKey(sealer, moved); err == nil {
+		if _, err := clientkeys.PrivateKey(sealer, moved); err == nil {
 			t.Fatal("the sealed key opened under another kid")
 		}
 
@@ -184,7 +184,7 @@ func TestKeyStateMachine(t *testing.T) {
 		}
 
 		want := map[string]int{
-			authkeys.EventCreated: 2, authkeys.EventRotated: 2, authkeys.EventRevoked: 1, authkeys.EventRevokedAll: 1,
+			clientkeys.EventCreated: 2, clientkeys.EventRotated: 2, clientkeys.EventRevoked: 1, clientkeys.EventRevokedAll: 1,
 		}
 		if got := eventCounts(t, env, c.ID); !maps.Equal(got, want) {
 			t.Fatalf("events %v, want %v", got, want)
@@ -231,8 +231,8 @@ func TestRevokeAllNeedsAHeldKey(t *testing.T) {
 		if got := statuses(); !slices.Equal(got, before) {
 			t.Fatalf("refused revoke all changed keys: %v, was %v", got, before)
 		}
-		if got := eventCounts(t, env, c.ID)[authkeys.EventRevokedAll]; got != 1 {
-			t.Fatalf("%d %s events, want 1", got, authkeys.EventRevokedAll)
+		if got := eventCounts(t, env, c.ID)[clientkeys.EventRevokedAll]; got != 1 {
+			t.Fatalf("%d %s events, want 1", got, clientkeys.EventRevokedAll)
 		}
 
 		// A new current key is held again.
@@ -266,7 +266,7 @@ func TestConcurrentCreate(t *testing.T) {
 				t.Fatalf("concurrent creations: %v", kids)
 			}
 		}
-		if n := eventCounts(t, env, c.ID)[authkeys.EventCreated]; n != 1 {
+		if n := eventCounts(t, env, c.ID)[clientkeys.EventCreated]; n != 1 {
 			t.Fatalf("%d creation events", n)
 		}
 	})
@@ -284,11 +284,11 @@ func TestSweep(t *testing.T) {
 		pinSession(t, env, c.ID, kid2)
 		// kid1 and kid2 retiring (kid2 with a session), kid3 current.
 
-		n, err := authkeys.Sweep(ctx, env.Store, nil, time.Now())
+		n, err := clientkeys.Sweep(ctx, env.Store, nil, time.Now())
 		if err != nil || n != 0 {
 			t.Fatalf("sweep within the grace period: %d, %v", n, err)
 		}
-		n, err = authkeys.Sweep(ctx, env.Store, eventLog(env), time.Now().Add(authkeys.SweepGrace+time.Minute))
+		n, err = clientkeys.Sweep(ctx, env.Store, eventLog(env), time.Now().Add(clientkeys.SweepGrace+time.Minute))
 		if err != nil || n != 1 {
 			t.Fatalf("sweep: %d, %v", n, err)
 		}
@@ -298,7 +298,7 @@ func TestSweep(t *testing.T) {
 		if got := jwksKids(t, env, c.ID); !slices.Equal(got, []string{kid3, kid2}) {
 			t.Fatalf("key set after sweep: %v", got)
 		}
-		if n := eventCounts(t, env, c.ID)[authkeys.EventSwept]; n != 1 {
+		if n := eventCounts(t, env, c.ID)[clientkeys.EventSwept]; n != 1 {
 			t.Fatalf("%d sweep events", n)
 		}
 	})
@@ -312,7 +312,7 @@ func TestSweepRunsHourly(t *testing.T) {
 		c := newClient(t, env, "")
 		kid1 := createKey(t, su, c.ID)
 		rotate(t, su, c.ID)
-		clock.Advance(authkeys.SweepGrace + time.Minute)
+		clock.Advance(clientkeys.SweepGrace + time.Minute)
 		if err := env.App.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package authkeys
+package clientkeys
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -29,8 +27,8 @@ const (
 	requiredSigningAlg = oauth.SigningAlgorithm
 )
 
-// recheckChecks reports each condition of confidential readiness.
-type recheckChecks struct {
+// Checks reports each condition of confidential readiness.
+type Checks struct {
 	// AuthKey: the client holds a current authentication key.
 	AuthKey bool `json:"auth_key"`
 	// MetadataFetched: the client_id_url answered 200 with a JSON object
@@ -47,12 +45,14 @@ type recheckChecks struct {
 	JWKS bool `json:"jwks"`
 }
 
-type recheckResponse struct {
+// Readiness says whether Lexview can act as the client's confidential
+// OAuth client, and why not.
+type Readiness struct {
 	ConfidentialReady bool `json:"confidential_ready"`
 	// Reason lists every failed check, separated by "; ".
-	Reason  string        `json:"reason,omitempty"`
-	Checks  recheckChecks `json:"checks"`
-	JWKSURI string        `json:"jwks_uri"`
+	Reason  string `json:"reason,omitempty"`
+	Checks  Checks `json:"checks"`
+	JWKSURI string `json:"jwks_uri"`
 	// KID is the current key, the one an inline jwks must hold.
 	KID string `json:"kid,omitempty"`
 }
@@ -69,28 +69,27 @@ type clientMetadata struct {
 	} `json:"jwks"`
 }
 
-// recheck fetches the client's published metadata document and reports
-// whether Lexview can act as its confidential client. The answer is 200
-// either way; confidential_ready and the reason say which.
-func (h handlers) recheck(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	c, ok := h.loadClient(w, r)
-	if !ok {
-		return
+// Recheck fetches the client's published metadata document and reports
+// whether Lexview can act as its confidential client. A document that
+// fails the checks is a Readiness with the reasons, not an error.
+func (s *Service) Recheck(ctx context.Context, clientID string) (Readiness, error) {
+	c, err := s.client(ctx, clientID)
+	if err != nil {
+		return Readiness{}, err
 	}
-	out := recheckResponse{JWKSURI: h.jwksURI(c.ID)}
+	out := Readiness{JWKSURI: s.JWKSURI(c.ID)}
 	var reasons []string
-	cur, err := h.Store.GetCurrentClientAuthKey(r.Context(), c.ID)
+	cur, err := s.opt.Store.GetCurrentClientAuthKey(ctx, c.ID)
 	switch {
 	case err == nil:
 		out.Checks.AuthKey, out.KID = true, cur.KID
 	case errors.Is(err, storage.ErrNotFound):
-		reasons = append(reasons, msgNoKey)
+		reasons = append(reasons, errNoKey.Message)
 	default:
-		respond.Internal(w, r, h.Log, err)
-		return
+		return Readiness{}, err
 	}
 
-	md, err := h.fetchMetadata(r.Context(), c.ClientIDURL)
+	md, err := s.fetchMetadata(ctx, c.ClientIDURL)
 	if err != nil {
 		reasons = append(reasons, err.Error())
 	} else {
@@ -99,12 +98,12 @@ func (h handlers) recheck(w http.ResponseWriter, r *http.Request, _ *admins.Prin
 	}
 	out.ConfidentialReady = len(reasons) == 0
 	out.Reason = strings.Join(reasons, "; ")
-	respond.JSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // checkMetadata fills the document checks and returns the reasons of the
 // failed ones. cur is the current key (zero when there is none).
-func checkMetadata(md clientMetadata, clientIDURL, jwksURI string, cur storage.ClientAuthKey, checks *recheckChecks) []string {
+func checkMetadata(md clientMetadata, clientIDURL, jwksURI string, cur storage.ClientAuthKey, checks *Checks) []string {
 	var reasons []string
 	if checks.ClientID = md.ClientID == clientIDURL; !checks.ClientID {
 		reasons = append(reasons, fmt.Sprintf("client_id in the metadata is %q, not the client_id_url %q", md.ClientID, clientIDURL))
@@ -157,7 +156,7 @@ func inlineHolds(md clientMetadata, cur storage.ClientAuthKey) bool {
 // fetchMetadata GETs the client metadata document through the App's HTTP
 // client, within metadataTimeout and metadataMaxBytes. Its errors are
 // meant for the admin: they say what went wrong with the document.
-func (h handlers) fetchMetadata(ctx context.Context, clientIDURL string) (clientMetadata, error) {
+func (s *Service) fetchMetadata(ctx context.Context, clientIDURL string) (clientMetadata, error) {
 	var md clientMetadata
 	ctx, cancel := context.WithTimeout(ctx, metadataTimeout)
 	defer cancel()
@@ -166,11 +165,7 @@ func (h handlers) fetchMetadata(ctx context.Context, clientIDURL string) (client
 		return md, fmt.Errorf("client_id_url %q is not a valid URL", clientIDURL)
 	}
 	req.Header.Set("Accept", "application/json")
-	client := h.HTTPClient
-	if client == nil {
-		client = &http.Client{Timeout: metadataTimeout}
-	}
-	resp, err := client.Do(req)
+	resp, err := s.opt.HTTPClient.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return md, fmt.Errorf("client metadata could not be fetched: no answer within %s", metadataTimeout)

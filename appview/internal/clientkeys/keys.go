@@ -1,4 +1,4 @@
-package authkeys
+package clientkeys
 
 import (
 	"context"
