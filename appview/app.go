@@ -170,7 +170,7 @@ func New(cfg Config) (*App, error) {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(a.sessionSecret, cfg.Now),
 	}
-	a.admin = a.adminAPI(limits)
+	a.admin = a.adminAPI()
 	a.handler = a.routes()
 	return a, nil
 }

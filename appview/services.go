@@ -13,11 +13,12 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/admin/users"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/backfilljobs"
 	"github.com/lexview/lexview/appview/internal/clientkeys"
-	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
 )
 
@@ -31,6 +32,8 @@ type services struct {
 	deadLetters *deadletters.Service
 	instance    *instance.Service
 	clientKeys  *clientkeys.Service
+	backfill    *backfilljobs.Service
+	records     *records.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -51,6 +54,8 @@ func (a *App) newServices() *services {
 				"token_encryption": a.sealer != nil,
 			},
 		}),
+		backfill: backfilljobs.New(a.backfill, a.events),
+		records:  records.New(a.store, a.events),
 		clientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),
@@ -59,28 +64,18 @@ func (a *App) newServices() *services {
 
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
-func (a *App) adminAPI(limits clients.Limits) *admin.Mux {
+func (a *App) adminAPI() *admin.Mux {
 	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, a.svc.admins, a.cfg.Now, a.log)
 	m := admin.NewMux(auth, a.log)
-	deps := admin.Deps{
-		Store: a.store, Lexicons: a.lexicons, Clients: a.clients, ClientManager: a.clientManager, Events: a.events,
-		Defaults: limits, Now: a.cfg.Now, Log: a.log, Backfill: a.backfill,
-		Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient,
-		StreamKeepalive: a.cfg.StreamKeepalive,
-	}
 	adminlexicons.Mount(m, a.svc.lexicons)
 	users.Mount(m, a.svc.admins)
 	adminscripts.Mount(m, a.svc.scripts)
 	scriptvars.Mount(m, a.svc.variables)
 	admindeadletters.Mount(m, a.svc.deadLetters)
 	events.Mount(m, a.events)
-	operator.Mount(m, deps, a.svc.instance)
+	operator.Mount(m, a.svc.instance, a.svc.records)
 	apiclients.Mount(m, a.clientManager)
 	authkeys.Mount(m, a.svc.clientKeys)
-	for _, mount := range []func(*admin.Mux, admin.Deps){
-		backfill.Mount,
-	} {
-		mount(m, deps)
-	}
+	backfill.Mount(m, a.svc.backfill, a.cfg.StreamKeepalive)
 	return m
 }

@@ -18,9 +18,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/respond"
 )
 
-// Handler serves an authenticated, authorised admin request.
-type Handler func(w http.ResponseWriter, r *http.Request, p *admins.Principal)
-
 // Func serves an authenticated, authorised admin request and returns the
 // service error that answers it, if any: the Mux writes it (respond.Fail),
 // so a handler that fails only returns.
@@ -47,9 +44,10 @@ func RuleFor(route string) (Rule, bool) {
 	return rule, ok
 }
 
-// Handle mounts h on route ("METHOD /admin/..."), which must be in the
-// permission table.
-func (m *Mux) Handle(route string, h Handler) {
+// HandleFunc mounts f on route ("METHOD /admin/..."), which must be in
+// the permission table: authentication, then the permission gate, then f;
+// the error f returns is answered through respond.Fail.
+func (m *Mux) HandleFunc(route string, f Func) {
 	rule, ok := RuleFor(route)
 	if !ok {
 		panic(fmt.Sprintf("admin: route %q is not in the permission table", route))
@@ -65,13 +63,6 @@ func (m *Mux) Handle(route string, h Handler) {
 			respond.Error(w, http.StatusForbidden, "insufficient permissions")
 			return
 		}
-		h(w, r, p)
-	})
-}
-
-// HandleFunc mounts f on route, answering the error f returns.
-func (m *Mux) HandleFunc(route string, f Func) {
-	m.Handle(route, func(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
 		if err := f(w, r, p); err != nil {
 			respond.Fail(w, r, m.log, err)
 		}
@@ -109,21 +100,6 @@ func (rule Rule) allows(p *admins.Principal) bool {
 
 // MaxBodySize bounds admin JSON bodies.
 const MaxBodySize = 4 << 20
-
-// Decode reads a JSON body into dst, answering 400 `invalid request body`
-// (or 413 for an oversized body) and returning false on failure.
-func Decode(w http.ResponseWriter, r *http.Request, dst any) bool {
-	err := respond.DecodeJSON(w, r, MaxBodySize, dst)
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, respond.ErrBodyTooLarge):
-		respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
-	default:
-		respond.Error(w, http.StatusBadRequest, "invalid request body")
-	}
-	return false
-}
 
 // Read reads a JSON body into dst. It returns a TooLarge error for an
 // oversized body and an Invalid `invalid request body` for anything that

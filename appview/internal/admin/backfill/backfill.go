@@ -6,42 +6,50 @@
 package backfill
 
 import (
-	"context"
-	"errors"
 	"net/http"
+	"time"
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/backfilljobs"
 	"github.com/lexview/lexview/appview/internal/respond"
 	jobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/storage"
 )
 
-// Mount registers the backfill endpoints.
-func Mount(m *admin.Mux, d admin.Deps) {
-	h := handlers{d}
-	m.Handle("POST /admin/backfill", h.available(h.create))
-	m.Handle("GET /admin/backfill/status", h.available(h.list))
-	m.Handle("POST /admin/backfill/{id}/cancel", h.available(h.cancel))
-	m.Handle("POST /admin/backfill/{id}/pause", h.available(h.pause))
-	m.Handle("POST /admin/backfill/{id}/resume", h.available(h.resume))
-	m.Handle("GET /admin/backfill/{id}/repos", h.available(h.repos))
-	m.Handle("GET /admin/backfill/{id}/pds-summary", h.available(h.pdsSummary))
-	m.Handle("DELETE /admin/backfill/{id}/details", h.available(h.deleteDetails))
-	m.Handle("DELETE /admin/backfill/details", h.available(h.deleteAllDetails))
-	m.Handle("GET /admin/backfill/{id}/events", h.available(h.events))
+// Mount registers the backfill endpoints. keepalive is how often an idle
+// progress stream sends a comment (0: 15 s).
+func Mount(m *admin.Mux, svc *backfilljobs.Service, keepalive time.Duration) {
+	h := handlers{svc: svc, keepalive: keepalive}
+	for route, f := range map[string]admin.Func{
+		"POST /admin/backfill":                 h.create,
+		"GET /admin/backfill/status":           h.list,
+		"POST /admin/backfill/{id}/cancel":     h.steer(backfilljobs.Cancel),
+		"POST /admin/backfill/{id}/pause":      h.steer(backfilljobs.Pause),
+		"POST /admin/backfill/{id}/resume":     h.steer(backfilljobs.Resume),
+		"GET /admin/backfill/{id}/repos":       h.repos,
+		"GET /admin/backfill/{id}/pds-summary": h.pdsSummary,
+		"DELETE /admin/backfill/{id}/details":  h.deleteDetails,
+		"DELETE /admin/backfill/details":       h.deleteAllDetails,
+		"GET /admin/backfill/{id}/events":      h.events,
+	} {
+		m.HandleFunc(route, h.available(f))
+	}
 }
 
-type handlers struct{ admin.Deps }
+type handlers struct {
+	svc       *backfilljobs.Service
+	keepalive time.Duration
+}
 
-// available answers 503 when the instance runs no backfill manager.
-func (h handlers) available(next admin.Handler) admin.Handler {
-	return func(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-		if h.Backfill == nil {
-			respond.Error(w, http.StatusServiceUnavailable, "backfill is not available on this instance")
-			return
+// available answers 503 when the instance runs no backfill, before
+// anything else.
+func (h handlers) available(next admin.Func) admin.Func {
+	return func(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+		if err := h.svc.Available(); err != nil {
+			return err
 		}
-		next(w, r, p)
+		return next(w, r, p)
 	}
 }
 
@@ -85,10 +93,10 @@ type createRequest struct {
 	DID        *string  `json:"did"`
 }
 
-func (h handlers) create(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
+func (h handlers) create(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	var req createRequest
-	if !admin.Decode(w, r, &req) {
-		return
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
 	}
 	in := jobs.Request{Accounts: req.DIDs}
 	if req.Collection != nil {
@@ -97,74 +105,37 @@ func (h handlers) create(w http.ResponseWriter, r *http.Request, p *admins.Princ
 	if req.DID != nil && *req.DID != "" {
 		in.Accounts = append(in.Accounts, *req.DID)
 	}
-	j, err := h.Backfill.Create(r.Context(), in)
-	var re *jobs.RequestError
-	if errors.As(err, &re) {
-		respond.Error(w, http.StatusBadRequest, re.Message)
-		return
-	}
+	j, err := h.svc.Create(r.Context(), p.DID(), in)
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
-	h.Audit(r.Context(), p, "backfill.created", j.ID, map[string]any{
-		"collection": optional(j.Collection), "scope": j.Scope, "accounts": len(j.DIDs),
-	})
 	respond.JSON(w, http.StatusCreated, map[string]any{"id": j.ID, "status": j.Status})
+	return nil
 }
 
-func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	all, err := h.Backfill.List(r.Context())
+func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	all, err := h.svc.List(r.Context())
 	if err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+		return err
 	}
 	out := make([]job, len(all))
 	for i, j := range all {
 		out[i] = render(j)
 	}
 	respond.JSON(w, http.StatusOK, out)
+	return nil
 }
 
-// jobError answers the errors shared by the per-job endpoints; it reports
-// whether err was one.
-func (h handlers) jobError(w http.ResponseWriter, r *http.Request, err error) bool {
-	var se *jobs.StateError
-	switch {
-	case err == nil:
-		return false
-	case errors.Is(err, storage.ErrNotFound):
-		respond.Error(w, http.StatusNotFound, "backfill job not found")
-	case errors.As(err, &se):
-		respond.Error(w, http.StatusBadRequest, se.Error())
-	default:
-		respond.Internal(w, r, h.Log, err)
+// steer answers the cancel, pause and resume endpoints.
+func (h handlers) steer(c backfilljobs.Control) admin.Func {
+	return func(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+		j, err := h.svc.Steer(r.Context(), p.DID(), c, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		respond.JSON(w, http.StatusOK, map[string]any{"id": j.ID, "status": j.Status})
+		return nil
 	}
-	return true
-}
-
-// control answers the cancel, pause and resume endpoints.
-func (h handlers) control(w http.ResponseWriter, r *http.Request, p *admins.Principal,
-	action func(ctx context.Context, id string) (storage.BackfillJob, error), event string) {
-	id := r.PathValue("id")
-	j, err := action(r.Context(), id)
-	if h.jobError(w, r, err) {
-		return
-	}
-	h.Audit(r.Context(), p, event, id, map[string]any{"collection": optional(j.Collection)})
-	respond.JSON(w, http.StatusOK, map[string]any{"id": j.ID, "status": j.Status})
-}
-
-func (h handlers) cancel(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	h.control(w, r, p, h.Backfill.Cancel, "backfill.cancelled")
-}
-
-func (h handlers) pause(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	h.control(w, r, p, h.Backfill.Pause, "backfill.paused")
-}
-
-func (h handlers) resume(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	h.control(w, r, p, h.Backfill.Resume, "backfill.resumed")
 }
 
 // repo is a per-repository row.
@@ -175,46 +146,25 @@ type repo struct {
 	RecordsFetched int64   `json:"records_fetched"`
 }
 
-func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	id := r.PathValue("id")
+func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
 	q := r.URL.Query()
-	phase := q.Get("phase")
-	if phase == "" {
-		phase = jobs.PhaseDiscovered
-	}
-	if !jobs.ValidPhase(phase) {
-		respond.Error(w, http.StatusBadRequest, "phase must be discovered, resolved or fetched")
-		return
+	if err := backfilljobs.CheckPhase(q.Get("phase")); err != nil {
+		return err
 	}
 	limit, err := admin.Limit(r, 50, 100)
 	if err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
-		return
+		return err
 	}
-	scope := "backfill-repos\x00" + id + "\x00" + phase
-	after := ""
-	if c := q.Get("cursor"); c != "" {
-		pos, err := storage.DecodeCursor(scope, c)
-		if err != nil {
-			respond.Error(w, http.StatusBadRequest, "invalid cursor")
-			return
-		}
-		after = pos.URI
-	}
-	rows, next, err := h.Backfill.Repos(r.Context(), id, phase, after, limit)
-	if h.jobError(w, r, err) {
-		return
+	rows, next, err := h.svc.Repos(r.Context(), r.PathValue("id"), q.Get("phase"), q.Get("cursor"), limit)
+	if err != nil {
+		return err
 	}
 	out := make([]repo, len(rows))
 	for i, row := range rows {
 		out[i] = repo{DID: row.DID, PDSEndpoint: optional(row.PDSEndpoint), Status: row.Status, RecordsFetched: row.RecordsFetched}
 	}
-	var cursor *string
-	if next != "" {
-		c := storage.EncodeCursor(scope, storage.Position{URI: next})
-		cursor = &c
-	}
-	respond.JSON(w, http.StatusOK, map[string]any{"repos": out, "cursor": cursor})
+	respond.JSON(w, http.StatusOK, map[string]any{"repos": out, "cursor": optional(next)})
+	return nil
 }
 
 type pdsRow struct {
@@ -224,32 +174,31 @@ type pdsRow struct {
 	TotalRecords   int64  `json:"total_records"`
 }
 
-func (h handlers) pdsSummary(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	rows, err := h.Backfill.PDSSummary(r.Context(), r.PathValue("id"))
-	if h.jobError(w, r, err) {
-		return
+func (h handlers) pdsSummary(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	rows, err := h.svc.PDSSummary(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
 	}
 	out := make([]pdsRow, len(rows))
 	for i, s := range rows {
 		out[i] = pdsRow{PDSEndpoint: s.PDSEndpoint, TotalRepos: s.TotalRepos, CompletedRepos: s.CompletedRepos, TotalRecords: s.TotalRecords}
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"pds_endpoints": out})
+	return nil
 }
 
-func (h handlers) deleteDetails(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	id := r.PathValue("id")
-	if h.jobError(w, r, h.Backfill.DeleteDetails(r.Context(), id)) {
-		return
+func (h handlers) deleteDetails(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.DeleteDetails(r.Context(), p.DID(), r.PathValue("id")); err != nil {
+		return err
 	}
-	h.Audit(r.Context(), p, "backfill.details_deleted", id, nil)
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (h handlers) deleteAllDetails(w http.ResponseWriter, r *http.Request, p *admins.Principal) {
-	if err := h.Backfill.DeleteFinishedDetails(r.Context()); err != nil {
-		respond.Internal(w, r, h.Log, err)
-		return
+func (h handlers) deleteAllDetails(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.DeleteFinishedDetails(r.Context(), p.DID()); err != nil {
+		return err
 	}
-	h.Audit(r.Context(), p, "backfill.details_deleted", "", map[string]any{"scope": "finished jobs"})
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

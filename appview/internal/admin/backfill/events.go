@@ -12,21 +12,19 @@ import (
 )
 
 // defaultKeepalive is how often an idle progress stream sends a comment
-// unless Deps.StreamKeepalive says otherwise.
+// unless Mount is given another interval.
 const defaultKeepalive = 15 * time.Second
 
 // events answers GET /admin/backfill/{id}/events: a Server-Sent Events
 // stream whose messages are `event: event` with a JSON payload (see
 // backfill.Event). The first message is a job_counters snapshot; the
 // stream ends after job_completed, or when the client goes away.
-func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admins.Principal) {
-	id := r.PathValue("id")
-	sub := h.Backfill.Subscribe(id) // before the snapshot: nothing falls between
-	defer sub.Close()
-	job, err := h.Backfill.Get(r.Context(), id)
-	if h.Failed(w, r, err, "backfill job not found") {
-		return
+func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	sub, job, err := h.svc.Subscribe(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
 	}
+	defer sub.Close()
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // the stream outlives the server's write timeout
 	hdr := w.Header()
@@ -43,13 +41,13 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admins.Princ
 		return rc.Flush() == nil
 	}
 	if !send(jobs.CountersEvent(job)) {
-		return
+		return nil
 	}
 	if job.Finished() {
 		send(jobs.CompletedEvent(job))
-		return
+		return nil
 	}
-	every := h.StreamKeepalive
+	every := h.keepalive
 	if every <= 0 {
 		every = defaultKeepalive
 	}
@@ -58,26 +56,26 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admins.Princ
 	for {
 		select {
 		case <-r.Context().Done():
-			return
+			return nil
 		case ev := <-sub.Events():
 			if !send(ev) {
-				return
+				return nil
 			}
 		case <-sub.Done():
 			for { // what was published before completion comes first
 				select {
 				case ev := <-sub.Events():
 					if !send(ev) {
-						return
+						return nil
 					}
 				default:
 					send(sub.Final())
-					return
+					return nil
 				}
 			}
 		case <-keepalive.C:
 			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
-				return
+				return nil
 			}
 		}
 	}

@@ -7,18 +7,19 @@ package operator
 import (
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/instance"
+	"github.com/lexview/lexview/appview/internal/records"
 )
 
 // Mount registers the operator endpoints.
-func Mount(m *admin.Mux, d admin.Deps, svc *instance.Service) {
-	h := handlers{Deps: d, instance: svc}
+func Mount(m *admin.Mux, inst *instance.Service, recs *records.Service) {
+	h := handlers{instance: inst, records: recs}
 	m.HandleFunc("GET /admin/stats", h.stats)
 	m.HandleFunc("GET /admin/feature-flags", h.featureFlags)
 
-	m.Handle("GET /admin/records", h.listRecords)
+	m.HandleFunc("GET /admin/records", h.listRecords)
 	m.HandleFunc("GET /admin/records/collections", h.collections)
-	m.Handle("DELETE /admin/records", h.deleteRecords)
-	m.Handle("DELETE /admin/records/collection", h.deleteCollection)
+	m.HandleFunc("DELETE /admin/records", h.deleteRecords)
+	m.HandleFunc("DELETE /admin/records/collection", h.deleteCollection)
 
 	m.HandleFunc("GET /admin/settings", h.listSettings)
 	// The literal logo routes are more specific than {key}, so net/http
@@ -35,8 +36,8 @@ func Mount(m *admin.Mux, d admin.Deps, svc *instance.Service) {
 }
 
 type handlers struct {
-	admin.Deps // the record endpoints' dependencies (until they have a service)
-	instance   *instance.Service
+	instance *instance.Service
+	records  *records.Service
 }
 
 func optional(s string) *string {
