@@ -213,7 +213,7 @@ func (a *App) routes() http.Handler {
 		HTTPClient: a.cfg.HTTPClient, Logger: a.log}).Mount(mux)
 	mux.Handle("/admin/", a.admin)
 	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
-		Users: a.users, Events: a.events, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
+		Users: a.users, Sessions: a.svc.sessions, Now: a.cfg.Now, Logger: a.log}).Mount(mux)
 	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Registry: a.clients, Users: a.users, Logger: a.log}).Mount(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, "not found")

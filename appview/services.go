@@ -20,6 +20,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
+	"github.com/lexview/lexview/appview/internal/sessions"
 )
 
 // services is the service line: every operation the front ends (admin
@@ -34,6 +35,7 @@ type services struct {
 	clientKeys  *clientkeys.Service
 	backfill    *backfilljobs.Service
 	records     *records.Service
+	sessions    *sessions.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -56,6 +58,7 @@ func (a *App) newServices() *services {
 		}),
 		backfill: backfilljobs.New(a.backfill, a.events),
 		records:  records.New(a.store, a.events),
+		sessions: sessions.New(a.store, a.sealer, a.events, a.cfg.Now),
 		clientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -39,10 +39,10 @@ type Options struct {
 	PublicURL string
 	// Users checks DPoP authentication of device sessions.
 	Users *userauth.Authenticator
-	// Events receives provisioning and session events; nil records none.
-	Events *eventlog.Log
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Sessions provisions DPoP keys and manages device sessions.
+	Sessions *sessions.Service
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Handler serves the /oauth/* endpoints.
@@ -52,7 +52,7 @@ type Handler struct {
 	sealer    *oauth.Sealer
 	publicURL string
 	users     *userauth.Authenticator
-	events    *eventlog.Log
+	sessions  *sessions.Service
 	now       func() time.Time
 	log       *slog.Logger
 }
@@ -61,7 +61,7 @@ type Handler struct {
 // slog.Default().
 func New(opts Options) *Handler {
 	h := &Handler{store: opts.Store, clients: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
-		users: opts.Users, events: opts.Events, now: opts.Now, log: opts.Logger}
+		users: opts.Users, sessions: opts.Sessions, now: opts.Now, log: opts.Logger}
 	if h.now == nil {
 		h.now = time.Now
 	}

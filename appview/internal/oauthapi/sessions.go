@@ -1,40 +1,18 @@
 package oauthapi
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/bluesky-social/indigo/atproto/syntax"
-
 	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/userauth"
-	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
-
-// ProvisionPrefix starts every provision_id.
-const ProvisionPrefix = "hvp_"
-
-// provisionLifetime is how long a provisioned key waits for its session.
-const provisionLifetime = 10 * time.Minute
-
-// provisionPurpose seals a provisioned key until a session takes it.
-func provisionPurpose(id string) string { return "provision:" + id + ":dpop_key" }
-
-func hashHandle(handle string) string {
-	sum := sha256.Sum256([]byte(handle))
-	return hex.EncodeToString(sum[:])
-}
 
 // caller authenticates the API client of a provisioning or session call:
 // confidential clients with key and secret, public clients with key and an
@@ -82,10 +60,6 @@ func (h *Handler) rateLimit(w http.ResponseWriter, r *http.Request, key string) 
 	return true
 }
 
-type provisionRequest struct {
-	PKCEChallenge string `json:"pkce_challenge"`
-}
-
 // provision answers POST /oauth/dpop-keys: a fresh P-256 key for one
 // device, and a single-use provision_id to register it with.
 func (h *Handler) provision(w http.ResponseWriter, r *http.Request) {
@@ -93,99 +67,19 @@ func (h *Handler) provision(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req provisionRequest
+	var req struct {
+		PKCEChallenge string `json:"pkce_challenge"`
+	}
 	if r.ContentLength != 0 && !decode(w, r, &req) {
 		return
 	}
-	if c.Type == storage.ClientPublic && !oauth.ValidPKCEChallenge(req.PKCEChallenge) {
-		respond.Error(w, http.StatusBadRequest, "public clients must send an S256 pkce_challenge")
-		return
-	}
-	key, err := oauth.GenerateKey()
+	handle, jwk, err := h.sessions.Provision(r.Context(), c, req.PKCEChallenge)
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	jwk, err := oauth.NewPrivateJWK(key)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	jkt, err := oauth.JWKThumbprint(&key.PublicKey)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	raw, err := oauth.MarshalPrivateKey(key)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	id := storage.NewID()
-	sealed, err := h.sealer.Seal(provisionPurpose(id), raw)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	handle := ProvisionPrefix + randomToken()
-	now := h.now()
-	p := storage.DPoPProvision{ID: id, HandleHash: hashHandle(handle), ClientID: c.ID, SealedKey: sealed, JKT: jkt,
-		CreatedAt: now, ExpiresAt: now.Add(provisionLifetime)}
-	if c.Type == storage.ClientPublic {
-		p.PKCEChallenge = req.PKCEChallenge
-	}
-	if err := h.store.CreateDPoPProvision(r.Context(), p); err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	h.record(r, "oauth.dpop_key_provisioned", c.ID, map[string]any{"dpop_key_id": id, "client_type": c.Type})
 	w.Header().Set("Cache-Control", "no-store")
 	respond.JSON(w, http.StatusOK, map[string]any{"provision_id": handle, "dpop_key": jwk})
-}
-
-type sessionRequest struct {
-	ProvisionID  string `json:"provision_id"`
-	PKCEVerifier string `json:"pkce_verifier"`
-	DID          string `json:"did"`
-	AccessToken  string `json:"access_token"`
-	RefreshToken string `json:"refresh_token"`
-	ExpiresAt    string `json:"expires_at"`
-	Scopes       string `json:"scopes"`
-	PDSURL       string `json:"pds_url"`
-	Issuer       string `json:"issuer"`
-}
-
-// validate checks a registration against the client; it returns the
-// parsed expiry.
-func (req sessionRequest) validate(c storage.APIClient) (time.Time, error) {
-	if req.ProvisionID == "" || req.DID == "" || req.AccessToken == "" || req.RefreshToken == "" ||
-		req.ExpiresAt == "" || req.Scopes == "" || req.PDSURL == "" || req.Issuer == "" {
-		return time.Time{}, errors.New(msgBadBody)
-	}
-	if _, err := syntax.ParseDID(req.DID); err != nil {
-		return time.Time{}, errors.New("did is not a valid DID")
-	}
-	expires, err := time.Parse(time.RFC3339, req.ExpiresAt)
-	if err != nil {
-		return time.Time{}, errors.New("expires_at must be an RFC 3339 timestamp")
-	}
-	scopes := strings.Fields(req.Scopes)
-	if !slices.Contains(scopes, "atproto") {
-		return time.Time{}, errors.New("scopes must include atproto")
-	}
-	allowed := strings.Fields(c.Scopes)
-	for _, s := range scopes {
-		if !slices.Contains(allowed, s) {
-			return time.Time{}, errors.New("scope " + s + " is not granted to this client")
-		}
-	}
-	for name, u := range map[string]string{"pds_url": req.PDSURL, "issuer": req.Issuer} {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
-			return time.Time{}, errors.New(name + " must be an http(s) URL")
-		}
-	}
-	return expires, nil
 }
 
 // register answers POST /oauth/sessions: it consumes a provision and
@@ -195,67 +89,26 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req sessionRequest
+	var req struct {
+		ProvisionID  string `json:"provision_id"`
+		PKCEVerifier string `json:"pkce_verifier"`
+		DID          string `json:"did"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresAt    string `json:"expires_at"`
+		Scopes       string `json:"scopes"`
+		PDSURL       string `json:"pds_url"`
+		Issuer       string `json:"issuer"`
+	}
 	if !decode(w, r, &req) {
 		return
 	}
-	expires, err := req.validate(c)
+	s, err := h.sessions.Register(r.Context(), c, sessions.Registration(req))
 	if err != nil {
-		respond.Error(w, http.StatusBadRequest, err.Error())
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	ctx := r.Context()
-	p, err := h.store.ConsumeDPoPProvision(ctx, c.ID, hashHandle(req.ProvisionID), h.now())
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusBadRequest, "unknown, used or expired provision_id")
-		return
-	}
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	if p.PKCEChallenge != "" && oauth.VerifyPKCE(req.PKCEVerifier, p.PKCEChallenge) != nil {
-		respond.Error(w, http.StatusBadRequest, "pkce_verifier does not match the pkce_challenge")
-		return
-	}
-	s, err := h.newSession(r, c, p, req, expires)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	h.record(r, "oauth.session_created", req.DID, map[string]any{"client_id": c.ID, "session_id": s.ID, "scopes": req.Scopes})
 	respond.JSON(w, http.StatusOK, map[string]any{"session_id": s.ID, "did": s.DID})
-}
-
-// newSession re-seals the provisioned key and the tokens for a new session.
-func (h *Handler) newSession(r *http.Request, c storage.APIClient, p storage.DPoPProvision, req sessionRequest,
-	expires time.Time) (storage.DeviceSession, error) {
-	key, err := h.sealer.Open(provisionPurpose(p.ID), p.SealedKey)
-	if err != nil {
-		return storage.DeviceSession{}, err
-	}
-	now := h.now()
-	s := storage.DeviceSession{ID: storage.NewID(), ClientID: c.ID, DID: req.DID, DPoPKeyID: p.ID, JKT: p.JKT,
-		ExpiresAt: expires, Scopes: strings.Join(strings.Fields(req.Scopes), " "), PDSURL: strings.TrimRight(req.PDSURL, "/"),
-		Issuer: strings.TrimRight(req.Issuer, "/"), CreatedAt: now, UpdatedAt: now,
-		AppTokenHash: userauth.TokenHash(req.AccessToken), AppExpiresAt: expires}
-	if k, err := h.store.GetCurrentClientAuthKey(r.Context(), c.ID); err == nil {
-		s.AuthKID = k.KID
-	}
-	for _, f := range []struct {
-		dst     *string
-		purpose string
-		value   []byte
-	}{
-		{&s.SealedDPoPKey, userauth.DPoPKeyPurpose(s.ID), key},
-		{&s.SealedAccessToken, userauth.AccessTokenPurpose(s.ID), []byte(req.AccessToken)},
-		{&s.SealedRefreshToken, userauth.RefreshTokenPurpose(s.ID), []byte(req.RefreshToken)},
-	} {
-		if *f.dst, err = h.sealer.Seal(f.purpose, f.value); err != nil {
-			return storage.DeviceSession{}, err
-		}
-	}
-	return s, h.store.CreateDeviceSession(r.Context(), s)
 }
 
 // sessionOwner authenticates a device-management call: confidential
@@ -307,19 +160,10 @@ func (h *Handler) revokeUser(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	did := r.PathValue("did")
-	var n int64
-	var err error
-	if own != nil {
-		err, n = h.store.DeleteDeviceSession(r.Context(), clientID, did, own.ID), 1
-	} else {
-		n, err = h.store.DeleteDeviceSessions(r.Context(), clientID, did)
-	}
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		respond.Internal(w, r, h.log, err)
+	if _, err := h.sessions.RevokeAccount(r.Context(), clientID, r.PathValue("did"), own); err != nil {
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	h.record(r, "oauth.session_deleted", did, map[string]any{"client_id": clientID, "sessions": n})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -329,9 +173,9 @@ func (h *Handler) devices(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := h.store.ListDeviceSessions(r.Context(), clientID, r.PathValue("did"))
+	list, err := h.sessions.Devices(r.Context(), clientID, r.PathValue("did"))
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return
 	}
 	out := make([]map[string]any, len(list))
@@ -350,34 +194,12 @@ func (h *Handler) revokeDevice(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	did, id := r.PathValue("did"), r.PathValue("session_id")
-	if own != nil && own.ID != id {
-		respond.Error(w, http.StatusNotFound, "session not found")
-		return
-	}
-	err := h.store.DeleteDeviceSession(r.Context(), clientID, did, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		respond.Error(w, http.StatusNotFound, "session not found")
-		return
-	}
+	err := h.sessions.RevokeDevice(r.Context(), clientID, r.PathValue("did"), r.PathValue("session_id"), own)
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	h.record(r, "oauth.session_deleted", did, map[string]any{"client_id": clientID, "session_id": id})
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *Handler) record(r *http.Request, eventType, subject string, detail map[string]any) {
-	if h.events != nil {
-		h.events.Record(r.Context(), eventlog.Entry{Type: eventType, Subject: subject, Detail: detail})
-	}
-}
-
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-func randomToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
