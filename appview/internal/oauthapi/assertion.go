@@ -187,7 +187,7 @@ func (h *Handler) assertionClient(w http.ResponseWriter, r *http.Request) (stora
 		return storage.APIClient{}, false
 	}
 	if _, err := h.users.DPoPSession(r, c.ID); err != nil {
-		writeAuthError(w, r, h, err)
+		respond.Fail(w, r, h.log, err)
 		return storage.APIClient{}, false
 	}
 	return c, true

@@ -10,7 +10,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/sessions"
-	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -132,7 +131,7 @@ func (h *Handler) sessionOwner(w http.ResponseWriter, r *http.Request) (string, 
 		}
 		s, err := h.users.DPoPSession(r, id.ID)
 		if err != nil {
-			writeAuthError(w, r, h, err)
+			respond.Fail(w, r, h.log, err)
 			return "", nil, false
 		}
 		if s.DID != r.PathValue("did") {
@@ -143,15 +142,6 @@ func (h *Handler) sessionOwner(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	c, ok := h.authenticate(w, r)
 	return c.ID, nil, ok
-}
-
-func writeAuthError(w http.ResponseWriter, r *http.Request, h *Handler, err error) {
-	var ae *userauth.Error
-	if errors.As(err, &ae) {
-		respond.Error(w, ae.Status, ae.Msg)
-		return
-	}
-	respond.Internal(w, r, h.log, err)
 }
 
 // revokeUser answers DELETE /oauth/sessions/{did}.

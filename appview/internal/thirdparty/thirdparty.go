@@ -129,12 +129,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, creating 
 	}
 	s, err := h.users.DPoPSession(r, c.ID)
 	if err != nil {
-		var ae *userauth.Error
-		if errors.As(err, &ae) {
-			respond.Error(w, ae.Status, ae.Msg)
-		} else {
-			respond.Internal(w, r, h.log, err)
-		}
+		respond.Fail(w, r, h.log, err)
 		return caller{}, false
 	}
 	if c.ParentID != "" {

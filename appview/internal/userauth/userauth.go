@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/serviceauth"
 	"github.com/lexview/lexview/appview/internal/session"
 	"github.com/lexview/lexview/oauth"
@@ -35,15 +36,9 @@ type Caller struct {
 	Session *storage.DeviceSession
 }
 
-// Error is an authentication failure with its HTTP status and message.
-type Error struct {
-	Status int
-	Msg    string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-func unauthorized(msg string) error { return &Error{Status: http.StatusUnauthorized, Msg: msg} }
+// unauthorized is an authentication failure: an Unauthenticated service
+// error whose message the specification fixes.
+func unauthorized(msg string) error { return fail.New(fail.Unauthenticated, msg) }
 
 // Error messages. TokenExpired is the exact string the specification
 // fixes.

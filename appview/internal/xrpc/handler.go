@@ -6,7 +6,6 @@ package xrpc
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -128,13 +127,8 @@ func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.H
 			clientID = c.ID
 		}
 		caller, err := users.Authenticate(r, clientID)
-		var ae *userauth.Error
-		switch {
-		case errors.As(err, &ae):
-			respond.Error(w, ae.Status, ae.Msg)
-			return
-		case err != nil:
-			respond.Internal(w, r, log, err)
+		if err != nil {
+			respond.Fail(w, r, log, err)
 			return
 		}
 		if caller != nil {
