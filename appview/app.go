@@ -202,6 +202,7 @@ func (a *App) routes() http.Handler {
 		Users:            a.users,
 		Procedures:       &xrpc.Proxy{PDS: a.pds, Indexer: a.writer, Logger: a.log},
 		Scripts:          a.scripts,
+		Methods:          a.cfg.XRPCMethods,
 		Logger:           a.log,
 	})
 	a.scripts.SetLocalXRPC(func(ctx context.Context, inv *script.Invocation, method, nsid string, query map[string][]string, body []byte) (int, []byte, error) {

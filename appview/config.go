@@ -107,6 +107,18 @@ type Config struct {
 	// JetstreamURL (none when JetstreamURL is "off").
 	EventSource ingest.Source
 
+	// XRPCMethods are Go handlers of XRPC methods, by method NSID. One
+	// answers its method instead of a Lua script or the default list/get
+	// (or create) behaviour; the method still needs its lexicon, which
+	// gives it its route. API client identification, rate limiting and
+	// user authentication run first (CallerDID names the user); an
+	// unauthenticated procedure call is refused before the handler runs.
+	XRPCMethods map[string]http.Handler
+	// RecordHooks are Go record-event hooks, run in order by the batch
+	// writer on every change after the Lua record scripts (see
+	// RecordHook).
+	RecordHooks []RecordHook
+
 	// StreamKeepalive is how often an idle Server-Sent Events stream (a
 	// backfill job's progress) sends a keepalive comment; default 15 s.
 	StreamKeepalive time.Duration

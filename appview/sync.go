@@ -73,7 +73,7 @@ func (v *validationToggles) refresh(ctx context.Context) error {
 func (a *App) newWriter() *indexer.Writer {
 	a.validation = &validationToggles{store: a.store, off: map[string]bool{}}
 	return indexer.New(a.store, a.lexicons, indexer.Options{
-		ValidationOff: a.validation.isOff, Hook: a.scripts, Metrics: a.metrics, Logger: a.log, Now: a.cfg.Now,
+		ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: a.cfg.Now,
 	})
 }
 

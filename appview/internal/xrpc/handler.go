@@ -50,6 +50,10 @@ type Options struct {
 	// Scripts serves methods that have a script bound; nil runs every
 	// method with the default behaviour.
 	Scripts ScriptServer
+	// Methods are Go handlers by method NSID: one answers its method
+	// instead of a script or the default behaviour (the method still
+	// needs its lexicon, which gives it its route).
+	Methods map[string]http.Handler
 	Logger  *slog.Logger
 }
 
@@ -69,6 +73,7 @@ type Handler struct {
 	routed   http.Handler
 	procs    http.Handler
 	scripts  ScriptServer
+	methods  map[string]http.Handler
 	log      *slog.Logger
 }
 
@@ -76,7 +81,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{
 		lexicons: o.Lexicons, records: o.Records, ids: o.Identities,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, log: o.Logger,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, log: o.Logger,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -158,13 +163,16 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 			respond.Error(w, http.StatusUnauthorized, "authentication required")
 			return
 		}
-		if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
-			return
-		}
-		h.procs.ServeHTTP(w, r)
+	}
+	if m, ok := h.methods[lex.ID]; ok {
+		m.ServeHTTP(w, r)
 		return
 	}
 	if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+		return
+	}
+	if lex.Kind == lexicon.KindProcedure {
+		h.procs.ServeHTTP(w, r)
 		return
 	}
 	h.query(w, r, lex)
