@@ -14,6 +14,10 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
+func TestMigrations(t *testing.T) {
+	storagetest.RunMigrations(t, func(t testing.TB) storagetest.Migrator { return storagetest.PostgresUnmigrated(t) })
+}
+
 func TestBackfillSuite(t *testing.T) {
 	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }

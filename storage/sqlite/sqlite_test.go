@@ -16,6 +16,10 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAdmin(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
+func TestMigrations(t *testing.T) {
+	storagetest.RunMigrations(t, func(t testing.TB) storagetest.Migrator { return storagetest.SQLiteUnmigrated(t) })
+}
+
 func TestBackfillSuite(t *testing.T) {
 	storagetest.RunBackfill(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
