@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/internal/netguard"
@@ -75,8 +76,17 @@ type Config struct {
 	// default (30); a negative value keeps everything.
 	EventLogRetentionDays int
 
-	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
+	// MetricsAddr, when set, serves Prometheus metrics at /metrics there,
+	// on a listener of its own (with Go runtime and process metrics).
 	MetricsAddr string
+	// MetricsRegisterer, when set, receives Lexview's metrics (not the Go
+	// runtime and process ones, which are the program's), for an embedder
+	// that serves metrics itself; for example prometheus.DefaultRegisterer
+	// or a prometheus.NewRegistry(). They are unregistered when Shutdown
+	// completes. New fails if they cannot be registered (for example while
+	// another App's are registered there). Works with or without
+	// MetricsAddr.
+	MetricsRegisterer prometheus.Registerer
 
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
@@ -104,7 +114,9 @@ type Config struct {
 	ClientIdentifier ClientIdentifier
 
 	// EventSource is the live event stream; default Jetstream at
-	// JetstreamURL (none when JetstreamURL is "off").
+	// JetstreamURL (none when JetstreamURL is "off"). Its Name keys its
+	// stored cursor (ingest.CursorKey), its metrics and its status, so it
+	// never resumes from another source's position.
 	EventSource ingest.Source
 
 	// XRPCMethods are Go handlers of XRPC methods, by method NSID. One

@@ -43,5 +43,9 @@ type Writer = indexer.Writer
 // WriteResult reports what the writer did with a submission's changes.
 type WriteResult = indexer.Result
 
-// ErrStopped is returned by the Writer once the App has shut down.
+// ErrNotStarted is returned at once by the Writer before the App is
+// started (Start, StartWriting, Serve or Run).
+var ErrNotStarted = indexer.ErrNotStarted
+
+// ErrStopped is returned by the Writer once the App's Shutdown has begun.
 var ErrStopped = indexer.ErrStopped

@@ -43,7 +43,7 @@ func Example() {
 		{Op: storage.OpCreate, DID: "did:plc:bob", Collection: "com.example.like", RKey: "3k4", Record: []byte(`{}`)},
 		{Op: storage.OpDelete, DID: "did:plc:alice", Collection: "com.example.post", RKey: "3k1"},
 	}
-	batch := storage.Batch{Cursor: &storage.StreamCursor{Name: "jetstream", Value: 1700000000000005}}
+	batch := storage.Batch{Cursors: []storage.StreamCursor{{Name: "source:jetstream", Value: 1700000000000005}}}
 	for i, c := range changes {
 		batch.Ops = append(batch.Ops, storage.RecordOp{
 			Delete: c.Op == storage.OpDelete,
@@ -57,7 +57,7 @@ func Example() {
 	if err := store.ApplyBatch(ctx, batch); err != nil {
 		log.Fatal(err)
 	}
-	pos, _ := store.GetStreamCursor(ctx, "jetstream")
+	pos, _ := store.GetStreamCursor(ctx, "source:jetstream")
 	n, _ := store.CountRecords(ctx, "com.example.post")
 	fmt.Println("stream at", pos, "posts:", n)
 

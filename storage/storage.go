@@ -62,15 +62,19 @@ type RecordOp struct {
 }
 
 // Batch is a set of record changes applied in one transaction. Operations on
-// the same URI take effect in slice order (the last one wins). When Cursor is
-// set, it is stored in the same transaction, so that a crash never separates
-// the records from the stream position that produced them.
+// the same URI take effect in slice order (the last one wins). Cursors are
+// stored in the same transaction, so that a crash never separates the
+// records from the stream positions that produced them; a batch may carry
+// the positions of several streams (one per name; of two with one name, the
+// later wins).
 type Batch struct {
-	Ops    []RecordOp
-	Cursor *StreamCursor
+	Ops     []RecordOp
+	Cursors []StreamCursor
 }
 
-// StreamCursor is the position reached in a named event stream.
+// StreamCursor is the position reached in a named event stream. Event
+// sources keep theirs under "source:" followed by the source's name
+// (ingest.CursorKey).
 type StreamCursor struct {
 	Name  string
 	Value int64

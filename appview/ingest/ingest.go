@@ -1,10 +1,21 @@
-// Package ingest consumes the network's live event stream. Source is the
+// Package ingest consumes the network's live event streams. Source is the
 // interface (the design card's "firehose consumption is an interface");
 // Jetstream is the default implementation.
+//
+// Every source has a name. The App gives each source a Sink of its own,
+// bound to that name: the source's cursor is stored under CursorKey(name),
+// so a source only ever resumes from positions it stored itself (a
+// Jetstream microsecond timestamp is never handed to a firehose or a
+// labeler subscription); its metrics carry the label source=name; its
+// status appears under its name in GET /admin/stats; its connection
+// changes are logged as source.connected and source.disconnected with the
+// name as subject.
 package ingest
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/lexview/lexview/storage"
@@ -12,12 +23,38 @@ import (
 
 // Source reads a live event stream until its context ends.
 type Source interface {
+	// Name identifies the source among the App's sources; it is fixed for
+	// the source's life and across restarts (its stored cursor is found by
+	// it). See CheckName for the allowed form. Jetstream's is "jetstream".
+	Name() string
 	// Run follows the stream, reconnecting as needed, until ctx ends.
 	// wanted returns the collections to follow; a value on changed means
 	// the set may have changed and should be re-read promptly.
 	Run(ctx context.Context, wanted func() []string, changed <-chan struct{}, sink Sink) error
 	// Status reports the stream's state for operators.
 	Status() Status
+}
+
+// CursorKeyPrefix begins the key of every source's stored cursor.
+const CursorKeyPrefix = "source:"
+
+// CursorKey is the name under which the cursor of the source called name
+// is stored (storage.StreamCursor, storage.CursorStore): "source:" + name.
+// The prefix keeps sources' positions apart from any other stream
+// position the store keeps; the name keeps them apart from one another.
+func CursorKey(name string) string { return CursorKeyPrefix + name }
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// CheckName reports whether name is a usable source name: 1 to 64
+// characters, lower-case letters, digits, '.', '_' and '-', starting with a
+// letter or digit (it becomes a cursor key, a metrics label value and an
+// event-log subject).
+func CheckName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("ingest: invalid source name %q: use 1-64 lower-case letters, digits, '.', '_' or '-'", name)
+	}
+	return nil
 }
 
 // Status is a snapshot of a Source's state.
@@ -30,19 +67,23 @@ type Status struct {
 	Connections int64     `json:"connections_made"`       // since start
 }
 
-// Sink receives what a Source reads, in stream order.
+// Sink receives what a Source reads, in stream order. Each Sink is bound
+// to one source (by its name): positions handed to Records come back from
+// Resume, and from no other source's Sink.
 type Sink interface {
 	// Records hands over record changes and the stream position that
 	// follows them. It may block (backpressure) and must not lose changes
-	// once it has returned nil.
+	// once it has returned nil; the position is stored with the changes,
+	// in the same transaction.
 	Records(ctx context.Context, changes []storage.Change, cursor int64) error
 	// Identity reports a changed handle or DID document.
 	Identity(ctx context.Context, e IdentityEvent)
 	// Account reports a changed account status.
 	Account(ctx context.Context, e AccountEvent)
-	// Resume returns the stored stream position to resume from, if any.
+	// Resume returns the position this source stored last, if any.
 	Resume(ctx context.Context) (cursor int64, ok bool, err error)
-	// StateChanged reports connection state changes, for the event log.
+	// StateChanged reports connection state changes, for the event log
+	// (detail is logged as given) and the connection metrics.
 	StateChanged(ctx context.Context, connected bool, detail map[string]any)
 }
 

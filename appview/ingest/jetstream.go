@@ -16,7 +16,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/storage"
 )
@@ -41,13 +40,19 @@ type Jetstream struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxMessageSize bounds one event; default 4 MiB.
 	MaxMessageSize int64
-	Metrics        *metrics.Metrics
 	Logger         *slog.Logger
 	Now            func() time.Time
 
 	mu     sync.Mutex
 	status Status
 }
+
+// JetstreamName is the Jetstream source's name: its cursor is stored
+// under CursorKey(JetstreamName).
+const JetstreamName = "jetstream"
+
+// Name implements Source.
+func (j *Jetstream) Name() string { return JetstreamName }
 
 // Status implements Source.
 func (j *Jetstream) Status() Status {
@@ -144,7 +149,6 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 		}
 	}
 	backoff := j.MinBackoff
-	connections := 0
 	for ctx.Err() == nil {
 		collections := wanted()
 		if len(collections) == 0 {
@@ -166,8 +170,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			}
 		}
 		started := j.Now()
-		err := j.connect(ctx, collections, &position, wanted, changed, sink, connections > 0)
-		connections++
+		err := j.connect(ctx, collections, &position, wanted, changed, sink)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -217,7 +220,7 @@ func (j *Jetstream) subscribeURL(collections []string, position int64) (string, 
 // connect runs one connection until it fails, ctx ends, or the wanted set
 // changes.
 func (j *Jetstream) connect(ctx context.Context, collections []string, position *int64, wanted func() []string,
-	changed <-chan struct{}, sink Sink, reconnect bool) error {
+	changed <-chan struct{}, sink Sink) error {
 	target, err := j.subscribeURL(collections, *position)
 	if err != nil {
 		return err
@@ -230,9 +233,8 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(j.MaxMessageSize)
-	j.Metrics.StreamConnected(true, reconnect)
 	j.setConnected(true, collections)
-	detail := map[string]any{"collections": collections, "cursor": *position}
+	detail := map[string]any{"url": j.URL, "collections": collections, "cursor": *position}
 	sink.StateChanged(ctx, true, detail)
 	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", *position)
 
@@ -256,9 +258,8 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 		err = errResubscribe
 		conn.Close(websocket.StatusNormalClosure, "resubscribing")
 	}
-	j.Metrics.StreamConnected(false, false)
 	j.setConnected(false, nil)
-	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"cursor": *position, "reason": errString(err)})
+	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": j.URL, "cursor": *position, "reason": errString(err)})
 	return err
 }
 

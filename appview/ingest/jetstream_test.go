@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,22 +146,35 @@ func TestJetstreamIngestion(t *testing.T) {
 			t.Fatal("reconnected without a cursor")
 		}
 
-		// The connection changes are in the event log.
-		events, _, err := store.ListEvents(context.Background(), storage.EventFilter{Category: "jetstream", Limit: 50})
+		// The connection changes are in the event log, under the source's
+		// name, with the server's address.
+		events, _, err := store.ListEvents(context.Background(), storage.EventFilter{Category: "source", Limit: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var connected, disconnected int
 		for _, e := range events {
+			var detail struct{ Source, URL string }
+			if err := json.Unmarshal(e.Detail, &detail); err != nil || e.Subject != "jetstream" || detail.Source != "jetstream" || detail.URL != js.URL {
+				t.Fatalf("event %s: subject %q, detail %s", e.Type, e.Subject, e.Detail)
+			}
 			switch e.Type {
-			case "jetstream.connected":
+			case "source.connected":
 				connected++
-			case "jetstream.disconnected":
+			case "source.disconnected":
 				disconnected++
 			}
 		}
 		if connected < 3 || disconnected < 2 {
 			t.Fatalf("event log: %d connected, %d disconnected", connected, disconnected)
+		}
+
+		// The position is stored under the source's own key only.
+		if c, err := store.GetStreamCursor(context.Background(), ingest.CursorKey("jetstream")); err != nil || c == 0 {
+			t.Fatalf("stored cursor %d, %v", c, err)
+		}
+		if _, err := store.GetStreamCursor(context.Background(), "jetstream"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("a cursor under the bare name: %v", err)
 		}
 	})
 }
@@ -198,7 +212,7 @@ func TestJetstreamResumesAfterRestart(t *testing.T) {
 func TestStaleCursorStartsLive(t *testing.T) {
 	store := storagetest.SQLite(t)
 	old := time.Now().Add(-48 * time.Hour).UnixMicro()
-	if err := store.ApplyBatch(context.Background(), storage.Batch{Cursor: &storage.StreamCursor{Name: "jetstream", Value: old}}); err != nil {
+	if err := store.ApplyBatch(context.Background(), storage.Batch{Cursors: []storage.StreamCursor{{Name: ingest.CursorKey(ingest.JetstreamName), Value: old}}}); err != nil {
 		t.Fatal(err)
 	}
 	js := jetstreamtest.New(t)
@@ -211,7 +225,55 @@ func TestStaleCursorStartsLive(t *testing.T) {
 		t.Fatalf("used a stale cursor %d", c)
 	}
 	eventually(t, "the live starting point to be stored", func() bool {
-		got, err := store.GetStreamCursor(context.Background(), "jetstream")
+		got, err := store.GetStreamCursor(context.Background(), ingest.CursorKey(ingest.JetstreamName))
 		return err == nil && got > old
 	})
+}
+
+// TestJetstreamResumesAcrossTheCursorMigration: an instance that stored its
+// Jetstream position under the name used before migration 10 ("jetstream")
+// resumes exactly there after the upgrade.
+func TestJetstreamResumesAcrossTheCursorMigration(t *testing.T) {
+	for name, open := range map[string]func(testing.TB) storagetest.Migrator{
+		"sqlite":   func(t testing.TB) storagetest.Migrator { return storagetest.SQLiteUnmigrated(t) },
+		"postgres": func(t testing.TB) storagetest.Migrator { return storagetest.PostgresUnmigrated(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := open(t)
+			ctx := context.Background()
+			if err := store.MigrateTo(ctx, 9); err != nil {
+				t.Fatal(err)
+			}
+			stored := time.Now().Add(-time.Minute).UnixMicro()
+			if err := store.ApplyBatch(ctx, storage.Batch{Cursors: []storage.StreamCursor{{Name: "jetstream", Value: stored}}}); err != nil {
+				t.Fatal(err)
+			}
+			js := jetstreamtest.New(t)
+			app := startApp(t, store, appview.Config{JetstreamURL: js.URL}) // New migrates
+			defer stop(t, app)
+			putLexicon(t, app, "app.test.note")
+			eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
+			if got, want := js.Subscriptions()[0].Cursor, stored-(3*time.Second).Microseconds(); got != want {
+				t.Fatalf("subscribed from %d, want the stored position minus the rewind, %d", got, want)
+			}
+		})
+	}
+}
+
+func TestCursorKey(t *testing.T) {
+	// Migration 10 (storage/*/migrations/0010_source_cursors.sql) moves the
+	// Jetstream cursor to this key.
+	if got := ingest.CursorKey(ingest.JetstreamName); got != "source:jetstream" {
+		t.Fatalf("CursorKey(jetstream) = %q", got)
+	}
+	for _, name := range []string{"jetstream", "firehose", "labeler.did-plc-abc", "a", "x_1"} {
+		if err := ingest.CheckName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "Jetstream", "a b", "-x", "source:x", "é", strings.Repeat("a", 65)} {
+		if err := ingest.CheckName(name); err == nil {
+			t.Errorf("%q accepted", name)
+		}
+	}
 }

@@ -30,7 +30,8 @@ commands:
   migrate   apply pending database migrations and exit
   records import FILE
             store records from a JSON-lines file ("-" for stdin), one
-            {"uri", "cid", "record"} object per line
+            {"uri", "cid", "record"} object per line, validated against
+            their record lexicons like ingested records
   admin bootstrap --did DID [--force-new-key]
             make DID the super user (when no admin user exists yet) and
             print an admin API key holding every permission
@@ -90,10 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		err = serve(ctx, cfg)
 	case "records":
-		if cfg.DatabaseURL == "" {
-			cfg.DatabaseURL = appview.DefaultDatabaseURL
-		}
-		err = recordsImport(ctx, cfg, args[2], stdout)
+		err = recordsImport(ctx, cfg, args[2], stdout, stderr)
 	}
 	if err != nil {
 		log.Error("appview "+cmd+" failed", "err", err)

@@ -16,8 +16,14 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// importBatchSize is the number of records written per transaction.
+// importBatchSize is the number of records handed to the writer at once.
 const importBatchSize = 1000
+
+// maxReportedRejections bounds the refused records listed one by one.
+const maxReportedRejections = 20
+
+// importSource labels imported records in the writer's metrics and logs.
+const importSource = "import"
 
 // importLine is one line of an import file.
 type importLine struct {
@@ -27,9 +33,20 @@ type importLine struct {
 	Record json.RawMessage `json:"record"`
 }
 
+// recordWriter is what the import writes through: the App's batch writer,
+// which validates each record against its lexicon and runs record-event
+// scripts before committing.
+type recordWriter interface {
+	Write(ctx context.Context, source string, changes []storage.Change) (appview.WriteResult, error)
+}
+
 // recordsImport reads JSON lines ({"uri", "cid", "record"}) from path ("-"
-// for standard input) and stores them in batches.
-func recordsImport(ctx context.Context, cfg appview.Config, path string, stdout io.Writer) error {
+// for standard input) and writes them through the App's writer, which may
+// run beside a serving instance: only the writer is started, not
+// ingestion, backfill or the metrics listener. Records the writer refuses
+// are listed on stderr and make the command fail after the rest is
+// imported.
+func recordsImport(ctx context.Context, cfg appview.Config, path string, stdout, stderr io.Writer) (err error) {
 	in := io.Reader(os.Stdin)
 	if path != "-" {
 		f, err := os.Open(path)
@@ -39,78 +56,97 @@ func recordsImport(ctx context.Context, cfg appview.Config, path string, stdout 
 		defer f.Close()
 		in = f
 	}
-	store, err := appview.OpenStore(ctx, cfg.DatabaseURL)
+	app, err := appview.New(cfg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err = errors.Join(err, app.Shutdown(sctx))
+	}()
+	if err := app.StartWriting(ctx); err != nil {
 		return err
 	}
-	n, err := importRecords(ctx, store, in, time.Now)
+	n, err := importRecords(ctx, app.Writer(), in, stderr)
 	fmt.Fprintf(stdout, "imported %d records\n", n)
 	return err
 }
 
-func importRecords(ctx context.Context, store storage.RecordStore, in io.Reader, now func() time.Time) (int, error) {
+// importRecords writes the records of in through w and returns how many
+// were written. A malformed line stops the import (reported by number);
+// records the writer refuses (no record lexicon, invalid against it) are
+// reported on report and counted in the returned error, and the import
+// goes on.
+func importRecords(ctx context.Context, w recordWriter, in io.Reader, report io.Writer) (int, error) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	var batch []storage.RecordOp
-	total := 0
+	var batch []storage.Change
+	total, rejected := 0, 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if err := store.ApplyBatch(ctx, storage.Batch{Ops: batch}); err != nil {
-			return err
+		res, err := w.Write(ctx, importSource, batch)
+		total += res.Accepted
+		for _, r := range res.Rejected {
+			if rejected < maxReportedRejections {
+				fmt.Fprintf(report, "rejected %s: %v\n", r.URI, r.Err)
+			}
+			rejected++
 		}
-		total += len(batch)
 		batch = batch[:0]
-		return nil
+		return err
 	}
 	for line := 1; sc.Scan(); line++ {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		rec, err := parseImportLine(sc.Bytes(), now())
+		c, err := parseImportLine(sc.Bytes(), time.Now())
 		if err != nil {
-			return total, fmt.Errorf("line %d: %w", line, err)
+			return total, errors.Join(fmt.Errorf("line %d: %w", line, err), flush())
 		}
-		batch = append(batch, storage.RecordOp{Record: rec})
+		batch = append(batch, c)
 		if len(batch) == importBatchSize {
 			if err := flush(); err != nil {
 				return total, err
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := errors.Join(sc.Err(), flush()); err != nil {
 		return total, err
 	}
-	return total, flush()
+	if rejected > 0 {
+		if rejected > maxReportedRejections {
+			fmt.Fprintf(report, "... and %d more\n", rejected-maxReportedRejections)
+		}
+		return total, fmt.Errorf("%d records were rejected (see above) and not imported", rejected)
+	}
+	return total, nil
 }
 
-func parseImportLine(raw []byte, now time.Time) (storage.Record, error) {
+func parseImportLine(raw []byte, now time.Time) (storage.Change, error) {
 	var l importLine
 	if err := json.Unmarshal(raw, &l); err != nil {
-		return storage.Record{}, fmt.Errorf("not a JSON object: %w", err)
+		return storage.Change{}, fmt.Errorf("not a JSON object: %w", err)
 	}
 	uri, err := syntax.ParseATURI(l.URI)
 	if err != nil || uri.RecordKey() == "" {
-		return storage.Record{}, fmt.Errorf("invalid AT URI %q", l.URI)
+		return storage.Change{}, fmt.Errorf("invalid AT URI %q", l.URI)
 	}
 	did, err := uri.Authority().AsDID()
 	if err != nil {
-		return storage.Record{}, errors.New("the AT URI authority must be a DID")
+		return storage.Change{}, errors.New("the AT URI authority must be a DID")
 	}
 	if _, err := syntax.ParseCID(l.CID); err != nil {
-		return storage.Record{}, fmt.Errorf("invalid cid %q", l.CID)
+		return storage.Change{}, fmt.Errorf("invalid cid %q", l.CID)
 	}
 	var fields map[string]any
 	if err := json.Unmarshal(l.Record, &fields); err != nil || fields == nil {
-		return storage.Record{}, errors.New("record must be a JSON object")
+		return storage.Change{}, errors.New("record must be a JSON object")
 	}
-	return storage.Record{
-		URI: uri.String(), DID: did.String(), Collection: uri.Collection().String(), RKey: uri.RecordKey().String(),
-		CID: l.CID, Rev: l.Rev, Value: l.Record, IndexedAt: now,
+	return storage.Change{
+		Op: storage.OpCreate, DID: did.String(), Collection: uri.Collection().String(), RKey: uri.RecordKey().String(),
+		CID: l.CID, Rev: l.Rev, Record: l.Record, Received: now,
 	}, nil
 }

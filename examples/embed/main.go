@@ -1,6 +1,7 @@
 // Command embed shows Lexview embedded in a Go program: it registers a
-// record lexicon and a query lexicon, stores a few records through the
-// storage API, and serves the generated XRPC API until interrupted.
+// record lexicon and a query lexicon, writes a few records through the
+// App's writer (validated against their lexicon, as ingested records are),
+// and serves the generated XRPC API until interrupted.
 //
 //	go run ./examples/embed -db /tmp/notes.db
 //	curl -H 'X-Client-Key: hvc_...' 'http://127.0.0.1:3000/xrpc/com.example.listNotes?limit=2'
@@ -67,6 +68,9 @@ func run(ctx context.Context, dbPath string, port int) error {
 	if err != nil {
 		return err
 	}
+	// Shutdown stops what runs and closes the database; Serve calls it too
+	// when ctx ends, and a second call does nothing.
+	defer app.Shutdown(context.Background())
 
 	// Register the lexicons: routes appear at once.
 	for _, up := range []lexicon.Upload{
@@ -78,22 +82,31 @@ func run(ctx context.Context, dbPath string, port int) error {
 		}
 	}
 
-	// Store records through the storage API, in one batch.
-	var batch storage.Batch
+	// Start the background work: from here on the writer takes records.
+	// Serve (below) sees that the App runs and does not start it again.
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+
+	// Write records through the App's writer: each is validated against
+	// its record lexicon and committed in a batch; Write returns once they
+	// are.
+	var changes []storage.Change
 	for i, text := range []string{"first note", "second note", "third note"} {
-		rkey := fmt.Sprintf("3kexample%04d", i)
 		value, _ := json.Marshal(map[string]any{
 			"$type": "com.example.note", "text": text, "createdAt": time.Now().UTC().Format(time.RFC3339),
 		})
-		batch.Ops = append(batch.Ops, storage.RecordOp{Record: storage.Record{
-			URI: "at://did:plc:example/com.example.note/" + rkey, DID: "did:plc:example",
-			Collection: "com.example.note", RKey: rkey,
-			CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Value: value,
-			IndexedAt: time.Now().Add(time.Duration(i) * time.Millisecond),
-		}})
+		changes = append(changes, storage.Change{
+			Op: storage.OpCreate, DID: "did:plc:example", Collection: "com.example.note",
+			RKey: fmt.Sprintf("3kexample%04d", i), CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Record: value,
+		})
 	}
-	if err := app.Store().ApplyBatch(ctx, batch); err != nil {
-		return fmt.Errorf("store records: %w", err)
+	res, err := app.Writer().Write(ctx, "embed-example", changes)
+	if err != nil {
+		return fmt.Errorf("write records: %w", err)
+	}
+	if len(res.Rejected) > 0 {
+		return fmt.Errorf("record %s refused: %w", res.Rejected[0].URI, res.Rejected[0].Err)
 	}
 
 	// Every XRPC caller is an API client: create one for this demo.

@@ -18,6 +18,10 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.Postgres(t) })
 }
 
+func TestMigrations(t *testing.T) {
+	storagetest.RunMigrations(t, func(t testing.TB) storagetest.Migrator { return storagetest.PostgresUnmigrated(t) })
+}
+
 func TestNativeColumnTypes(t *testing.T) {
 	s := storagetest.Postgres(t).(*postgres.Store)
 	want := map[string]string{

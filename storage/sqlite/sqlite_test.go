@@ -17,6 +17,10 @@ func TestSuite(t *testing.T) {
 	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
 
+func TestMigrations(t *testing.T) {
+	storagetest.RunMigrations(t, func(t testing.TB) storagetest.Migrator { return storagetest.SQLiteUnmigrated(t) })
+}
+
 func TestPragmas(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sub", "dir", "p.db"), sqlite.Options{})

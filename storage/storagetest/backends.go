@@ -47,15 +47,22 @@ func ForEach(t *testing.T, fn func(t *testing.T, open func(t testing.TB) storage
 // SQLite opens a migrated SQLite store in a temporary directory.
 func SQLite(t testing.TB) storage.Store {
 	t.Helper()
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	s := SQLiteUnmigrated(t)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate sqlite: %v", err)
+	}
+	return s
+}
+
+// SQLiteUnmigrated opens an empty SQLite store in a temporary directory
+// without applying any migration (see RunMigrations).
+func SQLiteUnmigrated(t testing.TB) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("migrate sqlite: %v", err)
-	}
 	return s
 }
 
@@ -64,16 +71,23 @@ func SQLite(t testing.TB) storage.Store {
 // that variable the test is skipped, except under CI=true, where it fails.
 func Postgres(t testing.TB) storage.Store {
 	t.Helper()
+	s := PostgresUnmigrated(t)
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate postgres: %v", err)
+	}
+	return s
+}
+
+// PostgresUnmigrated is Postgres without applying any migration (see
+// RunMigrations).
+func PostgresUnmigrated(t testing.TB) *postgres.Store {
+	t.Helper()
 	dbURL := PostgresURL(t)
-	ctx := context.Background()
-	s, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 8})
+	s, err := postgres.Open(context.Background(), dbURL, postgres.Options{MaxConns: 8})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("migrate postgres: %v", err)
-	}
 	return s
 }
 

@@ -513,26 +513,39 @@ func testListByDIDEveryCollection(t *testing.T, s storage.Store) {
 
 func testStreamCursor(t *testing.T, s storage.Store) {
 	ctx := context.Background()
-	if _, err := s.GetStreamCursor(ctx, "jetstream"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.GetStreamCursor(ctx, "source:jetstream"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("GetStreamCursor on empty store = %v", err)
 	}
 	r := Rec("did:plc:a", "app.test.post", "c", base, nil)
 	for _, v := range []int64{100, 250} {
-		err := s.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{put(r)}, Cursor: &storage.StreamCursor{Name: "jetstream", Value: v}})
+		err := s.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{put(r)}, Cursors: []storage.StreamCursor{{Name: "source:jetstream", Value: v}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.GetStreamCursor(ctx, "jetstream")
+		got, err := s.GetStreamCursor(ctx, "source:jetstream")
 		if err != nil || got != v {
 			t.Fatalf("cursor = %d, %v; want %d", got, err, v)
 		}
 	}
 	// A cursor alone (no records) is stored too.
-	if err := s.ApplyBatch(ctx, storage.Batch{Cursor: &storage.StreamCursor{Name: "jetstream", Value: 300}}); err != nil {
+	if err := s.ApplyBatch(ctx, storage.Batch{Cursors: []storage.StreamCursor{{Name: "source:jetstream", Value: 300}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.GetStreamCursor(ctx, "jetstream"); got != 300 {
+	if got, _ := s.GetStreamCursor(ctx, "source:jetstream"); got != 300 {
 		t.Fatalf("cursor-only batch: %d", got)
+	}
+	// One batch carries the positions of several streams, each kept under
+	// its own name; of two with one name, the later wins.
+	err := s.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{put(r)}, Cursors: []storage.StreamCursor{
+		{Name: "source:labeler", Value: 7}, {Name: "source:jetstream", Value: 310}, {Name: "source:labeler", Value: 9},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{"source:jetstream": 310, "source:labeler": 9} {
+		if got, err := s.GetStreamCursor(ctx, name); err != nil || got != want {
+			t.Fatalf("%s = %d, %v; want %d", name, got, err, want)
+		}
 	}
 }
 

@@ -3,6 +3,11 @@
 // lexicons, groups them into batches by size and time, and commits each
 // batch (with the event-stream cursor that produced it) in one transaction.
 // Its queue is bounded: a producer that outruns the database waits.
+//
+// A Writer has a lifecycle: it accepts changes only between Start and
+// Stop. Before Start every submission fails at once with ErrNotStarted;
+// once Stop has begun, with ErrStopped. Stop commits what was queued
+// before it returns.
 package indexer
 
 import (
@@ -61,13 +66,24 @@ type Options struct {
 	Now     func() time.Time
 }
 
-// Writer is the batch writer. Create it with New and run it with Run.
+// Writer is the batch writer. Create it with New, then Start and Stop it.
 type Writer struct {
 	store    Store
 	lexicons Snapshotter
 	opt      Options
 	queue    chan *item // live submissions: Submit, Write
 	bulk     chan *item // bulk submissions (WriteBulk), batched after live ones
+
+	// gate orders submissions against the lifecycle: submitters hold it
+	// for reading while they check the state and enqueue; the writer takes
+	// it for writing to mark itself stopped before its final drain, so
+	// nothing is enqueued after the drain began.
+	gate     sync.RWMutex
+	state    state
+	stopping chan struct{} // closed when the writer stops accepting
+	stopOnce sync.Once
+	done     chan struct{} // closed when the final drain is over
+	cancel   context.CancelFunc
 
 	mu       sync.Mutex
 	rejected map[string]int // rejections per collection since the last report
@@ -103,10 +119,24 @@ type item struct {
 	err     error
 }
 
-// ErrStopped is returned for submissions made after the writer stopped.
+// ErrNotStarted is returned at once for submissions made before Start.
+var ErrNotStarted = errors.New("indexer: writer not started")
+
+// ErrStopped is returned for submissions made once the writer has begun to
+// stop (Stop, or the end of Start's context), including those still waiting
+// for room in a full queue at that moment.
 var ErrStopped = errors.New("indexer: writer stopped")
 
-// New returns a Writer; nothing is written until Run is called.
+// state is where a Writer is in its lifecycle.
+type state int
+
+const (
+	idle    state = iota // not started
+	running              // accepting and committing
+	stopped              // no longer accepting; the final drain may still run
+)
+
+// New returns a Writer; nothing is accepted or written until Start.
 func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 1000
@@ -134,7 +164,85 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	return &Writer{
 		store: store, lexicons: lexicons, opt: opt,
 		queue: make(chan *item, opt.QueueSize), bulk: make(chan *item, opt.BulkQueueSize),
+		stopping: make(chan struct{}), done: make(chan struct{}),
 		rejected: map[string]int{}, logged: map[string]time.Time{},
+	}
+}
+
+// Start starts committing in the background. The writer accepts changes
+// from the moment Start returns until Stop is called or ctx ends. A Writer
+// starts once: Start after Start or Stop fails.
+func (w *Writer) Start(ctx context.Context) error {
+	w.gate.Lock()
+	defer w.gate.Unlock()
+	switch w.state {
+	case running:
+		return errors.New("indexer: writer already started")
+	case stopped:
+		return ErrStopped
+	}
+	w.state = running
+	ctx, w.cancel = context.WithCancel(ctx)
+	go w.run(ctx)
+	return nil
+}
+
+// Stop stops accepting changes, commits what is queued and returns once
+// that is done. If ctx ends first it returns an error wrapping ctx.Err():
+// the writer is then still committing in the background (bounded by its
+// own drain deadline), so the store must stay open. Stop may be called
+// again to wait longer; on a writer never started it only makes later
+// submissions fail with ErrStopped.
+func (w *Writer) Stop(ctx context.Context) error {
+	if prev := w.stopAccepting(); prev == idle {
+		close(w.done) // nothing ever ran
+	} else if prev == running {
+		w.cancel()
+	}
+	select {
+	case <-w.done:
+		return nil
+	default:
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("indexer: the writer is still committing queued changes: %w", ctx.Err())
+	}
+}
+
+// stopAccepting makes every later submission fail with ErrStopped and
+// returns the state before. Submitters waiting for room give up; once the
+// gate is held, nobody is between the state check and the queue, so what
+// is queued now is all the final drain has to commit.
+func (w *Writer) stopAccepting() state {
+	w.stopOnce.Do(func() { close(w.stopping) })
+	w.gate.Lock()
+	defer w.gate.Unlock()
+	prev := w.state
+	w.state = stopped
+	return prev
+}
+
+// enqueue puts it on queue unless the writer is not running; it waits for
+// room while the queue is full.
+func (w *Writer) enqueue(ctx context.Context, queue chan<- *item, it *item) error {
+	w.gate.RLock()
+	defer w.gate.RUnlock()
+	switch w.state {
+	case idle:
+		return ErrNotStarted
+	case stopped:
+		return ErrStopped
+	}
+	select {
+	case queue <- it:
+		return nil
+	case <-w.stopping:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -155,17 +263,33 @@ type Rejection struct {
 // waiting for the commit. Invalid changes are reported, logged and
 // counted; they never reach the index.
 func (w *Writer) Submit(ctx context.Context, source string, changes []storage.Change, cursor *storage.StreamCursor) (Result, error) {
+	if err := w.accepting(); err != nil {
+		return Result{}, err
+	}
 	it, res := w.prepare(source, changes, cursor)
 	if it == nil {
 		return res, nil
 	}
-	select {
-	case w.queue <- it:
-		w.opt.Metrics.Queue(len(w.queue))
-		return res, nil
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := w.enqueue(ctx, w.queue, it); err != nil {
+		return res, err
 	}
+	w.opt.Metrics.Queue(len(w.queue))
+	return res, nil
+}
+
+// accepting reports, without waiting, why the writer takes no changes
+// now (nil while it is running). Submissions check it before validating,
+// so that a writer that cannot take them neither counts nor rejects them.
+func (w *Writer) accepting() error {
+	w.gate.RLock()
+	defer w.gate.RUnlock()
+	switch w.state {
+	case idle:
+		return ErrNotStarted
+	case stopped:
+		return ErrStopped
+	}
+	return nil
 }
 
 // Write is Submit that waits until the changes are committed.
@@ -181,15 +305,18 @@ func (w *Writer) WriteBulk(ctx context.Context, source string, changes []storage
 }
 
 func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, changes []storage.Change) (Result, error) {
+	if err := w.accepting(); err != nil {
+		return Result{}, err
+	}
 	it, res := w.prepare(source, changes, nil)
 	if it == nil {
 		return res, nil
 	}
-	select {
-	case queue <- it:
-	case <-ctx.Done():
-		return res, ctx.Err()
+	if err := w.enqueue(ctx, queue, it); err != nil {
+		return res, err
 	}
+	// Once queued, the change is committed even if the writer stops: the
+	// final drain takes everything queued.
 	select {
 	case <-it.done:
 		return res, it.err
@@ -282,17 +409,20 @@ func (w *Writer) TakeRejections() map[string]int {
 	return out
 }
 
-// Run commits queued changes until ctx ends, then commits what is still
-// queued (with a fresh deadline of drainTimeout) and returns.
-func (w *Writer) Run(ctx context.Context) {
+// run commits queued changes until ctx ends, then stops accepting, commits
+// what is still queued (with a fresh deadline of drainTimeout) and closes
+// done.
+func (w *Writer) run(ctx context.Context) {
+	defer close(w.done)
 	for {
 		it := w.next(ctx.Done(), nil)
 		if it == nil {
-			w.drain()
-			return
+			break
 		}
 		w.commit(ctx, w.collect(ctx, it))
 	}
+	w.stopAccepting()
+	w.drain()
 }
 
 // next returns the next submission, live ones first, waiting until one
@@ -360,6 +490,7 @@ func (w *Writer) collect(ctx context.Context, first *item) []*item {
 func (w *Writer) commit(ctx context.Context, items []*item) {
 	w.runHooks(ctx, items)
 	var b storage.Batch
+	var cursors streamCursors
 	oldest := map[string]time.Time{} // per source
 	for _, it := range items {
 		for _, c := range it.changes {
@@ -372,9 +503,10 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 			}
 		}
 		if it.cursor != nil {
-			b.Cursor = it.cursor // items are in stream order: the last cursor wins
+			cursors.set(*it.cursor)
 		}
 	}
+	b.Cursors = cursors
 	start := time.Now()
 	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
 		return w.store.ApplyBatch(context.WithoutCancel(ctx), b)
@@ -474,4 +606,19 @@ func (w *Writer) runHooks(ctx context.Context, items []*item) {
 		}
 		it.changes = out
 	}
+}
+
+// streamCursors holds the last position of each stream in a batch. Items
+// of one stream are in stream order, so its last cursor wins; streams
+// (sources) are independent and each keeps its own.
+type streamCursors []storage.StreamCursor
+
+func (cs *streamCursors) set(c storage.StreamCursor) {
+	for i := range *cs {
+		if (*cs)[i].Name == c.Name {
+			(*cs)[i].Value = c.Value
+			return
+		}
+	}
+	*cs = append(*cs, c)
 }

@@ -53,10 +53,11 @@ func TestLiveChangesOvertakeBulkWork(t *testing.T) {
 	}
 	m := metrics.New()
 	w := indexer.New(store, reg, indexer.Options{MaxBatch: 2, MaxDelay: time.Millisecond, Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(ctx)
 
 	var wg sync.WaitGroup
 	bulk := func(keys ...string) {

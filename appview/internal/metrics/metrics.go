@@ -1,11 +1,11 @@
 // Package metrics defines Lexview's Prometheus metrics. They are served on
-// their own listener (METRICS_ADDR), never on the public one.
+// their own listener (METRICS_ADDR), never on the public one, and/or
+// registered with an embedder's registerer (Register).
 package metrics
 
 import (
-	"time"
-
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,19 +24,17 @@ type Metrics struct {
 	CommitLag       *prometheus.HistogramVec // source
 	CommitDuration  prometheus.Histogram
 	QueueDepth      prometheus.Gauge
-	Reconnects      prometheus.Counter
-	Connected       prometheus.Gauge
+	Reconnects      *prometheus.CounterVec // source
+	Connected       *prometheus.GaugeVec   // source
 	BackfillRepos   *prometheus.CounterVec // outcome
 	BackfillRecords prometheus.Counter
 }
 
-// New creates the collectors on a fresh registry, with Go runtime and
-// process metrics.
+// New creates the collectors, and a registry of its own holding them with
+// Go runtime and process metrics (served by Handler).
 func New() *Metrics {
-	r := prometheus.NewRegistry()
-	f := func(c prometheus.Collector) { r.MustRegister(c) }
 	m := &Metrics{
-		registry: r,
+		registry: prometheus.NewRegistry(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
 		}, []string{"source", "collection"}),
@@ -61,12 +59,12 @@ func New() *Metrics {
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "lexview_write_queue_depth", Help: "Record changes waiting for the batch writer.",
 		}),
-		Reconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "lexview_jetstream_reconnects_total", Help: "Jetstream connections opened after the first.",
-		}),
-		Connected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "lexview_jetstream_connected", Help: "1 while connected to Jetstream.",
-		}),
+		Reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_source_reconnects_total", Help: "Connections an event source opened after its first, by source.",
+		}, []string{"source"}),
+		Connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lexview_source_connected", Help: "1 while an event source is connected, by source.",
+		}, []string{"source"}),
 		BackfillRepos: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_backfill_repos_total", Help: "Repositories processed by backfill, by outcome.",
 		}, []string{"outcome"}),
@@ -74,17 +72,47 @@ func New() *Metrics {
 			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{
-		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
-		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		f(c)
+	for _, c := range append(m.collectors(),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
+		m.registry.MustRegister(c)
 	}
 	return m
 }
 
-// Handler serves the metrics in the Prometheus text format.
+// collectors lists Lexview's own collectors.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
+		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
+	}
+}
+
+// Register registers Lexview's collectors (not the Go runtime and process
+// ones, which belong to the program) with r, for an embedder that serves
+// metrics itself. On failure (for example a name registered already) it
+// unregisters what it registered and returns the error.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	cs := m.collectors()
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				r.Unregister(done)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Unregister removes what Register registered with r.
+func (m *Metrics) Unregister(r prometheus.Registerer) {
+	for _, c := range m.collectors() {
+		r.Unregister(c)
+	}
+}
+
+// Handler serves the metrics of New's own registry in the Prometheus text
+// format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
@@ -132,19 +160,19 @@ func (m *Metrics) Queue(n int) {
 	}
 }
 
-// StreamConnected records a connection state change; reconnect is true
-// for every connection after the first.
-func (m *Metrics) StreamConnected(up, reconnect bool) {
+// SourceConnected records a connection state change of an event source;
+// reconnect is true for every connection after its first.
+func (m *Metrics) SourceConnected(source string, up, reconnect bool) {
 	if m == nil {
 		return
 	}
 	if up {
-		m.Connected.Set(1)
+		m.Connected.WithLabelValues(source).Set(1)
 		if reconnect {
-			m.Reconnects.Inc()
+			m.Reconnects.WithLabelValues(source).Inc()
 		}
 	} else {
-		m.Connected.Set(0)
+		m.Connected.WithLabelValues(source).Set(0)
 	}
 }
 

@@ -68,6 +68,14 @@ type Options struct {
 	Now        func() time.Time
 	// Retry tunes the automatic retries of failed record-event scripts.
 	Retry RetryPolicy
+	// Writer commits scripts' writes and retried dead letters. It is
+	// called only once the runtime runs, so it may forward to a writer
+	// built after the runtime (the writer itself runs the runtime's hook).
+	// Nil: scripts' writes are not indexed and dead letters not retried.
+	Writer Writer
+	// LocalXRPC serves scripts' in-process XRPC calls; like Writer, it may
+	// forward to a handler built after the runtime. Nil: such calls fail.
+	LocalXRPC LocalXRPC
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to
@@ -116,19 +124,12 @@ func New(o Options) *Runtime {
 	if o.Retry.Queue <= 0 {
 		o.Retry.Queue = 1000
 	}
-	r := &Runtime{opt: o, log: o.Logger, retries: make(chan retryJob, o.Retry.Queue)}
+	r := &Runtime{opt: o, log: o.Logger, writer: o.Writer, xrpc: o.LocalXRPC, retries: make(chan retryJob, o.Retry.Queue)}
 	r.vars.ttl = 10 * time.Second
 	r.errLog.seen = map[string]time.Time{}
 	r.snap.Store(&snapshot{byTrigger: map[string]*bound{}, compiled: map[[32]byte]*compiled{}})
 	return r
 }
-
-// SetWriter connects the batch writer (which itself runs the Runtime's
-// hook, hence the late binding).
-func (r *Runtime) SetWriter(w Writer) { r.writer = w }
-
-// SetLocalXRPC connects in-process XRPC calls.
-func (r *Runtime) SetLocalXRPC(f LocalXRPC) { r.xrpc = f }
 
 // compiled is one compiled source, shared by every trigger using it.
 type compiled struct {

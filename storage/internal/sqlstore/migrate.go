@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,7 +54,13 @@ func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 
 // Migrate implements storage.Store: it applies every pending migration,
 // each in its own transaction. Migrations are forward-only.
-func (db *DB) Migrate(ctx context.Context) error {
+func (db *DB) Migrate(ctx context.Context) error { return db.MigrateTo(ctx, math.MaxInt) }
+
+// MigrateTo applies the pending migrations numbered up to and including
+// version, each in its own transaction, and leaves later ones pending (a
+// later Migrate applies them). Tests of a data migration use it to build
+// the schema as it was before the migration.
+func (db *DB) MigrateTo(ctx context.Context, version int) error {
 	migrations, err := LoadMigrations(db.migrations)
 	if err != nil {
 		return err
@@ -73,6 +80,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for _, m := range migrations {
+		if m.Version > version {
+			break
+		}
 		if err := db.applyMigration(ctx, m); err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func newQueries(d Dialect) queries {
 // ApplyBatch implements storage.RecordStore.
 func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 	upserts, deletes := collapse(b.Ops)
-	if len(upserts) == 0 && len(deletes) == 0 && b.Cursor == nil {
+	if len(upserts) == 0 && len(deletes) == 0 && len(b.Cursors) == 0 {
 		return nil
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
@@ -63,9 +63,9 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 				return fmt.Errorf("upsert records: %w", err)
 			}
 		}
-		if c := b.Cursor; c != nil {
+		for _, c := range b.Cursors {
 			if _, err := tx.ExecContext(ctx, db.q.putCursor, c.Name, c.Value, db.dialect.Time(time.Now())); err != nil {
-				return fmt.Errorf("store cursor: %w", err)
+				return fmt.Errorf("store cursor %s: %w", c.Name, err)
 			}
 		}
 		return nil

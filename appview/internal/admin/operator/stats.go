@@ -30,9 +30,13 @@ func toCounts(counts []storage.CollectionCount) []collectionCount {
 //	  "lexicons": 7,                  // lexicons loaded
 //	  "record_collections": 3,        // collections with a record-type lexicon
 //	  "collections": [{"collection": "app.example.post", "count": 1200}, ...],
+//	  "sources": {"jetstream": {"connected": true, "cursor": ..., ...}},
 //	  "ingest": {"connected": true, "cursor": ..., "last_event_at": ..., ...},
-//	  "writer": {"queued": 0, "committed": ..., "rejected": ..., ...}
+//	  "writer": {"queued": 0, "committed": ..., "rejected": ..., ...},
+//	  "backfill": {...}
 //	}
+//
+// (the last four from Deps.SyncStatus: see appview's syncStatus).
 //
 // collections lists every collection holding records, largest first.
 func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {

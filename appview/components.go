@@ -1,0 +1,150 @@
+package appview
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/clientkeys"
+	"github.com/lexview/lexview/appview/internal/eventlog"
+)
+
+// lexiconRefresh is how soon lexicon changes made through another instance
+// sharing the database reach this one.
+const lexiconRefresh = 5 * time.Second
+
+// scriptRefresh is how soon script changes made through another instance
+// take effect here (changes through this instance apply at once).
+const scriptRefresh = 5 * time.Second
+
+// tombstoneRetention is how long deletes are remembered against replays.
+const tombstoneRetention = 7 * 24 * time.Hour
+
+// writerPart names the writer in the component list; StartWriting starts
+// the list up to it.
+const writerPart = "writer"
+
+// components lists the App's background work in start order; Shutdown
+// stops it in reverse. The order is the dependency order: the writer runs
+// before anything that writes, and the event sources start last and stop
+// first, so that at shutdown nothing new arrives while the writer drains.
+//
+//  1. validation settings: read before the writer starts, refreshed every 5 s
+//  2. writer: the one batch writer (StartWriting stops here)
+//  3. script runtime: trigger refresh and automatic dead-letter retries
+//  4. lexicon refresh: changes made through other instances
+//  5. backfill worker: one job at a time
+//  6. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  7. event-log purge, when EventLogRetentionDays > 0
+//  8. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  9. event sources, one per source ("source NAME")
+func (a *App) components() []*part {
+	parts := []*part{
+		{name: "validation settings", component: &worker{
+			init: func(ctx context.Context) error {
+				if err := a.validation.refresh(ctx); err != nil {
+					a.log.Warn("reading validation settings failed; validating every collection until the next refresh", "err", err)
+				}
+				return nil
+			},
+			run: func(ctx context.Context) {
+				every(ctx, validationRefresh, validationRefresh, func() {
+					if err := a.validation.refresh(ctx); err != nil && ctx.Err() == nil {
+						a.log.Warn("reading validation settings failed", "err", err)
+					}
+				})
+			},
+		}},
+		{name: writerPart, component: a.writer},
+		{name: "script runtime", component: &worker{run: func(ctx context.Context) { a.scripts.Run(ctx, scriptRefresh) }}},
+		{name: "lexicon refresh", component: &worker{run: func(ctx context.Context) {
+			a.lexicons.RunRefresh(ctx, lexiconRefresh, func(err error) {
+				a.log.Warn("re-reading lexicons changed through other instances failed", "err", err)
+			})
+		}}},
+		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
+		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
+	}
+	if days := a.cfg.EventLogRetentionDays; days > 0 {
+		parts = append(parts, &part{name: "event-log purge", component: &worker{run: func(ctx context.Context) {
+			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)
+		}}})
+	}
+	if a.cfg.MetricsAddr != "" {
+		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
+	}
+	for _, src := range a.sources {
+		parts = append(parts, &part{name: "source " + src.Name(), component: a.sourceWorker(src)})
+	}
+	return parts
+}
+
+// every runs fn after first and then every interval until ctx ends.
+func every(ctx context.Context, first, interval time.Duration, fn func()) {
+	wait := time.NewTimer(first)
+	defer wait.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wait.C:
+		}
+		fn()
+		wait.Reset(interval)
+	}
+}
+
+// sweep does the hourly housekeeping: it forgets old tombstones, reports
+// validation rejections and retires client authentication keys.
+func (a *App) sweep(ctx context.Context) {
+	if _, err := a.store.PurgeTombstones(ctx, a.cfg.Now().Add(-tombstoneRetention)); err != nil && ctx.Err() == nil {
+		a.log.Warn("purging tombstones failed", "err", err)
+	}
+	a.reportRejections(ctx)
+	if _, err := clientkeys.Sweep(ctx, a.store, a.events, a.cfg.Now()); err != nil && ctx.Err() == nil {
+		a.log.Warn("sweeping retiring client authentication keys failed", "err", err)
+	}
+}
+
+// reportRejections summarises validation rejections in the event log.
+func (a *App) reportRejections(ctx context.Context) {
+	for collection, n := range a.writer.TakeRejections() {
+		a.events.Record(ctx, eventlog.Entry{Type: "ingest.rejected", Severity: eventlog.Warn, Subject: collection,
+			Detail: map[string]any{"count": n, "reason": "lexicon validation"}})
+	}
+}
+
+// metricsListener serves Prometheus metrics at /metrics on MetricsAddr.
+type metricsListener struct {
+	app  *App
+	srv  *http.Server
+	done chan struct{}
+}
+
+func (m *metricsListener) Start(context.Context) error {
+	ln, err := net.Listen("tcp", m.app.cfg.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.app.metrics.Handler())
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	m.done = make(chan struct{})
+	m.app.log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	go func() {
+		defer close(m.done)
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.app.log.Error("metrics server failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (m *metricsListener) Stop(ctx context.Context) error {
+	if err := m.srv.Shutdown(ctx); err != nil {
+		return err
+	}
+	return waitDone(ctx, m.done)
+}

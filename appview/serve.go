@@ -1,0 +1,84 @@
+package appview
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// shutdownTimeout bounds the graceful stop after Run's context ends, and
+// the stop of what a failed Start had started.
+const shutdownTimeout = 30 * time.Second
+
+// Listen opens the listener on the configured host and port.
+func (a *App) Listen() (net.Listener, error) {
+	port := a.cfg.Port
+	if port < 0 {
+		port = 0
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Host, strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Run starts background work and serves HTTP on the configured address until
+// ctx ends, then shuts down gracefully within shutdownTimeout.
+func (a *App) Run(ctx context.Context) error {
+	ln, err := a.Listen()
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener of the caller's choosing. It starts the
+// background work unless Start already did, serves the App's whole HTTP
+// surface (Handler) until ctx ends, then calls Shutdown with a deadline of
+// 30 seconds. If starting fails, it shuts down what it started and
+// returns the error.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	if err := a.start(ctx, len(a.life.parts), false); err != nil {
+		ln.Close()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		_ = a.Shutdown(sctx)
+		return err
+	}
+	srv := &http.Server{
+		Handler:           a.surfaces.all,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	a.state.mu.Lock()
+	if a.state.shutting { // Shutdown came first: do not serve
+		a.state.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	a.state.server = srv
+	a.state.mu.Unlock()
+	a.log.Info("lexview listening", "addr", "http://"+ln.Addr().String(), "public_url", a.cfg.PublicURL, "version", Version)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err := a.Shutdown(sctx)
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	return err
+}
