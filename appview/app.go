@@ -29,6 +29,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/serviceauth"
 	"github.com/lexview/lexview/appview/internal/session"
 	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/writepath"
 	"github.com/lexview/lexview/appview/internal/xrpc"
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
@@ -153,7 +154,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.events = eventlog.New(a.store, cfg.Now, a.log)
-	a.pds = oauth.NewClient(&sessionSource{store: a.store, sealer: a.sealer, now: cfg.Now},
+	a.pds = oauth.NewClient(writepath.NewSessionSource(a.store, a.sealer, cfg.Now),
 		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
 	// Two cycles are closed here. The writer runs record-event scripts,

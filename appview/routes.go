@@ -58,7 +58,7 @@ func (a *App) routes() surfaces {
 		Identities:       directoryIdentities{a.cfg.Directory},
 		ClientMiddleware: clientMW,
 		Users:            a.users,
-		Procedures:       &xrpc.Proxy{PDS: a.pds, Indexer: a.writer, Logger: a.log},
+		Procedures:       &xrpc.Proxy{Writer: a.svc.writes, Logger: a.log},
 		Scripts:          a.scripts,
 		Methods:          a.cfg.XRPCMethods,
 		Logger:           a.log,

@@ -21,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/sessions"
+	"github.com/lexview/lexview/appview/internal/writepath"
 )
 
 // services is the service line: every operation the front ends (admin
@@ -36,6 +37,7 @@ type services struct {
 	backfill    *backfilljobs.Service
 	records     *records.Service
 	sessions    *sessions.Service
+	writes      *writepath.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -59,6 +61,7 @@ func (a *App) newServices() *services {
 		backfill: backfilljobs.New(a.backfill, a.events),
 		records:  records.New(a.store, a.events),
 		sessions: sessions.New(a.store, a.sealer, a.events, a.cfg.Now),
+		writes:   writepath.New(a.pds, a.writer, a.log),
 		clientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

@@ -1,4 +1,4 @@
-package appview
+package writepath
 
 import (
 	"context"
@@ -12,17 +12,28 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// sessionSource lets the PDS write client load device sessions (opening
-// their sealed secrets) and store refreshed tokens (sealed, with the
-// optimistic version check).
-type sessionSource struct {
-	store  storage.Store
+// SessionStore is the persistence SessionSource needs.
+type SessionStore interface {
+	storage.OAuthStore
+	GetAPIClient(ctx context.Context, id string) (storage.APIClient, error)
+}
+
+// SessionSource lets the PDS write client (oauth.Client) load device
+// sessions, opening their sealed secrets, and store refreshed tokens,
+// sealed, with the optimistic version check.
+type SessionSource struct {
+	store  SessionStore
 	sealer *oauth.Sealer
 	now    func() time.Time
 }
 
+// NewSessionSource returns the session source over store.
+func NewSessionSource(store SessionStore, sealer *oauth.Sealer, now func() time.Time) *SessionSource {
+	return &SessionSource{store: store, sealer: sealer, now: now}
+}
+
 // Load implements oauth.SessionSource.
-func (s *sessionSource) Load(ctx context.Context, id string) (*oauth.UserSession, error) {
+func (s *SessionSource) Load(ctx context.Context, id string) (*oauth.UserSession, error) {
 	ds, err := s.store.GetDeviceSession(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
@@ -61,7 +72,7 @@ func (s *sessionSource) Load(ctx context.Context, id string) (*oauth.UserSession
 // assertion signs refresh requests of sessions a confidential client
 // established with its delegated key (the key that established the session
 // keeps signing for it, even while retiring).
-func (s *sessionSource) assertion(clientID, kid, clientIDURL string) func(context.Context, string) (string, error) {
+func (s *SessionSource) assertion(clientID, kid, clientIDURL string) func(context.Context, string) (string, error) {
 	return func(ctx context.Context, issuer string) (string, error) {
 		k, err := s.store.GetClientAuthKey(ctx, clientID, kid)
 		if err != nil {
@@ -80,7 +91,7 @@ func (s *sessionSource) assertion(clientID, kid, clientIDURL string) func(contex
 }
 
 // SaveTokens implements oauth.SessionSource.
-func (s *sessionSource) SaveTokens(ctx context.Context, us *oauth.UserSession, t oauth.Tokens) (*oauth.UserSession, error) {
+func (s *SessionSource) SaveTokens(ctx context.Context, us *oauth.UserSession, t oauth.Tokens) (*oauth.UserSession, error) {
 	access, err := s.sealer.SealString(userauth.AccessTokenPurpose(us.ID), t.AccessToken)
 	if err != nil {
 		return nil, err
