@@ -54,7 +54,7 @@ func (a *App) routes() surfaces {
 	clientMW := clients.Middleware(a.cfg.ClientIdentifier, a.clients, a.log)
 	a.xrpc = xrpc.New(xrpc.Options{
 		Lexicons:         a.lexicons,
-		Records:          a.store,
+		Reads:            a.svc.reads,
 		Identities:       directoryIdentities{a.cfg.Directory},
 		ClientMiddleware: clientMW,
 		Users:            a.users,

@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/sessions"
@@ -38,6 +39,7 @@ type services struct {
 	records     *records.Service
 	sessions    *sessions.Service
 	writes      *writepath.Service
+	reads       *reads.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -62,6 +64,7 @@ func (a *App) newServices() *services {
 		records:  records.New(a.store, a.events),
 		sessions: sessions.New(a.store, a.sealer, a.events, a.cfg.Now),
 		writes:   writepath.New(a.pds, a.writer, a.log),
+		reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
 		clientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

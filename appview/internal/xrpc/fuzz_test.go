@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/xrpc"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -32,7 +33,7 @@ func newQueryMux(t testing.TB) http.Handler {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{Lexicons: reg, Records: store}))
+	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{Lexicons: reg, Reads: reads.New(store, nil)}))
 	return mux
 }
 

@@ -11,10 +11,10 @@ import (
 	"net/url"
 
 	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/storage"
 )
 
 const msgMethodNotFound = "method not found"
@@ -24,17 +24,12 @@ type Snapshotter interface {
 	Snapshot() *lexicon.Snapshot
 }
 
-// RecordReader is the storage the default query behaviour reads.
-type RecordReader interface {
-	GetRecord(ctx context.Context, uri string) (storage.Record, error)
-	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
-}
-
 // Options configures a Handler.
 type Options struct {
 	Lexicons Snapshotter
-	Records  RecordReader
-	// Identities resolves handles in AT URIs and the PDS hosting blobs.
+	// Reads serves the default query behaviour (list and get).
+	Reads *reads.Service
+	// Identities resolves the PDS hosting blobs.
 	Identities Identities
 	// ClientMiddleware identifies the API client; it wraps every routed
 	// request, after the method lookup.
@@ -67,9 +62,8 @@ type ScriptServer interface {
 // Handler serves /xrpc/{nsid}.
 type Handler struct {
 	lexicons Snapshotter
-	records  RecordReader
+	reads    *reads.Service
 	blobs    *blobLinker
-	ids      Identities
 	routed   http.Handler
 	procs    http.Handler
 	scripts  ScriptServer
@@ -80,7 +74,7 @@ type Handler struct {
 // New builds a Handler.
 func New(o Options) *Handler {
 	h := &Handler{
-		lexicons: o.Lexicons, records: o.Records, ids: o.Identities,
+		lexicons: o.Lexicons, reads: o.Reads,
 		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, log: o.Logger,
 	}
 	if h.log == nil {

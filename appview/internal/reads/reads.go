@@ -1,0 +1,116 @@
+// Package reads is the service behind queries' default behaviour: one
+// record of a query's target collection by AT URI, or a page of it,
+// newest first (or, for one account, in record-key order), with opaque
+// cursors bound to the listing they page through.
+package reads
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/storage"
+)
+
+// Page size limits of the default list query.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// RecordReader is the storage the service reads.
+type RecordReader interface {
+	GetRecord(ctx context.Context, uri string) (storage.Record, error)
+	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
+}
+
+// HandleResolver resolves a handle in an AT URI to its DID.
+type HandleResolver interface {
+	ResolveHandle(ctx context.Context, h syntax.Handle) (syntax.DID, error)
+}
+
+// Service reads records for the default queries.
+type Service struct {
+	records RecordReader
+	handles HandleResolver // nil: handles in AT URIs are not found
+}
+
+// New returns the service; handles may be nil.
+func New(records RecordReader, handles HandleResolver) *Service {
+	return &Service{records: records, handles: handles}
+}
+
+var (
+	errNotFound  = fail.New(fail.NotFound, "record not found")
+	errBadURI    = fail.New(fail.Invalid, "invalid AT URI")
+	errBadLimit  = fail.New(fail.Invalid, "limit must be an integer between 1 and 100")
+	errBadDID    = fail.New(fail.Invalid, "invalid did")
+	errBadCursor = fail.New(fail.Invalid, "invalid cursor")
+)
+
+// scope binds cursors to the listing they page through.
+func scope(q storage.ListQuery) string { return "records\x00" + q.Collection + "\x00" + q.DID }
+
+// List returns a page of collection selected by the query parameters
+// `limit` (1 to 100, default 20), `did` and `cursor`, and the cursor of
+// the next page ("" on the last one).
+func (s *Service) List(ctx context.Context, collection string, params url.Values) ([]storage.Record, string, error) {
+	q := storage.ListQuery{Collection: collection, Limit: DefaultLimit}
+	if params.Has("limit") {
+		n, err := strconv.Atoi(params.Get("limit"))
+		if err != nil || n < 1 || n > MaxLimit {
+			return nil, "", errBadLimit
+		}
+		q.Limit = n
+	}
+	if params.Has("did") {
+		did, err := syntax.ParseDID(params.Get("did"))
+		if err != nil {
+			return nil, "", errBadDID
+		}
+		q.DID = did.String()
+	}
+	if params.Has("cursor") {
+		pos, err := storage.DecodeCursor(scope(q), params.Get("cursor"))
+		if err != nil {
+			return nil, "", errBadCursor
+		}
+		q.After = &pos
+	}
+	page, err := s.records.ListRecords(ctx, q)
+	if err != nil || page.Next == nil {
+		return page.Records, "", err
+	}
+	return page.Records, storage.EncodeCursor(scope(q), *page.Next), nil
+}
+
+// Get returns the record of collection at the AT URI raw, whose authority
+// may be a handle. A record of another collection is not found.
+func (s *Service) Get(ctx context.Context, collection, raw string) (storage.Record, error) {
+	aturi, err := syntax.ParseATURI(raw)
+	if err != nil || aturi.Collection() == "" || aturi.RecordKey() == "" {
+		return storage.Record{}, errBadURI
+	}
+	if aturi.Collection().String() != collection {
+		return storage.Record{}, errNotFound
+	}
+	did, err := aturi.Authority().AsDID()
+	if err != nil {
+		handle, _ := aturi.Authority().AsHandle()
+		if s.handles == nil {
+			return storage.Record{}, errNotFound
+		}
+		if did, err = s.handles.ResolveHandle(ctx, handle); err != nil {
+			return storage.Record{}, errNotFound
+		}
+	}
+	rec, err := s.records.GetRecord(ctx, "at://"+did.String()+"/"+aturi.Collection().String()+"/"+aturi.RecordKey().String())
+	if errors.Is(err, storage.ErrNotFound) {
+		return rec, errNotFound
+	}
+	return rec, err
+}
