@@ -31,7 +31,9 @@ const (
 )
 
 // Kinds lists the trigger kinds.
-var Kinds = []string{KindQuery, KindProcedure, KindIndex, KindCreate, KindUpdate, KindDelete}
+func Kinds() []string {
+	return []string{KindQuery, KindProcedure, KindIndex, KindCreate, KindUpdate, KindDelete}
+}
 
 // Trigger names the trigger of kind for nsid.
 func Trigger(kind, nsid string) string { return kind + ":" + nsid }
@@ -42,12 +44,12 @@ func ParseTrigger(t string) (kind, nsid string, err error) {
 	if !ok || nsid == "" {
 		return "", "", fmt.Errorf("trigger %q is not <kind>:<nsid>", t)
 	}
-	for _, k := range Kinds {
+	for _, k := range Kinds() {
 		if k == kind {
 			return kind, nsid, nil
 		}
 	}
-	return "", "", fmt.Errorf("unknown trigger kind %q (want one of %s)", kind, strings.Join(Kinds, ", "))
+	return "", "", fmt.Errorf("unknown trigger kind %q (want one of %s)", kind, strings.Join(Kinds(), ", "))
 }
 
 // Engine compiles scripts. Implementations must be safe for concurrent use.

@@ -132,8 +132,8 @@ type DeadLetterStore interface {
 	UnresolvedDeadLetterIDs(ctx context.Context, collection string, limit int) ([]string, error)
 }
 
-// Filter operators of a RecordQuery leaf condition.
-var FilterOps = []string{"=", "!=", "<", ">", "<=", ">=", "LIKE", "NOT LIKE"}
+// FilterOps returns the filter operators of a RecordQuery leaf condition.
+func FilterOps() []string { return []string{"=", "!=", "<", ">", "<=", ">=", "LIKE", "NOT LIKE"} }
 
 // MaxFilterDepth bounds the nesting of filter groups: the root filter is
 // at depth 1, the members of a group one deeper than the group, and no

@@ -146,7 +146,7 @@ func buildFuzzFilter(r *fuzzReader, strs []string, num float64, depth int) stora
 	default:
 		field = "a." + s() + "[1]." + s()
 	}
-	ops := append(slices.Clone(storage.FilterOps), "like", "not  like", "<>", "", "==")
+	ops := append(storage.FilterOps(), "like", "not  like", "<>", "", "==")
 	op := ops[r.next()%len(ops)]
 	if r.next()%7 == 0 {
 		op = s()
