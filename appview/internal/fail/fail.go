@@ -28,12 +28,13 @@ const (
 	RateLimited                 // the caller must wait before trying again
 	Unavailable                 // the capability is off or not ready on this instance
 	BadGateway                  // an upstream (a PDS, a relay) failed or refused
+	Failed                      // the operation ran and failed (a script); its message is shown
 )
 
 var kindNames = [...]string{
 	Internal: "internal", Invalid: "invalid", NotFound: "not found", Conflict: "conflict",
 	Forbidden: "forbidden", Unauthenticated: "unauthenticated", TooLarge: "too large",
-	RateLimited: "rate limited", Unavailable: "unavailable", BadGateway: "bad gateway",
+	RateLimited: "rate limited", Unavailable: "unavailable", BadGateway: "bad gateway", Failed: "failed",
 }
 
 // String names the kind.

@@ -62,6 +62,7 @@ var statusOf = map[fail.Kind]int{
 	fail.RateLimited:     http.StatusTooManyRequests,
 	fail.Unavailable:     http.StatusServiceUnavailable,
 	fail.BadGateway:      http.StatusBadGateway,
+	fail.Failed:          http.StatusInternalServerError,
 }
 
 // Status is the HTTP status of a service error: its kind's status, 500
@@ -77,7 +78,7 @@ func Status(err error) int {
 // or, for an internal error, a logged 500 that reveals nothing.
 func Fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status := Status(err)
-	if status == http.StatusInternalServerError {
+	if fail.KindOf(err) == fail.Internal {
 		Internal(w, r, log, err)
 		return
 	}

@@ -2,20 +2,12 @@ package scripting
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/respond"
-	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/script"
 )
-
-// MaxInput bounds a scripted procedure's JSON body.
-const MaxInput = 1 << 20
 
 type depthKey struct{}
 
@@ -29,71 +21,60 @@ func depthOf(ctx context.Context) int {
 	return d
 }
 
-// ServeScript answers a routed XRPC request with the script bound to its
-// method and reports whether one was bound (false leaves the request to
-// the default behaviour).
-func (r *Runtime) ServeScript(w http.ResponseWriter, req *http.Request, lex *lexicon.Lexicon) bool {
-	kind := script.KindQuery
+// MethodCall is one call of an XRPC method that may have a script bound.
+type MethodCall struct {
+	Lexicon *lexicon.Lexicon
+	// Params are the query parameters, without the client key.
+	Params url.Values
+	// Input is a procedure's JSON body; nil for queries and empty bodies.
+	Input []byte
+	// Caller is the authenticated user; nil for an anonymous call.
+	Caller *script.Caller
+}
+
+// methodKind is the script kind of a method's lexicon.
+func methodKind(lex *lexicon.Lexicon) string {
 	if lex.Kind == lexicon.KindProcedure {
-		kind = script.KindProcedure
+		return script.KindProcedure
 	}
+	return script.KindQuery
+}
+
+// HasMethodScript reports whether a script is bound to the method of lex.
+func (r *Runtime) HasMethodScript(lex *lexicon.Lexicon) bool {
+	_, ok := r.Lookup(methodKind(lex), lex.ID)
+	return ok
+}
+
+// RunMethod runs the script bound to the method and returns its JSON
+// answer ({} when the script returns nil). A failure is logged and
+// recorded as a script.error event, and returned as a Failed error with
+// the specification's message (`script execution failed`, or `script
+// exceeded execution time limit`); the script's own error is never shown.
+// With no script bound it returns a NotFound error.
+func (r *Runtime) RunMethod(ctx context.Context, call MethodCall) ([]byte, error) {
+	lex := call.Lexicon
+	kind := methodKind(lex)
 	b, ok := r.Lookup(kind, lex.ID)
 	if !ok {
-		return false
+		return nil, fail.New(fail.NotFound, "method not found")
 	}
-	params, err := url.ParseQuery(req.URL.RawQuery)
-	if err != nil {
-		respond.Error(w, http.StatusBadRequest, "malformed query string")
-		return true
-	}
-	// The client key identifies the caller's app; it is neither a
-	// parameter of the method nor something for the event log.
-	params.Del("client_key")
 	inv := &script.Invocation{
-		Host: r.host(), Kind: kind, Method: lex.ID, Params: params, Collection: lex.TargetCollection,
-		Caller: callerOf(req.Context()), Depth: depthOf(req.Context()),
+		Host: r.host(), Kind: kind, Method: lex.ID, Params: call.Params, Collection: lex.TargetCollection,
+		Caller: call.Caller, Depth: depthOf(ctx),
 	}
-	input := params.Encode()
+	input := call.Params.Encode()
 	if kind == script.KindProcedure {
-		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxInput))
-		if err != nil {
-			respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return true
-		}
-		if len(body) > 0 {
-			if !json.Valid(body) {
-				respond.Error(w, http.StatusBadRequest, "invalid request body")
-				return true
-			}
-			inv.Input = body
-		}
-		input = string(body)
+		inv.Input = call.Input
+		input = string(call.Input)
 	}
-	out, err := b.execute(req.Context(), inv)
+	out, err := b.execute(ctx, inv)
 	if err != nil {
-		r.recordError(req.Context(), b, inv, input, err)
-		respond.Error(w, http.StatusInternalServerError, script.PublicMessage(err))
-		return true
+		r.recordError(ctx, b, inv, input, err)
+		return nil, fail.Wrap(fail.Failed, script.PublicMessage(err), err)
 	}
 	if string(out) == "null" {
 		out = []byte("{}")
 	}
-	respond.Raw(w, http.StatusOK, out)
-	return true
-}
-
-// callerOf builds the script's caller from the authenticated request.
-func callerOf(ctx context.Context) *script.Caller {
-	u := userauth.FromContext(ctx)
-	if u == nil {
-		return nil
-	}
-	c := &script.Caller{DID: u.DID}
-	if u.Session != nil {
-		c.SessionID = u.Session.ID
-	}
-	if cl, ok := clients.FromContext(ctx); ok {
-		c.ClientID = cl.ID
-	}
-	return c
+	return out, nil
 }

@@ -42,21 +42,14 @@ type Options struct {
 	// authenticated user. When nil, authenticated procedure calls answer
 	// 501.
 	Procedures http.Handler
-	// Scripts serves methods that have a script bound; nil runs every
+	// Scripts runs methods that have a script bound; nil runs every
 	// method with the default behaviour.
-	Scripts ScriptServer
+	Scripts Scripts
 	// Methods are Go handlers by method NSID: one answers its method
 	// instead of a script or the default behaviour (the method still
 	// needs its lexicon, which gives it its route).
 	Methods map[string]http.Handler
 	Logger  *slog.Logger
-}
-
-// ScriptServer runs the script bound to a routed method.
-type ScriptServer interface {
-	// ServeScript answers the request with the method's script and
-	// reports whether one was bound.
-	ServeScript(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) bool
 }
 
 // Handler serves /xrpc/{nsid}.
@@ -66,7 +59,7 @@ type Handler struct {
 	blobs    *blobLinker
 	routed   http.Handler
 	procs    http.Handler
-	scripts  ScriptServer
+	scripts  Scripts
 	methods  map[string]http.Handler
 	log      *slog.Logger
 }
@@ -162,7 +155,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 		m.ServeHTTP(w, r)
 		return
 	}
-	if h.scripts != nil && h.scripts.ServeScript(w, r, lex) {
+	if h.serveScript(w, r, lex) {
 		return
 	}
 	if lex.Kind == lexicon.KindProcedure {

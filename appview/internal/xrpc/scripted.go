@@ -1,0 +1,80 @@
+package xrpc
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/scripting"
+	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/script"
+)
+
+// MaxScriptInput bounds a scripted procedure's JSON body.
+const MaxScriptInput = 1 << 20
+
+// Scripts runs the scripts bound to methods (the script runtime).
+type Scripts interface {
+	HasMethodScript(lex *lexicon.Lexicon) bool
+	RunMethod(ctx context.Context, call scripting.MethodCall) ([]byte, error)
+}
+
+// serveScript answers a routed request with the script bound to its
+// method and reports whether one was bound (false leaves the request to
+// the default behaviour).
+func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) bool {
+	if h.scripts == nil || !h.scripts.HasMethodScript(lex) {
+		return false
+	}
+	params, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		respond.Error(w, http.StatusBadRequest, "malformed query string")
+		return true
+	}
+	// The client key identifies the caller's app; it is neither a
+	// parameter of the method nor something for the event log.
+	params.Del("client_key")
+	call := scripting.MethodCall{Lexicon: lex, Params: params, Caller: scriptCaller(r.Context())}
+	if lex.Kind == lexicon.KindProcedure {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxScriptInput))
+		if err != nil {
+			respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return true
+		}
+		if len(body) > 0 {
+			if !json.Valid(body) {
+				respond.Error(w, http.StatusBadRequest, "invalid request body")
+				return true
+			}
+			call.Input = body
+		}
+	}
+	out, err := h.scripts.RunMethod(r.Context(), call)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return true
+	}
+	respond.Raw(w, http.StatusOK, out)
+	return true
+}
+
+// scriptCaller is the script's view of the authenticated request.
+func scriptCaller(ctx context.Context) *script.Caller {
+	u := userauth.FromContext(ctx)
+	if u == nil {
+		return nil
+	}
+	c := &script.Caller{DID: u.DID}
+	if u.Session != nil {
+		c.SessionID = u.Session.ID
+	}
+	if cl, ok := clients.FromContext(ctx); ok {
+		c.ClientID = cl.ID
+	}
+	return c
+}
