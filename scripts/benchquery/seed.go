@@ -59,7 +59,7 @@ func prepare(ctx context.Context, path string, records int, shape string) (int64
 	if err != nil {
 		return 0, err
 	}
-	if _, _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(recordLexicon)}); err != nil {
+	if _, _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(recordLexicon), Backfill: new(false)}); err != nil {
 		return 0, fmt.Errorf("record lexicon: %w", err)
 	}
 	if _, _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(queryLexicon), TargetCollection: benchCollection}); err != nil {
