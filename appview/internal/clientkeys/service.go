@@ -18,8 +18,11 @@ package clientkeys
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -216,4 +219,124 @@ func (s *Service) RevokeAll(ctx context.Context, actor, clientID string) (keys, 
 	}
 	s.audit(ctx, actor, EventRevokedAll, c.ID, map[string]any{"revoked": keys, "sessions_destroyed": sessions})
 	return keys, sessions, nil
+}
+
+// KeySet is a client's published key set: its current key, then its
+// retiring keys newest first; never revoked ones. An id without keys,
+// known or not, has an empty set, so the answer says nothing about which
+// ids exist.
+func (s *Service) KeySet(ctx context.Context, clientID string) (oauth.JWKS, error) {
+	set := oauth.NewJWKS()
+	if !plausibleID(clientID) {
+		return set, nil
+	}
+	keys, err := s.opt.Store.ListClientAuthKeys(ctx, clientID)
+	if err != nil {
+		return set, err
+	}
+	for _, status := range []string{storage.AuthKeyCurrent, storage.AuthKeyRetiring} {
+		for _, k := range keys {
+			if k.Status != status {
+				continue
+			}
+			j, err := PublicJWK(k)
+			if err != nil {
+				return set, err
+			}
+			set.Keys = append(set.Keys, j)
+		}
+	}
+	return set, nil
+}
+
+// plausibleID reports whether id could be an API client id: at most 64
+// letters, digits, '-' and '_'. Anything else cannot name a key set, and
+// is not worth a query.
+func plausibleID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Assertion is a signed client assertion.
+type Assertion struct {
+	JWT       string
+	KID       string
+	ExpiresAt time.Time
+	IssuedAt  time.Time
+}
+
+var (
+	errBadIssuer  = fail.New(fail.Invalid, "issuer must be an https URL (or http on a loopback host) without query or fragment")
+	errUnknownKID = fail.New(fail.Invalid, "unknown kid")
+	errRevokedKID = fail.New(fail.Invalid, "kid has been revoked")
+)
+
+// Sign signs a JWT-bearer client assertion (RFC 7523) for client c toward
+// the authorization server named by issuer: iss and sub are the client's
+// client_id_url, aud the issuer, and it expires after 60 seconds, with a
+// fresh random jti (the authorization server refuses a replayed one).
+// Without kid the current key signs (an initial authorization); a session
+// refresh passes the kid it was established with, which may be retiring.
+// Unknown and revoked kids are refused (Invalid).
+func (s *Service) Sign(ctx context.Context, c storage.APIClient, issuer, kid string) (Assertion, error) {
+	if !validIssuer(issuer) {
+		return Assertion{}, errBadIssuer
+	}
+	var k storage.ClientAuthKey
+	var err error
+	if kid == "" {
+		k, err = s.opt.Store.GetCurrentClientAuthKey(ctx, c.ID)
+	} else {
+		k, err = s.opt.Store.GetClientAuthKey(ctx, c.ID, kid)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound) && kid == "":
+		return Assertion{}, errNoKey
+	case errors.Is(err, storage.ErrNotFound):
+		return Assertion{}, errUnknownKID
+	case err != nil:
+		return Assertion{}, err
+	case !Published(k):
+		return Assertion{}, errRevokedKID
+	}
+	priv, err := PrivateKey(s.opt.Sealer, k)
+	if err != nil {
+		return Assertion{}, err
+	}
+	now := s.opt.Now()
+	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, c.ClientIDURL, issuer, now)
+	if err != nil {
+		return Assertion{}, err
+	}
+	return Assertion{JWT: jwt, KID: k.KID, ExpiresAt: exp, IssuedAt: now}, nil
+}
+
+// validIssuer reports whether s can be an authorization server's issuer
+// identifier: an https URL with a host, or an http URL on a loopback host
+// (development servers), without user info, query or fragment.
+func validIssuer(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		strings.Contains(s, "#") {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		host := u.Hostname()
+		if strings.EqualFold(host, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }

@@ -2,23 +2,12 @@ package oauthapi
 
 import (
 	"errors"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
-	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
-)
-
-// Error strings of POST /oauth/client-assertion.
-const (
-	msgNoAuthKey  = "the client has no authentication key"
-	msgUnknownKID = "unknown kid"
-	msgRevokedKID = "kid has been revoked"
-	msgBadIssuer  = "issuer must be an https URL (or http on a loopback host) without query or fragment"
 )
 
 // jwksMaxAge is how long key sets may be cached, in seconds.
@@ -29,46 +18,13 @@ const jwksMaxAge = "60"
 // empty set rather than 404, so the answer says nothing about which ids
 // exist.
 func (h *Handler) jwks(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	set := oauth.NewJWKS()
-	if plausibleID(id) {
-		keys, err := h.store.ListClientAuthKeys(r.Context(), id)
-		if err != nil {
-			respond.Internal(w, r, h.log, err)
-			return
-		}
-		// Current first, then retiring keys newest first.
-		for _, status := range []string{storage.AuthKeyCurrent, storage.AuthKeyRetiring} {
-			for _, k := range keys {
-				if k.Status != status {
-					continue
-				}
-				j, err := clientkeys.PublicJWK(k)
-				if err != nil {
-					respond.Internal(w, r, h.log, err)
-					return
-				}
-				set.Keys = append(set.Keys, j)
-			}
-		}
+	set, err := h.keys.KeySet(r.Context(), r.PathValue("id"))
+	if err != nil {
+		respond.Internal(w, r, h.log, err)
+		return
 	}
 	w.Header().Set("Cache-Control", "public, max-age="+jwksMaxAge)
 	respond.JSON(w, http.StatusOK, set)
-}
-
-// plausibleID reports whether id could be an API client id: at most 64
-// letters, digits, '-' and '_'. Anything else cannot name a key set, and
-// is not worth a query.
-func plausibleID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 type assertionRequest struct {
@@ -112,32 +68,18 @@ func (h *Handler) clientAssertion(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusBadRequest, msgBadBody)
 		return
 	}
-	if !validIssuer(req.Issuer) {
-		respond.Error(w, http.StatusBadRequest, msgBadIssuer)
-		return
-	}
-	k, ok := h.signingKey(w, r, c.ID, req.KID)
-	if !ok {
-		return
-	}
-	priv, err := clientkeys.PrivateKey(h.sealer, k)
+	a, err := h.keys.Sign(r.Context(), c, req.Issuer, req.KID)
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	now := h.now()
-	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, c.ClientIDURL, req.Issuer, now)
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return
-	}
-	h.log.DebugContext(r.Context(), "client assertion issued", "client_id", c.ID, "kid", k.KID, "issuer", req.Issuer)
+	h.log.DebugContext(r.Context(), "client assertion issued", "client_id", c.ID, "kid", a.KID, "issuer", req.Issuer)
 	w.Header().Set("Cache-Control", "no-store")
 	respond.JSON(w, http.StatusOK, assertionResponse{
-		ClientAssertion:     jwt,
+		ClientAssertion:     a.JWT,
 		ClientAssertionType: oauth.ClientAssertionType,
-		ExpiresIn:           exp.Unix() - now.Unix(),
-		KID:                 k.KID,
+		ExpiresIn:           a.ExpiresAt.Unix() - a.IssuedAt.Unix(),
+		KID:                 a.KID,
 	})
 }
 
@@ -191,55 +133,4 @@ func (h *Handler) assertionClient(w http.ResponseWriter, r *http.Request) (stora
 		return storage.APIClient{}, false
 	}
 	return c, true
-}
-
-// signingKey picks the key named by kid, or the current key when kid is
-// empty, answering 400 (or 500) and returning false when there is none
-// to use.
-func (h *Handler) signingKey(w http.ResponseWriter, r *http.Request, clientID, kid string) (storage.ClientAuthKey, bool) {
-	var k storage.ClientAuthKey
-	var err error
-	if kid == "" {
-		k, err = h.store.GetCurrentClientAuthKey(r.Context(), clientID)
-	} else {
-		k, err = h.store.GetClientAuthKey(r.Context(), clientID, kid)
-	}
-	switch {
-	case errors.Is(err, storage.ErrNotFound) && kid == "":
-		respond.Error(w, http.StatusBadRequest, msgNoAuthKey)
-		return k, false
-	case errors.Is(err, storage.ErrNotFound):
-		respond.Error(w, http.StatusBadRequest, msgUnknownKID)
-		return k, false
-	case err != nil:
-		respond.Internal(w, r, h.log, err)
-		return k, false
-	case !clientkeys.Published(k):
-		respond.Error(w, http.StatusBadRequest, msgRevokedKID)
-		return k, false
-	}
-	return k, true
-}
-
-// validIssuer reports whether s can be an authorization server's issuer
-// identifier: an https URL with a host, or an http URL on a loopback host
-// (development servers), without user info, query or fragment.
-func validIssuer(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
-		strings.Contains(s, "#") {
-		return false
-	}
-	switch u.Scheme {
-	case "https":
-		return true
-	case "http":
-		host := u.Hostname()
-		if strings.EqualFold(host, "localhost") {
-			return true
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
 }

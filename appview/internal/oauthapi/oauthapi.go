@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/sessions"
@@ -41,8 +42,10 @@ type Options struct {
 	Users *userauth.Authenticator
 	// Sessions provisions DPoP keys and manages device sessions.
 	Sessions *sessions.Service
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Keys publishes client key sets and signs client assertions.
+	Keys   *clientkeys.Service
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Handler serves the /oauth/* endpoints.
@@ -53,6 +56,7 @@ type Handler struct {
 	publicURL string
 	users     *userauth.Authenticator
 	sessions  *sessions.Service
+	keys      *clientkeys.Service
 	now       func() time.Time
 	log       *slog.Logger
 }
@@ -61,7 +65,7 @@ type Handler struct {
 // slog.Default().
 func New(opts Options) *Handler {
 	h := &Handler{store: opts.Store, clients: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
-		users: opts.Users, sessions: opts.Sessions, now: opts.Now, log: opts.Logger}
+		users: opts.Users, sessions: opts.Sessions, keys: opts.Keys, now: opts.Now, log: opts.Logger}
 	if h.now == nil {
 		h.now = time.Now
 	}
