@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/fixed"
+	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/refpds"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"
@@ -157,7 +158,7 @@ func TestReferencePDSOAuth(t *testing.T) {
 			"displayName": "Alice", "description": "signed in without a browser", "avatar": up.Blob,
 		})
 		r = d.Call(t, "GET", fixed.GetProfilePath, nil)
-		var p fixed.Profile
+		var p profiles.Profile
 		if r.Status != 200 {
 			t.Fatalf("getProfile: %d %s", r.Status, r.Raw)
 		}

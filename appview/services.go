@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
@@ -40,6 +41,7 @@ type services struct {
 	sessions    *sessions.Service
 	writes      *writepath.Service
 	reads       *reads.Service
+	profiles    *profiles.Service
 }
 
 // newServices builds the services over the App's parts.
@@ -65,6 +67,7 @@ func (a *App) newServices() *services {
 		sessions: sessions.New(a.store, a.sealer, a.events, a.cfg.Now),
 		writes:   writepath.New(a.pds, a.writer, a.log),
 		reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
+		profiles: profiles.New(a.cfg.Directory, a.cfg.HTTPClient, 0, 0, a.log),
 		clientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

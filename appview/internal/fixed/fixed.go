@@ -18,14 +18,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"time"
+	"strings"
 
-	"github.com/bluesky-social/indigo/atproto/identity"
-	"github.com/bluesky-social/indigo/atproto/syntax"
-
+	"github.com/lexview/lexview/appview/internal/profiles"
+	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/appview/internal/xrpc"
-	"github.com/lexview/lexview/internal/netguard"
 )
 
 // Paths of the fixed endpoints.
@@ -39,10 +37,6 @@ const (
 	// DefaultMaxBlobSize is the largest blob uploadBlob accepts: 50 MB
 	// (50 MiB, 52,428,800 bytes, like the PDS stand-in's default).
 	DefaultMaxBlobSize = 50 << 20
-	// DefaultProfileTimeout bounds the profile look-up on the PDS.
-	DefaultProfileTimeout = 5 * time.Second
-	// DefaultMaxProfileResponse bounds the PDS's getRecord answer.
-	DefaultMaxProfileResponse = 1 << 20
 )
 
 // PDSClient sends requests to a user's PDS through their DPoP session;
@@ -50,12 +44,6 @@ const (
 // unread, and streams bodies larger than it buffers.
 type PDSClient interface {
 	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
-}
-
-// Directory resolves actors; identity.Directory implements it.
-type Directory interface {
-	LookupHandle(ctx context.Context, h syntax.Handle) (*identity.Identity, error)
-	LookupDID(ctx context.Context, did syntax.DID) (*identity.Identity, error)
 }
 
 // Options configure a Handler.
@@ -68,49 +56,29 @@ type Options struct {
 	Users *userauth.Authenticator
 	// PDS proxies uploads with the caller's DPoP session.
 	PDS PDSClient
-	// Directory resolves actors for getProfile.
-	Directory Directory
-	// HTTPClient reads public records from PDSes (the guarded outbound
-	// client); default a client that refuses private and loopback addresses.
-	HTTPClient *http.Client
+	// Profiles looks profiles up for getProfile.
+	Profiles *profiles.Service
 	// MaxBlobSize: see DefaultMaxBlobSize.
 	MaxBlobSize int64
-	// ProfileTimeout: see DefaultProfileTimeout.
-	ProfileTimeout time.Duration
-	// MaxProfileResponse: see DefaultMaxProfileResponse.
-	MaxProfileResponse int64
-	Logger             *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Handler serves the fixed endpoints.
 type Handler struct {
-	pds            PDSClient
-	dir            Directory
-	http           *http.Client
-	maxBlob        int64
-	profileTimeout time.Duration
-	maxProfile     int64
-	log            *slog.Logger
-	wrap           func(http.Handler) http.Handler
+	pds      PDSClient
+	profiles *profiles.Service
+	maxBlob  int64
+	log      *slog.Logger
+	wrap     func(http.Handler) http.Handler
 }
 
 // New returns a Handler with unset options at their defaults.
 func New(o Options) *Handler {
 	h := &Handler{
-		pds: o.PDS, dir: o.Directory, http: o.HTTPClient, maxBlob: o.MaxBlobSize,
-		profileTimeout: o.ProfileTimeout, maxProfile: o.MaxProfileResponse, log: o.Logger,
-	}
-	if h.http == nil {
-		h.http = netguard.NewClient(netguard.Options{}, 30*time.Second)
+		pds: o.PDS, profiles: o.Profiles, maxBlob: o.MaxBlobSize, log: o.Logger,
 	}
 	if h.maxBlob <= 0 {
 		h.maxBlob = DefaultMaxBlobSize
-	}
-	if h.profileTimeout <= 0 {
-		h.profileTimeout = DefaultProfileTimeout
-	}
-	if h.maxProfile <= 0 {
-		h.maxProfile = DefaultMaxProfileResponse
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -133,4 +101,25 @@ func New(o Options) *Handler {
 func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.Handle("POST "+UploadBlobPath, h.wrap(http.HandlerFunc(h.uploadBlob)))
 	mux.Handle("GET "+GetProfilePath, h.wrap(http.HandlerFunc(h.getProfile)))
+}
+
+// getProfile answers GET /xrpc/app.social.actor.getProfile for an
+// authenticated caller (any method): the profile of `actor` (a DID or a
+// handle; default the caller).
+func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
+	caller := userauth.FromContext(r.Context())
+	if caller == nil {
+		respond.Error(w, http.StatusUnauthorized, "authentication required")
+		return
+	}
+	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
+	if actor == "" {
+		actor = caller.DID
+	}
+	p, err := h.profiles.Get(r.Context(), actor)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, p)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/fixed"
+	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/internal/oauthtest"
@@ -195,13 +196,13 @@ func TestGetProfile(t *testing.T) {
 			"avatar":{"$type":"blob","ref":{"$link":"`+avatar+`"},"mimeType":"image/png","size":6}}`)); err != nil {
 			t.Fatal(err)
 		}
-		var p fixed.Profile
+		var p profiles.Profile
 		r := d.Call(t, "GET", fixed.GetProfilePath, nil)
 		if r.Status != 200 {
 			t.Fatalf("own profile: %d %s", r.Status, r.Raw)
 		}
 		r.JSON(t, &p)
-		want := fixed.Profile{DID: did, Handle: "account1.test", DisplayName: "Alice", Description: "hi there",
+		want := profiles.Profile{DID: did, Handle: "account1.test", DisplayName: "Alice", Description: "hi there",
 			AvatarURL: pds.URL + "/xrpc/com.atproto.sync.getBlob?did=" + url.QueryEscape(did) + "&cid=" + avatar}
 		if p != want {
 			t.Fatalf("own profile:\n got %+v\nwant %+v", p, want)

@@ -1,4 +1,7 @@
-package fixed
+// Package profiles is the service behind app.social.actor.getProfile: an
+// actor (a DID or a handle) resolved through the identity directory, and
+// its profile record read from its PDS.
+package profiles
 
 import (
 	"context"
@@ -6,15 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/internal/respond"
-	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/fail"
 )
 
 // profileCollection and profileRKey locate an account's profile record.
@@ -23,17 +27,51 @@ const (
 	profileRKey       = "self"
 )
 
-// Error messages of getProfile.
+// Limits.
 const (
-	msgAuthRequired  = "authentication required"
-	msgInvalidActor  = "invalid actor: expected a DID or a handle"
-	msgActorNotFound = "actor not found"
-	msgActorNoPDS    = "actor has no PDS"
-	msgResolveFailed = "identity resolution failed"
-	msgProfileFetch  = "fetching the profile from the PDS failed"
+	// DefaultTimeout bounds the profile look-up on the PDS.
+	DefaultTimeout = 5 * time.Second
+	// DefaultMaxResponse bounds the PDS's getRecord answer.
+	DefaultMaxResponse = 1 << 20
 )
 
-// Profile is the answer of getProfile. Absent values are empty strings.
+// Directory resolves actors.
+type Directory interface {
+	LookupHandle(ctx context.Context, h syntax.Handle) (*identity.Identity, error)
+	LookupDID(ctx context.Context, did syntax.DID) (*identity.Identity, error)
+}
+
+// Service looks profiles up.
+type Service struct {
+	dir         Directory
+	http        *http.Client
+	timeout     time.Duration
+	maxResponse int64
+	log         *slog.Logger
+}
+
+// New returns the service. client reads public records from PDSes and
+// must be the guarded outbound client; timeout and maxResponse at zero
+// take the defaults.
+func New(dir Directory, client *http.Client, timeout time.Duration, maxResponse int64, log *slog.Logger) *Service {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if maxResponse <= 0 {
+		maxResponse = DefaultMaxResponse
+	}
+	return &Service{dir: dir, http: client, timeout: timeout, maxResponse: maxResponse, log: log}
+}
+
+var (
+	errInvalidActor  = fail.New(fail.Invalid, "invalid actor: expected a DID or a handle")
+	errActorNotFound = fail.New(fail.NotFound, "actor not found")
+	errActorNoPDS    = fail.New(fail.NotFound, "actor has no PDS")
+	errResolveFailed = fail.New(fail.BadGateway, "identity resolution failed")
+	errProfileFetch  = fail.New(fail.BadGateway, "fetching the profile from the PDS failed")
+)
+
+// Profile is an actor's profile. Absent values are empty strings.
 type Profile struct {
 	DID         string `json:"did"`
 	Handle      string `json:"handle"`
@@ -42,66 +80,51 @@ type Profile struct {
 	AvatarURL   string `json:"avatarURL"`
 }
 
-// getProfile answers GET /xrpc/app.social.actor.getProfile for an
-// authenticated caller (any method): the profile of `actor` (a DID or a
-// handle; default the caller), from the identity directory and the
-// actor's PDS. An unknown actor is 404; a failing PDS or directory 502.
-func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	caller := userauth.FromContext(ctx)
-	if caller == nil {
-		respond.Error(w, http.StatusUnauthorized, msgAuthRequired)
-		return
-	}
-	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
-	if actor == "" {
-		actor = caller.DID
-	}
-	ident, status, msg := h.resolve(ctx, actor)
-	if status != 0 {
-		respond.Error(w, status, msg)
-		return
+// Get returns the profile of actor (a DID or a handle), from the identity
+// directory and the actor's PDS. An unknown actor is NotFound; a failing
+// PDS or directory BadGateway.
+func (s *Service) Get(ctx context.Context, actor string) (Profile, error) {
+	ident, err := s.resolve(ctx, actor)
+	if err != nil {
+		return Profile{}, err
 	}
 	pds := strings.TrimRight(ident.PDSEndpoint(), "/")
 	if pds == "" {
-		respond.Error(w, http.StatusNotFound, msgActorNoPDS)
-		return
+		return Profile{}, errActorNoPDS
 	}
-	p, err := h.fetchProfile(ctx, pds, ident.DID)
+	p, err := s.fetch(ctx, pds, ident.DID)
 	if err != nil {
-		h.log.WarnContext(ctx, "profile look-up on the PDS failed", "did", ident.DID, "pds", pds, "err", err)
-		respond.Error(w, http.StatusBadGateway, msgProfileFetch)
-		return
+		s.log.WarnContext(ctx, "profile look-up on the PDS failed", "did", ident.DID, "pds", pds, "err", err)
+		return Profile{}, errProfileFetch
 	}
 	p.DID = ident.DID.String()
 	p.Handle = handleOf(ident)
-	respond.JSON(w, http.StatusOK, p)
+	return p, nil
 }
 
-// resolve looks actor up in the directory. On failure it returns the
-// status and message to answer.
-func (h *Handler) resolve(ctx context.Context, actor string) (*identity.Identity, int, string) {
+// resolve looks actor up in the directory.
+func (s *Service) resolve(ctx context.Context, actor string) (*identity.Identity, error) {
 	atid, err := syntax.ParseAtIdentifier(actor)
 	if err != nil {
-		return nil, http.StatusBadRequest, msgInvalidActor
+		return nil, errInvalidActor
 	}
 	var ident *identity.Identity
 	if did, derr := atid.AsDID(); derr == nil {
-		ident, err = h.dir.LookupDID(ctx, did)
+		ident, err = s.dir.LookupDID(ctx, did)
 	} else {
 		hdl, _ := atid.AsHandle()
-		ident, err = h.dir.LookupHandle(ctx, hdl)
+		ident, err = s.dir.LookupHandle(ctx, hdl)
 	}
 	switch {
 	case err == nil:
-		return ident, 0, ""
+		return ident, nil
 	case errors.Is(err, identity.ErrDIDNotFound), errors.Is(err, identity.ErrHandleNotFound),
 		errors.Is(err, identity.ErrHandleResolutionFailed), errors.Is(err, identity.ErrHandleMismatch),
 		errors.Is(err, identity.ErrHandleNotDeclared):
-		return nil, http.StatusNotFound, msgActorNotFound
+		return nil, errActorNotFound
 	}
-	h.log.WarnContext(ctx, "resolving an actor failed", "actor", actor, "err", err)
-	return nil, http.StatusBadGateway, msgResolveFailed
+	s.log.WarnContext(ctx, "resolving an actor failed", "actor", actor, "err", err)
+	return nil, errResolveFailed
 }
 
 // handleOf returns the identity's handle: the verified one when the
@@ -117,10 +140,10 @@ func handleOf(ident *identity.Identity) string {
 	return ""
 }
 
-// fetchProfile reads did's profile record from its PDS with the public
+// fetch reads did's profile record from its PDS with the public
 // com.atproto.repo.getRecord. A missing record is an empty profile.
-func (h *Handler) fetchProfile(ctx context.Context, pds string, did syntax.DID) (Profile, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.profileTimeout)
+func (s *Service) fetch(ctx context.Context, pds string, did syntax.DID) (Profile, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	q := url.Values{"repo": {did.String()}, "collection": {profileCollection}, "rkey": {profileRKey}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pds+"/xrpc/com.atproto.repo.getRecord?"+q.Encode(), nil)
@@ -128,17 +151,17 @@ func (h *Handler) fetchProfile(ctx context.Context, pds string, did syntax.DID) 
 		return Profile{}, err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := h.http.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return Profile{}, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, h.maxProfile+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxResponse+1))
 	if err != nil {
 		return Profile{}, fmt.Errorf("read getRecord answer: %w", err)
 	}
-	if int64(len(body)) > h.maxProfile {
-		return Profile{}, fmt.Errorf("getRecord answer exceeds %d bytes", h.maxProfile)
+	if int64(len(body)) > s.maxResponse {
+		return Profile{}, fmt.Errorf("getRecord answer exceeds %d bytes", s.maxResponse)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var xe struct {
