@@ -37,8 +37,6 @@ const (
 	msgNeedsDPoP      = userauth.MsgNeedsDPoP // "requires DPoP authentication"
 	msgNeedsClientKey = "requires an API client key"
 	msgInvalidClient  = "Invalid client"
-	msgChildManage    = "child clients cannot manage API clients"
-	msgChildCreate    = "Child clients cannot create API clients"
 	msgBadBody        = "invalid request body"
 	msgBodyTooLarge   = "request body too large"
 )
@@ -85,13 +83,6 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST /xrpc/"+NSIDDelete, h.delete)
 }
 
-// caller is an authenticated request: the parent client and the user
-// signed in to it.
-type caller struct {
-	parent *clients.Client
-	did    string
-}
-
 // authenticate checks a request in the specification's order, answering
 // and returning false on failure:
 //
@@ -103,44 +94,41 @@ type caller struct {
 //  5. the DPoP proof and a session of that client: 401 as userauth says;
 //  6. a child client: 401 `child clients cannot manage API clients`, or
 //     403 `Child clients cannot create API clients` when creating.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, creating bool) (caller, bool) {
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, creating bool) (clients.Owner, bool) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "DPoP") || strings.TrimSpace(token) == "" {
 		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
 	key := r.Header.Get("X-Client-Key")
 	if key == "" {
 		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
 	c, err := h.registry.Identify(r.Context(), key, nil)
 	if errors.Is(err, clients.ErrInvalidClient) {
 		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
 	if err != nil {
 		respond.Internal(w, r, h.log, err)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
 	if ok, wait := h.registry.Allow(c); !ok {
 		clients.RateLimited(w, wait)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
 	s, err := h.users.DPoPSession(r, c.ID)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
-		return caller{}, false
+		return clients.Owner{}, false
 	}
-	if c.ParentID != "" {
-		if creating {
-			respond.Error(w, http.StatusForbidden, msgChildCreate)
-		} else {
-			respond.Error(w, http.StatusUnauthorized, msgChildManage)
-		}
-		return caller{}, false
+	o := clients.Owner{Parent: c, DID: s.DID}
+	if err := clients.CheckOwner(o, creating); err != nil {
+		respond.Fail(w, r, h.log, err)
+		return o, false
 	}
-	return caller{parent: c, did: s.DID}, true
+	return o, true
 }
 
 // ClientCamel is the third-party (camelCase) shape of an API client. It
@@ -176,12 +164,6 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// owns reports whether c is a child of the caller's client owned by the
-// caller's DID.
-func (cl caller) owns(c storage.APIClient) bool {
-	return c.ParentID == cl.parent.ID && c.OwnerDID == cl.did
-}
-
 // list answers GET /xrpc/dev.service.listApiClients: the children of the
 // caller's client that the caller owns, newest first.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
@@ -189,16 +171,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	children, err := h.manager.List(r.Context(), cl.parent.ID)
+	children, err := h.manager.ListOwned(r.Context(), cl)
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return
 	}
-	out := make([]ClientCamel, 0, len(children))
-	for _, c := range children {
-		if cl.owns(c) {
-			out = append(out, toCamel(c))
-		}
+	out := make([]ClientCamel, len(children))
+	for i, c := range children {
+		out[i] = toCamel(c)
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"clients": out})
 }
@@ -214,24 +194,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusBadRequest, msgBadBody)
 		return
 	}
-	c, ok := h.owned(w, r, cl, id)
-	if ok {
-		respond.JSON(w, http.StatusOK, map[string]any{"client": toCamel(c)})
-	}
-}
-
-// owned reads the client id owned by the caller, answering 404 `API
-// client not found` (or 500) and returning false when there is none.
-func (h *Handler) owned(w http.ResponseWriter, r *http.Request, cl caller, id string) (storage.APIClient, bool) {
-	c, err := h.manager.Get(r.Context(), id)
-	if err == nil && !cl.owns(c) {
-		err = clients.ErrNotFound // another's client is not shown to exist
-	}
+	c, err := h.manager.GetOwned(r.Context(), cl, id)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
-		return storage.APIClient{}, false
+		return
 	}
-	return c, true
+	respond.JSON(w, http.StatusOK, map[string]any{"client": toCamel(c)})
 }
 
 type createRequest struct {
@@ -265,10 +233,9 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusBadRequest, msgBadBody)
 		return
 	}
-	c, secret, err := h.manager.Create(r.Context(), clients.NewClient{
+	c, secret, err := h.manager.CreateOwned(r.Context(), cl, clients.NewClient{
 		Name: req.Name, ClientIDURL: req.ClientIDURL, ClientURI: req.ClientURI, RedirectURIs: req.RedirectURIs,
 		Scopes: req.Scopes, Type: req.ClientType, AllowedOrigins: req.AllowedOrigins,
-		CreatedBy: cl.did, ParentID: cl.parent.ID, OwnerDID: cl.did,
 	})
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
@@ -302,11 +269,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusBadRequest, msgBadBody)
 		return
 	}
-	c, ok := h.owned(w, r, cl, req.ID)
-	if !ok {
-		return
-	}
-	if _, err := h.manager.Delete(r.Context(), cl.did, c.ID); err != nil {
+	if err := h.manager.DeleteOwned(r.Context(), cl, req.ID); err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
