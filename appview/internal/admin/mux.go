@@ -88,7 +88,7 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // allows reports whether p passes the rule.
 func (rule Rule) allows(p *admins.Principal) bool {
 	if rule.SuperOnly {
-		return p.User.IsSuper
+		return p.ActsAsSuper()
 	}
 	for _, need := range rule.Perms {
 		if !p.Perms.Has(need) {

@@ -15,6 +15,22 @@ type Principal struct {
 // DID is the caller's DID.
 func (p *Principal) DID() string { return p.User.DID }
 
+// ActsAsSuper reports whether the caller may act as the super user: the
+// user is the super user and the credential itself carries every
+// permission. An API key of the super user that holds fewer permissions
+// is limited to them, and is not the super user.
+func (p *Principal) ActsAsSuper() bool {
+	if !p.User.IsSuper {
+		return false
+	}
+	for _, perm := range All() {
+		if !p.Perms.Has(perm) {
+			return false
+		}
+	}
+	return true
+}
+
 // EffectivePermissions is a user's permission set; the super user holds
 // every permission, including ones added after it was created.
 func EffectivePermissions(u storage.AdminUser) Set {

@@ -188,7 +188,7 @@ func (s *Service) DeleteUser(ctx context.Context, caller *Principal, id string) 
 // admin user and returns that user. Only the super user may call it (the
 // admin API's permission gate checks that before).
 func (s *Service) TransferSuper(ctx context.Context, caller *Principal, targetID string) (storage.AdminUser, error) {
-	if !caller.User.IsSuper {
+	if !caller.ActsAsSuper() {
 		return storage.AdminUser{}, fail.New(fail.Forbidden, "insufficient permissions")
 	}
 	target, err := s.GetUser(ctx, targetID)

@@ -277,8 +277,23 @@ func TestTransferSuper(t *testing.T) {
 		everything := env.AddAdmin(t, admins.All()...)
 		expect(t, "not the super user", everything.Do(t, "POST", "/admin/users/transfer-super", map[string]any{"target_user_id": heirID}),
 			403, "insufficient permissions")
+		// An API key of the super user holding fewer than every permission
+		// is limited to them: it cannot hand the role on (issue 12, finding 2).
+		mint := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "stats only", "permissions": []string{"stats:read"}})
+		expect(t, "mint a limited key", mint, 201, "")
+		limited, _ := mint.Object(t)["key"].(string)
+		r := env.Do(t, "POST", "/admin/users/transfer-super", map[string]any{"target_user_id": heirID}, testenv.Bearer(limited)...)
+		expect(t, "limited key of the super user", r, 403, "insufficient permissions")
+		if u, _ := env.Store.GetAdminUser(context.Background(), heirID); u.IsSuper {
+			t.Fatal("a limited key made another user the super user")
+		}
+		full := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "full", "permissions": allNames})
+		expect(t, "mint a full key", full, 201, "")
+		fullKey, _ := full.Object(t)["key"].(string)
+		expect(t, "full key of the super user, refused target", env.Do(t, "POST", "/admin/users/transfer-super",
+			map[string]any{"target_user_id": suID}, testenv.Bearer(fullKey)...), 400, "")
 
-		r := su.Do(t, "POST", "/admin/users/transfer-super", map[string]any{"target_user_id": heirID})
+		r = su.Do(t, "POST", "/admin/users/transfer-super", map[string]any{"target_user_id": heirID})
 		expect(t, "transfer", r, 200, "")
 		if u := decodeUser(t, r); u.ID != heirID || !u.IsSuper || !slices.Equal(u.Permissions, allNames) {
 			t.Fatalf("new super user: %s", r.Raw)
