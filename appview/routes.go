@@ -66,9 +66,9 @@ func (a *App) routes() surfaces {
 	pub.Handle("/xrpc/{nsid}", a.xrpc)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: a.users, PDS: a.pds, Profiles: a.svc.profiles,
 		Logger: a.log}).Mount(pub)
-	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clients, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
+	oauthapi.New(oauthapi.Options{Store: a.store, Clients: a.clientManager, Sealer: a.sealer, PublicURL: a.cfg.PublicURL,
 		Users: a.users, Sessions: a.svc.sessions, Keys: a.svc.clientKeys, Now: a.cfg.Now, Logger: a.log}).Mount(pub)
-	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Registry: a.clients, Users: a.users, Logger: a.log}).Mount(pub)
+	thirdparty.New(thirdparty.Options{Manager: a.clientManager, Users: a.users, Logger: a.log}).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	adm := http.NewServeMux()

@@ -27,6 +27,7 @@ const (
 type ManagerStore interface {
 	CreateAPIClient(ctx context.Context, c storage.APIClient) error
 	GetAPIClient(ctx context.Context, id string) (storage.APIClient, error)
+	GetAPIClientByKey(ctx context.Context, key string) (storage.APIClient, error)
 	ListAPIClients(ctx context.Context, parentID string) ([]storage.APIClient, error)
 	UpdateAPIClient(ctx context.Context, c storage.APIClient) ([]string, error)
 	DeleteAPIClient(ctx context.Context, id string) ([]string, error)

@@ -10,6 +10,7 @@ package fail
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies a failure by what the caller can do about it.
@@ -51,6 +52,8 @@ type Error struct {
 	Kind    Kind
 	Message string
 	Cause   error
+	// RetryAfter, for RateLimited, is how long the caller should wait.
+	RetryAfter time.Duration
 }
 
 // Error implements error: the message, then the cause when there is one.
@@ -107,6 +110,11 @@ func Message(err error) string {
 		return e.Message
 	}
 	return ""
+}
+
+// RateLimit is a RateLimited error with the wait before a retry.
+func RateLimit(msg string, wait time.Duration) *Error {
+	return &Error{Kind: RateLimited, Message: msg, RetryAfter: wait}
 }
 
 // Is reports whether err is of kind.

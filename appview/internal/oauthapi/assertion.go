@@ -1,10 +1,10 @@
 package oauthapi
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -96,36 +96,16 @@ func (h *Handler) assertionClient(w http.ResponseWriter, r *http.Request) (stora
 	if !strings.EqualFold(scheme, "DPoP") {
 		return h.authenticate(w, r)
 	}
-	key := r.Header.Get("X-Client-Key")
-	if key == "" {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-		return storage.APIClient{}, false
-	}
-	if !h.rateLimit(w, r, key) {
-		return storage.APIClient{}, false
-	}
-	// The registry caches identities; the row is read fresh, as
-	// authenticate does.
-	c, err := h.store.GetAPIClientByKey(r.Context(), key)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !c.IsActive {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return storage.APIClient{}, false
-	}
+	c, err := h.manager.AuthenticateKey(r.Context(), credentials(r))
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
+		respond.Fail(w, r, h.log, err)
 		return storage.APIClient{}, false
 	}
 	if c.Type != storage.ClientPublic {
-		// A DPoP session does not stand in for a confidential client's
-		// secret.
-		if !secretMatches(r.Header.Get("X-Client-Secret"), c.SecretHash) {
-			respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-			return storage.APIClient{}, false
-		}
 		return c, true
 	}
 	if h.users == nil {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
+		respond.Fail(w, r, h.log, clients.ErrNeedsDPoP)
 		return storage.APIClient{}, false
 	}
 	if _, err := h.users.DPoPSession(r, c.ID); err != nil {

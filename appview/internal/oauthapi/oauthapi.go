@@ -5,9 +5,6 @@
 package oauthapi
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -31,9 +28,8 @@ type Store interface {
 // Options configure a Handler.
 type Options struct {
 	Store Store
-	// Clients identifies client keys (with caching) and holds their
-	// rate-limit buckets.
-	Clients *clients.Registry
+	// Clients authenticates API clients and takes their rate-limit tokens.
+	Clients *clients.Manager
 	// Sealer opens the sealed private keys.
 	Sealer *oauth.Sealer
 	// PublicURL is the instance's public base URL.
@@ -51,7 +47,7 @@ type Options struct {
 // Handler serves the /oauth/* endpoints.
 type Handler struct {
 	store     Store
-	clients   *clients.Registry
+	manager   *clients.Manager
 	sealer    *oauth.Sealer
 	publicURL string
 	users     *userauth.Authenticator
@@ -64,7 +60,7 @@ type Handler struct {
 // New returns a Handler; unset Now and Logger default to time.Now and
 // slog.Default().
 func New(opts Options) *Handler {
-	h := &Handler{store: opts.Store, clients: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
+	h := &Handler{store: opts.Store, manager: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
 		users: opts.Users, sessions: opts.Sessions, keys: opts.Keys, now: opts.Now, log: opts.Logger}
 	if h.now == nil {
 		h.now = time.Now
@@ -88,77 +84,28 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 
 // Error strings.
 const (
-	msgNeedsClientKey = "requires an API client key"
-	msgInvalidClient  = "Invalid client"
-	msgNeedsDPoP      = "requires DPoP authentication"
-	msgBadBody        = "invalid request body"
-	msgBodyTooLarge   = "request body too large"
+	msgBadBody      = "invalid request body"
+	msgBodyTooLarge = "request body too large"
 )
 
 // maxBodySize bounds /oauth/* JSON bodies.
 const maxBodySize = 64 << 10
 
-// authenticate identifies the confidential API client of an /oauth/*
-// request: X-Client-Key and X-Client-Secret, the secret's SHA-256 compared
-// with the stored one in constant time. A known client's request takes a
-// token from its rate-limit bucket before the secret is checked. On
-// failure it has answered (401, 429 or 500) and returns false:
-//
-//   - no X-Client-Key: 401 `requires an API client key`;
-//   - unknown or inactive key, missing or wrong secret: 401 `Invalid client`;
-//   - a public client: 401 `requires DPoP authentication` (public clients
-//     authenticate with an active DPoP-bound session, which endpoints
-//     accepting them check before calling authenticate).
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
-	ctx := r.Context()
-	key := r.Header.Get("X-Client-Key")
-	if key == "" {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-		return storage.APIClient{}, false
-	}
-	id, err := h.clients.Identify(ctx, key, nil)
-	if errors.Is(err, clients.ErrInvalidClient) {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return storage.APIClient{}, false
-	}
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return storage.APIClient{}, false
-	}
-	if ok, wait := h.clients.Allow(id); !ok {
-		clients.RateLimited(w, wait)
-		return storage.APIClient{}, false
-	}
-	// The registry caches identities; the row is read fresh for the secret.
-	c, err := h.store.GetAPIClient(ctx, id.ID)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !c.IsActive {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return storage.APIClient{}, false
-	}
-	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return storage.APIClient{}, false
-	}
-	if c.Type == storage.ClientPublic {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
-		return storage.APIClient{}, false
-	}
-	if !secretMatches(r.Header.Get("X-Client-Secret"), c.SecretHash) {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return storage.APIClient{}, false
-	}
-	return c, true
+// credentials reads the client credentials a request presents.
+func credentials(r *http.Request) clients.Credentials {
+	return clients.Credentials{Key: r.Header.Get("X-Client-Key"), Secret: r.Header.Get("X-Client-Secret"), Origin: r.Header.Get("Origin")}
 }
 
-// secretMatches compares the SHA-256 of a presented secret with the stored
-// hex hash in constant time. An empty secret never matches.
-func secretMatches(secret, storedHash string) bool {
-	want, err := hex.DecodeString(storedHash)
-	if secret == "" || err != nil || len(want) != sha256.Size {
-		return false
+// authenticate identifies the confidential API client of an /oauth/*
+// request by key and secret (clients.Manager.AuthenticateSecret). On
+// failure it has answered (401, 429 or 500) and returns false.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
+	c, err := h.manager.AuthenticateSecret(r.Context(), credentials(r))
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return c, false
 	}
-	sum := sha256.Sum256([]byte(secret))
-	return subtle.ConstantTimeCompare(sum[:], want) == 1
+	return c, true
 }
 
 // decode reads a JSON body into dst, answering 400 `invalid request body`

@@ -1,62 +1,25 @@
 package oauthapi
 
 import (
-	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/storage"
 )
 
-// caller authenticates the API client of a provisioning or session call:
-// confidential clients with key and secret, public clients with key and an
-// Origin among their allowed origins.
+// caller authenticates the API client of a provisioning or session call
+// (clients.Manager.AuthenticateApp): confidential clients with key and
+// secret, public clients with key and an allowed Origin.
 func (h *Handler) caller(w http.ResponseWriter, r *http.Request) (storage.APIClient, bool) {
-	key := r.Header.Get("X-Client-Key")
-	if key == "" {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-		return storage.APIClient{}, false
-	}
-	c, err := h.store.GetAPIClientByKey(r.Context(), key)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !c.IsActive {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return storage.APIClient{}, false
-	}
+	c, err := h.manager.AuthenticateApp(r.Context(), credentials(r))
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return storage.APIClient{}, false
-	}
-	if c.Type != storage.ClientPublic {
-		return h.authenticate(w, r)
-	}
-	if !h.rateLimit(w, r, key) {
-		return storage.APIClient{}, false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" || !slices.ContainsFunc(c.AllowedOrigins, func(o string) bool { return strings.EqualFold(strings.TrimRight(o, "/"), origin) }) {
-		respond.Error(w, http.StatusUnauthorized, "Origin is not allowed for this client")
-		return storage.APIClient{}, false
+		respond.Fail(w, r, h.log, err)
+		return c, false
 	}
 	return c, true
-}
-
-// rateLimit takes a token from the client's bucket, answering 429 when empty.
-func (h *Handler) rateLimit(w http.ResponseWriter, r *http.Request, key string) bool {
-	id, err := h.clients.Identify(r.Context(), key, nil)
-	if err != nil {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return false
-	}
-	if ok, wait := h.clients.Allow(id); !ok {
-		clients.RateLimited(w, wait)
-		return false
-	}
-	return true
 }
 
 // provision answers POST /oauth/dpop-keys: a fresh P-256 key for one
@@ -116,17 +79,9 @@ func (h *Handler) register(w http.ResponseWriter, r *http.Request) {
 // client id and, for DPoP, the caller's session.
 func (h *Handler) sessionOwner(w http.ResponseWriter, r *http.Request) (string, *storage.DeviceSession, bool) {
 	if strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "dpop ") {
-		key := r.Header.Get("X-Client-Key")
-		if key == "" {
-			respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-			return "", nil, false
-		}
-		id, err := h.clients.Identify(r.Context(), key, nil)
+		id, err := h.manager.TakeToken(r.Context(), r.Header.Get("X-Client-Key"))
 		if err != nil {
-			respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-			return "", nil, false
-		}
-		if !h.rateLimit(w, r, key) {
+			respond.Fail(w, r, h.log, err)
 			return "", nil, false
 		}
 		s, err := h.users.DPoPSession(r, id.ID)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -81,6 +82,11 @@ func Fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	if fail.KindOf(err) == fail.Internal {
 		Internal(w, r, log, err)
 		return
+	}
+	var fe *fail.Error
+	if errors.As(err, &fe) && fe.Kind == fail.RateLimited && fe.RetryAfter > 0 {
+		secs := int64(math.Ceil(fe.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 	}
 	Error(w, status, fail.Message(err))
 }

@@ -34,11 +34,9 @@ const (
 
 // Error strings the specification fixes.
 const (
-	msgNeedsDPoP      = userauth.MsgNeedsDPoP // "requires DPoP authentication"
-	msgNeedsClientKey = "requires an API client key"
-	msgInvalidClient  = "Invalid client"
-	msgBadBody        = "invalid request body"
-	msgBodyTooLarge   = "request body too large"
+	msgNeedsDPoP    = userauth.MsgNeedsDPoP // "requires DPoP authentication"
+	msgBadBody      = "invalid request body"
+	msgBodyTooLarge = "request body too large"
 )
 
 // maxBodySize bounds request bodies.
@@ -46,11 +44,9 @@ const maxBodySize = 64 << 10
 
 // Options configure a Handler.
 type Options struct {
-	// Manager creates, reads and deletes clients, keeping the registry's
-	// cache and buckets in step.
+	// Manager identifies the parent's key (taking a token from its
+	// bucket) and creates, reads and deletes the owner's clients.
 	Manager *clients.Manager
-	// Registry identifies the parent's key and holds its rate-limit bucket.
-	Registry *clients.Registry
 	// Users checks the DPoP session of the parent client.
 	Users *userauth.Authenticator
 	// Logger defaults to slog.Default().
@@ -59,15 +55,14 @@ type Options struct {
 
 // Handler serves the third-party client endpoints.
 type Handler struct {
-	manager  *clients.Manager
-	registry *clients.Registry
-	users    *userauth.Authenticator
-	log      *slog.Logger
+	manager *clients.Manager
+	users   *userauth.Authenticator
+	log     *slog.Logger
 }
 
 // New returns a Handler.
 func New(opts Options) *Handler {
-	h := &Handler{manager: opts.Manager, registry: opts.Registry, users: opts.Users, log: opts.Logger}
+	h := &Handler{manager: opts.Manager, users: opts.Users, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -100,22 +95,9 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, creating 
 		respond.Error(w, http.StatusUnauthorized, msgNeedsDPoP)
 		return clients.Owner{}, false
 	}
-	key := r.Header.Get("X-Client-Key")
-	if key == "" {
-		respond.Error(w, http.StatusUnauthorized, msgNeedsClientKey)
-		return clients.Owner{}, false
-	}
-	c, err := h.registry.Identify(r.Context(), key, nil)
-	if errors.Is(err, clients.ErrInvalidClient) {
-		respond.Error(w, http.StatusUnauthorized, msgInvalidClient)
-		return clients.Owner{}, false
-	}
+	c, err := h.manager.TakeToken(r.Context(), r.Header.Get("X-Client-Key"))
 	if err != nil {
-		respond.Internal(w, r, h.log, err)
-		return clients.Owner{}, false
-	}
-	if ok, wait := h.registry.Allow(c); !ok {
-		clients.RateLimited(w, wait)
+		respond.Fail(w, r, h.log, err)
 		return clients.Owner{}, false
 	}
 	s, err := h.users.DPoPSession(r, c.ID)
