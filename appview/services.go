@@ -77,7 +77,7 @@ func (a *App) newServices() *services {
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
 func (a *App) adminAPI() *admin.Mux {
-	auth := admin.NewAuthenticator(a.store, a.users.ServiceAuth, a.users.Cookies, a.svc.admins, a.cfg.Now, a.log)
+	auth := admin.NewAuthenticator(a.users.ServiceAuth, a.users.Cookies, a.svc.admins, a.log)
 	m := admin.NewMux(auth, a.log)
 	adminlexicons.Mount(m, a.svc.lexicons)
 	users.Mount(m, a.svc.admins)

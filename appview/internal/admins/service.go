@@ -16,10 +16,11 @@ import (
 
 // Service manages admin users and admin API keys.
 type Service struct {
-	store  storage.AdminStore
-	events *eventlog.Log
-	now    func() time.Time
-	log    *slog.Logger
+	store   storage.AdminStore
+	events  *eventlog.Log
+	now     func() time.Time
+	log     *slog.Logger
+	touched touches
 }
 
 // New returns the service over store, recording its actions in events.
