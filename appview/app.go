@@ -20,17 +20,16 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/appview/internal/scripting"
+	"github.com/lexview/lexview/appview/internal/server"
 	"github.com/lexview/lexview/appview/internal/serviceauth"
 	"github.com/lexview/lexview/appview/internal/session"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/appview/internal/writepath"
-	"github.com/lexview/lexview/appview/internal/xrpc"
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -62,13 +61,9 @@ type App struct {
 	sources       []ingest.Source // live event sources; none when ingestion is off
 	sealer        *oauth.Sealer   // seals secrets at rest
 	users         *userauth.Authenticator
-	pds           *oauth.Client // acts on users' PDSes with their DPoP sessions
-	svc           *services     // the service line under the front ends
-
-	// Front ends.
-	xrpc     *xrpc.Handler
-	admin    *admin.Mux
-	surfaces surfaces
+	pds           *oauth.Client    // acts on users' PDSes with their DPoP sessions
+	svc           *server.Services // the service line under the front ends
+	surfaces      *server.Surfaces // the front ends
 
 	life  lifecycle // the background work, started and stopped in order
 	state appState
@@ -186,15 +181,15 @@ func (a *App) build(ctx context.Context) error {
 	if a.backfill, err = backfilljobs.New(bcfg); err != nil {
 		return err
 	}
-	a.svc = a.newServices()
-	if err := a.svc.instance.RunScheduledVacuum(ctx); err != nil {
-		return fmt.Errorf("scheduled vacuum: %w", err)
-	}
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
 	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clientManager = clients.NewManager(a.store, a.clients, a.events, cfg.Now)
 	if cfg.ClientIdentifier == nil {
 		a.cfg.ClientIdentifier = a.clients
+	}
+	a.svc = a.newServices()
+	if err := a.svc.Instance.RunScheduledVacuum(ctx); err != nil {
+		return fmt.Errorf("scheduled vacuum: %w", err)
 	}
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
@@ -202,7 +197,6 @@ func (a *App) build(ctx context.Context) error {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
 	}
-	a.admin = a.adminAPI()
 	a.surfaces = a.routes()
 	a.life = lifecycle{parts: a.components()}
 	if a.metrics != nil && cfg.MetricsRegisterer != nil {

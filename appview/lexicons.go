@@ -14,7 +14,7 @@ import (
 type Lexicons struct{ svc *lexicons.Service }
 
 // Lexicons returns the App's lexicon service.
-func (a *App) Lexicons() *Lexicons { return &Lexicons{a.svc.lexicons} }
+func (a *App) Lexicons() *Lexicons { return &Lexicons{a.svc.Lexicons} }
 
 // Put uploads a lexicon (create or replace) and reports whether it is
 // new. Attached scripts that do not compile are accepted, logged in the

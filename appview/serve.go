@@ -51,7 +51,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           a.surfaces.all,
+		Handler:           a.surfaces.All,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

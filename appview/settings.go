@@ -18,5 +18,5 @@ import (
 //
 // The logo is a blob, not a setting (SettingsStore.GetBlob("logo")).
 func (a *App) Setting(ctx context.Context, key, envDefault string) string {
-	return a.svc.instance.Setting(ctx, key, envDefault)
+	return a.svc.Instance.Setting(ctx, key, envDefault)
 }

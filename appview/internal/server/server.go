@@ -1,0 +1,161 @@
+// Package server assembles Lexview's HTTP front ends over its services:
+// the public surface (XRPC, /oauth/*, dev.service.*, the fixed endpoints,
+// /health) and the admin API, each also alone. The appview package builds
+// the services and hands them here; it imports no front end itself.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/admin"
+	"github.com/lexview/lexview/appview/internal/admin/apiclients"
+	"github.com/lexview/lexview/appview/internal/admin/authkeys"
+	adminbackfill "github.com/lexview/lexview/appview/internal/admin/backfill"
+	admindeadletters "github.com/lexview/lexview/appview/internal/admin/deadletters"
+	"github.com/lexview/lexview/appview/internal/admin/events"
+	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
+	"github.com/lexview/lexview/appview/internal/admin/operator"
+	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
+	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
+	"github.com/lexview/lexview/appview/internal/admin/users"
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/backfilljobs"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/fixed"
+	"github.com/lexview/lexview/appview/internal/instance"
+	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/oauthapi"
+	"github.com/lexview/lexview/appview/internal/profiles"
+	"github.com/lexview/lexview/appview/internal/reads"
+	"github.com/lexview/lexview/appview/internal/records"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/scripts"
+	"github.com/lexview/lexview/appview/internal/sessions"
+	"github.com/lexview/lexview/appview/internal/thirdparty"
+	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/writepath"
+	"github.com/lexview/lexview/appview/internal/xrpc"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/oauth"
+)
+
+// Services are the services the front ends call.
+type Services struct {
+	Admins      *admins.Service
+	Lexicons    *lexicons.Service
+	Scripts     *scripts.Service
+	Variables   *scripts.Variables
+	DeadLetters *deadletters.Service
+	Instance    *instance.Service
+	ClientKeys  *clientkeys.Service
+	Backfill    *backfilljobs.Service
+	Records     *records.Service
+	Sessions    *sessions.Service
+	Writes      *writepath.Service
+	Reads       *reads.Service
+	Profiles    *profiles.Service
+	Clients     *clients.Manager
+	Events      *eventlog.Log
+}
+
+// Parts are the other pieces the front ends are built from.
+type Parts struct {
+	// Lexicons routes XRPC methods.
+	Lexicons *lexicon.Registry
+	// ClientIdentifier and ClientRegistry identify API clients and hold
+	// their rate-limit buckets for the XRPC middleware.
+	ClientIdentifier clients.Identifier
+	ClientRegistry   *clients.Registry
+	// Users authenticates users; its service-auth verifier and cookie
+	// codec serve the admin API too.
+	Users *userauth.Authenticator
+	// Scripts runs methods' Lua scripts; Methods are Go method handlers.
+	Scripts xrpc.Scripts
+	Methods map[string]http.Handler
+	// Identities resolve the PDS hosting blobs; PDS proxies uploads.
+	Identities xrpc.Identities
+	PDS        *oauth.Client
+	// The /oauth/* endpoints' store, sealer and public URL.
+	OAuthStore oauthapi.Store
+	Sealer     *oauth.Sealer
+	PublicURL  string
+	// StreamKeepalive paces idle progress streams (0: 15 s).
+	StreamKeepalive time.Duration
+	Now             func() time.Time
+	Logger          *slog.Logger
+}
+
+// Surfaces are the assembled HTTP handlers.
+type Surfaces struct {
+	All    http.Handler // everything: public and admin
+	Public http.Handler // everything but /admin/
+	Admin  http.Handler // /admin/ only
+	// AdminRoutes lists the mounted admin routes ("METHOD /admin/...").
+	AdminRoutes []string
+	xrpc        *xrpc.Handler
+}
+
+// Call runs a local XRPC method in-process, for scripts' xrpc.* calls.
+func (s *Surfaces) Call(ctx context.Context, method, nsid string, query map[string][]string, body []byte) (int, []byte) {
+	return s.xrpc.Call(ctx, method, nsid, query, body)
+}
+
+// New assembles the front ends.
+func New(svc Services, p Parts) *Surfaces {
+	log := p.Logger
+	notFound := func(w http.ResponseWriter, r *http.Request) {
+		respond.Error(w, http.StatusNotFound, "not found")
+	}
+	pub := http.NewServeMux()
+	pub.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	clientMW := clients.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
+	xh := xrpc.New(xrpc.Options{
+		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
+		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
+	})
+	pub.Handle("/xrpc/{nsid}", xh)
+	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
+	oauthapi.New(oauthapi.Options{Store: p.OAuthStore, Clients: svc.Clients, Sealer: p.Sealer, PublicURL: p.PublicURL,
+		Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys, Now: p.Now, Logger: log}).Mount(pub)
+	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)
+	pub.HandleFunc("/", notFound)
+
+	am := adminAPI(svc, p)
+	adm := http.NewServeMux()
+	adm.Handle("/admin/", am)
+	adm.HandleFunc("/", notFound)
+
+	all := http.NewServeMux()
+	all.Handle("/admin/", am)
+	all.Handle("/", pub)
+	return &Surfaces{
+		All: respond.Recover(log, all), Public: respond.Recover(log, pub), Admin: respond.Recover(log, adm),
+		AdminRoutes: am.Mounted(), xrpc: xh,
+	}
+}
+
+// adminAPI assembles the admin API: authentication, the permission gate
+// and every handler module.
+func adminAPI(svc Services, p Parts) *admin.Mux {
+	m := admin.NewMux(admin.NewAuthenticator(p.Users.ServiceAuth, p.Users.Cookies, svc.Admins, p.Logger), p.Logger)
+	adminlexicons.Mount(m, svc.Lexicons)
+	users.Mount(m, svc.Admins)
+	adminscripts.Mount(m, svc.Scripts)
+	scriptvars.Mount(m, svc.Variables)
+	admindeadletters.Mount(m, svc.DeadLetters)
+	events.Mount(m, svc.Events)
+	operator.Mount(m, svc.Instance, svc.Records)
+	apiclients.Mount(m, svc.Clients)
+	authkeys.Mount(m, svc.ClientKeys)
+	adminbackfill.Mount(m, svc.Backfill, p.StreamKeepalive)
+	return m
+}
