@@ -310,3 +310,25 @@ func TestLexiconScriptCompileError(t *testing.T) {
 		}
 	})
 }
+
+// A script's error text is cut before it reaches the log and the event log
+// (issue 12, finding 10): a script chooses it and could fill the log.
+func TestScriptErrorTextIsBounded(t *testing.T) {
+	e := newScriptEnv(t, storagetest.SQLite(t))
+	e.setScript(t, "xrpc.query:app.test.feed", `function handle() error(string.rep("E", 100000)) end`)
+	if r := e.get(t, "/xrpc/app.test.feed?client_key="+e.key); r.Status != 500 || r.Error(t) != "script execution failed" {
+		t.Fatalf("failing script: %d %s", r.Status, r.Raw)
+	}
+	var events struct {
+		Events []struct {
+			Detail map[string]any `json:"detail"`
+		} `json:"events"`
+	}
+	e.admin.Do(t, "GET", "/admin/events?event_type=script.error", nil).JSON(t, &events)
+	if len(events.Events) != 1 {
+		t.Fatalf("script.error events: %+v", events)
+	}
+	if msg := fmt.Sprint(events.Events[0].Detail["error"]); len(msg) > 5<<10 || !strings.Contains(msg, "EEEE") {
+		t.Fatalf("error text of %d bytes in the event", len(msg))
+	}
+}

@@ -59,6 +59,9 @@ func Parse(raw []byte) (*Document, error) {
 	if len(raw) > MaxDocumentSize {
 		return nil, parseErr("lexicon document exceeds %d bytes", MaxDocumentSize)
 	}
+	if jsonDepth(raw) > MaxDocumentDepth {
+		return nil, parseErr("lexicon document nests deeper than %d levels", MaxDocumentDepth)
+	}
 	var head struct {
 		Lexicon json.RawMessage            `json:"lexicon"`
 		ID      *string                    `json:"id"`
@@ -109,4 +112,41 @@ func classify(main json.RawMessage) Kind {
 		return Kind(def.Type)
 	}
 	return KindOther
+}
+
+// MaxDocumentDepth bounds how deeply objects and arrays nest in a lexicon
+// document. Real lexicons nest a few levels; checking far deeper ones costs
+// time that grows with the square of the depth.
+const MaxDocumentDepth = 64
+
+// jsonDepth returns the deepest nesting of objects and arrays in raw,
+// skipping strings. It stops counting past MaxDocumentDepth.
+func jsonDepth(raw []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > MaxDocumentDepth {
+					return deepest
+				}
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

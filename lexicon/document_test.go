@@ -79,3 +79,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A deeply nested document is refused at once, before the schema checks
+// whose cost grows with the square of the depth (issue 12, finding 11).
+func TestParseRefusesDeepNesting(t *testing.T) {
+	deep := func(n int) []byte {
+		inner := strings.Repeat(`{"type":"array","items":`, n) + `{"type":"string"}` + strings.Repeat(`}`, n)
+		return []byte(`{"lexicon":1,"id":"app.test.deep","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"x":` + inner + `}}}}}`)
+	}
+	if _, err := Parse(deep(3000)); err == nil || !IsParseError(err) || !strings.Contains(err.Error(), "nests deeper than 64 levels") {
+		t.Fatalf("3,000 levels: %v", err)
+	}
+	if _, err := Parse(deep(10)); err != nil {
+		t.Fatalf("10 levels: %v", err)
+	}
+	// Brackets inside strings do not count.
+	if d := jsonDepth([]byte(`{"a":"[[[[{{{{\"]]]"}`)); d != 1 {
+		t.Fatalf("depth with brackets in a string: %d", d)
+	}
+}

@@ -148,7 +148,7 @@ func (r *Runtime) deadLetter(ctx context.Context, c storage.Change, cause error)
 	lexiconID := c.Collection
 	d, err := r.opt.Store.AddDeadLetter(context.WithoutCancel(ctx), storage.DeadLetter{
 		Kind: storage.DeadLetterRecord, LexiconID: lexiconID, URI: c.URI(), DID: c.DID, Collection: c.Collection,
-		RKey: c.RKey, Action: string(c.Op), CID: c.CID, Rev: c.Rev, Error: cause.Error(), Attempts: 1, Record: c.Record,
+		RKey: c.RKey, Action: string(c.Op), CID: c.CID, Rev: c.Rev, Error: clip(cause.Error(), maxErrorText), Attempts: 1, Record: c.Record,
 	})
 	if err != nil {
 		return fmt.Errorf("scripting: store dead letter: %w", err)
@@ -196,7 +196,7 @@ func (r *Runtime) retryLoop(ctx context.Context) {
 			// The script was removed: the dead letter waits for an operator.
 		default:
 			d.Attempts++
-			d.Error = err.Error()
+			d.Error = clip(err.Error(), maxErrorText)
 			if ferr := r.opt.Store.RecordDeadLetterFailure(ctx, d.ID, d.Error, d.Attempts); ferr != nil {
 				continue // resolved or dismissed meanwhile
 			}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 
@@ -293,8 +294,24 @@ func (l *errorLimiter) allow(trigger string, now time.Time) (bool, int) {
 	return true, n
 }
 
-// maxDetailInput bounds the input copied into a script.error event.
-const maxDetailInput = 4 << 10
+// maxDetailInput bounds the input copied into a script.error event, and
+// maxErrorText the error text copied into the log and the event: a script
+// chooses its error's text and must not fill the log with it.
+const (
+	maxDetailInput = 4 << 10
+	maxErrorText   = 4 << 10
+)
+
+// clip cuts s to at most n bytes (on a UTF-8 boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // recordError logs a script failure and appends a script.error event.
 func (r *Runtime) recordError(ctx context.Context, b *bound, inv *script.Invocation, input string, err error) {
@@ -302,16 +319,15 @@ func (r *Runtime) recordError(ctx context.Context, b *bound, inv *script.Invocat
 	if inv.Caller != nil {
 		callerDID = inv.Caller.DID
 	}
-	r.log.Warn("script failed", "trigger", b.trigger, "method", inv.Method, "caller", callerDID, "err", err)
+	msg := clip(err.Error(), maxErrorText)
+	r.log.Warn("script failed", "trigger", b.trigger, "method", inv.Method, "caller", callerDID, "err", msg)
 	ok, suppressed := r.errLog.allow(b.trigger, r.opt.Now())
 	if !ok {
 		return
 	}
-	if len(input) > maxDetailInput {
-		input = input[:maxDetailInput] + "…"
-	}
+	input = clip(input, maxDetailInput)
 	detail := map[string]any{
-		"error": err.Error(), "script_source": b.source, "input": input, "caller_did": callerDID, "method": inv.Method,
+		"error": msg, "script_source": b.source, "input": input, "caller_did": callerDID, "method": inv.Method,
 		"trigger": b.trigger,
 	}
 	if suppressed > 0 {
