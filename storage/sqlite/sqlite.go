@@ -44,15 +44,22 @@ type Options struct {
 }
 
 // Open opens (creating if needed) the database file at path. It does not
-// migrate; call Migrate.
+// migrate; call Migrate. A new database is private to the service's user:
+// its directory is created 0700 and the file 0600 (SQLite gives its -wal
+// and -shm files the database file's mode); existing ones keep theirs.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: a file path is required, got %q", path)
 	}
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("sqlite: create directory: %w", err)
 		}
+	}
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 10 * time.Second

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,6 +110,30 @@ func TestEveryCollectionPlans(t *testing.T) {
 		joined := strings.Join(plan, "; ")
 		if strings.Contains(joined, "SCAN records") || !strings.Contains(joined, "SEARCH records USING COVERING INDEX records_collection_newest") {
 			t.Errorf("%s: plan scans records or misses the index: %s", name, joined)
+		}
+	}
+}
+
+// A new database and its directory are private to the service's user
+// (issue 12, finding 12): 0600 files (the WAL too), a 0700 directory.
+func TestNewDatabaseIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "appview.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", filepath.Base(name), got, want)
 		}
 	}
 }
