@@ -4,6 +4,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/appview/internal/scripting"
+	"github.com/lexview/lexview/storage"
 )
 
 // The types below are the parts of Lexview's services that embedders
@@ -16,6 +17,17 @@ type NewClient = clients.NewClient
 // ClientManager creates, edits and deletes API clients; the admin API
 // uses the same code.
 type ClientManager = clients.Manager
+
+// ClientPatch changes some of an API client's fields (ClientManager.Update);
+// FullClientPatch makes one from an edited copy of a client.
+type ClientPatch = clients.Patch
+
+// ClientPatchField is a nullable field of a ClientPatch.
+type ClientPatchField[T any] = clients.Field[T]
+
+// FullClientPatch is a patch that sets every mutable field of c: Update
+// with it saves an edited copy of a client.
+func FullClientPatch(c storage.APIClient) ClientPatch { return clients.FullPatch(c) }
 
 // ClientIdentifier identifies the API client of an XRPC request from its
 // client key (Config.ClientIdentifier).

@@ -39,8 +39,7 @@ var ErrBootstrapRefused = errors.New("bootstrap refused")
 // the command's `admin bootstrap`. A refusal is a Conflict error matching
 // ErrBootstrapRefused, with a message that says what to do.
 func (s *Service) Bootstrap(ctx context.Context, did syntax.DID, forceNewKey bool) (string, error) {
-	all := NewSet(All()).Sorted()
-	u := storage.AdminUser{ID: storage.NewID(), DID: did.String(), IsSuper: true, Permissions: all, CreatedAt: s.now()}
+	u := s.newSuperUser(did)
 	stored, err := s.store.BootstrapSuperUser(ctx, u)
 	if err != nil {
 		return "", err
@@ -62,7 +61,7 @@ func (s *Service) Bootstrap(ctx context.Context, did syntax.DID, forceNewKey boo
 			return "", err
 		}
 	}
-	secret, key, err := MintKey(ctx, s.store, u.ID, "bootstrap", all, s.now())
+	secret, key, err := MintKey(ctx, s.store, u.ID, "bootstrap", NewSet(All()).Sorted(), s.now())
 	if err != nil {
 		return "", err
 	}
@@ -90,7 +89,7 @@ func (s *Service) refusal(ctx context.Context, did syntax.DID) string {
 // user. When admin users exist it returns did's user if there is one (a
 // concurrent claim by the same DID), else a Forbidden error.
 func (s *Service) ClaimFirst(ctx context.Context, did syntax.DID) (storage.AdminUser, error) {
-	u := storage.AdminUser{ID: storage.NewID(), DID: did.String(), IsSuper: true, Permissions: NewSet(All()).Sorted(), CreatedAt: s.now()}
+	u := s.newSuperUser(did)
 	stored, err := s.store.BootstrapSuperUser(ctx, u)
 	if err != nil {
 		return storage.AdminUser{}, err
@@ -105,4 +104,9 @@ func (s *Service) ClaimFirst(ctx context.Context, did syntax.DID) (storage.Admin
 		return storage.AdminUser{}, fail.New(fail.Forbidden, "forbidden")
 	}
 	return user, err
+}
+
+// newSuperUser is did as a new super user holding every permission.
+func (s *Service) newSuperUser(did syntax.DID) storage.AdminUser {
+	return storage.AdminUser{ID: storage.NewID(), DID: did.String(), IsSuper: true, Permissions: NewSet(All()).Sorted(), CreatedAt: s.now()}
 }

@@ -28,8 +28,10 @@ var (
 	errBadOrigin      = fail.New(fail.Unauthenticated, "Origin is not allowed for this client")
 )
 
-// take identifies key and takes a token from its client's bucket.
-func (m *Manager) take(ctx context.Context, key string) (*Client, error) {
+// TakeToken identifies key (Unauthenticated when it is missing, unknown
+// or inactive) and takes a token from its client's bucket (RateLimited,
+// with the wait, when it is empty).
+func (m *Manager) TakeToken(ctx context.Context, key string) (*Client, error) {
 	if key == "" {
 		return nil, ErrNeedsClientKey
 	}
@@ -44,12 +46,6 @@ func (m *Manager) take(ctx context.Context, key string) (*Client, error) {
 		return nil, fail.RateLimit(msgRateLimited, wait)
 	}
 	return id, nil
-}
-
-// TakeToken identifies key (Unauthenticated when unknown or inactive) and
-// takes a token from its client's bucket (RateLimited when empty).
-func (m *Manager) TakeToken(ctx context.Context, key string) (*Client, error) {
-	return m.take(ctx, key)
 }
 
 // active reads a client fresh (the registry caches identities).
@@ -67,7 +63,7 @@ func (m *Manager) active(ctx context.Context, id string) (storage.APIClient, err
 // time. A public client is refused with `requires DPoP authentication`
 // (it authenticates with a DPoP-bound session instead).
 func (m *Manager) AuthenticateSecret(ctx context.Context, cred Credentials) (storage.APIClient, error) {
-	id, err := m.take(ctx, cred.Key)
+	id, err := m.TakeToken(ctx, cred.Key)
 	if err != nil {
 		return storage.APIClient{}, err
 	}
@@ -101,7 +97,7 @@ func (m *Manager) AuthenticateApp(ctx context.Context, cred Credentials) (storag
 	if c.Type != storage.ClientPublic {
 		return m.AuthenticateSecret(ctx, cred)
 	}
-	if _, err := m.take(ctx, cred.Key); err != nil {
+	if _, err := m.TakeToken(ctx, cred.Key); err != nil {
 		if fail.KindOf(err) == fail.RateLimited {
 			return storage.APIClient{}, err
 		}
@@ -130,7 +126,7 @@ func SecretMatches(secret, storedHash string) bool {
 // the bucket, and a confidential client must still send its secret, which
 // a session does not stand in for.
 func (m *Manager) AuthenticateKey(ctx context.Context, cred Credentials) (storage.APIClient, error) {
-	if _, err := m.take(ctx, cred.Key); err != nil {
+	if _, err := m.TakeToken(ctx, cred.Key); err != nil {
 		return storage.APIClient{}, err
 	}
 	c, err := m.store.GetAPIClientByKey(ctx, cred.Key)

@@ -75,21 +75,8 @@ func Wrap(kind Kind, msg string, cause error) *Error {
 	return &Error{Kind: kind, Message: msg, Cause: cause}
 }
 
-// Shorthands for the common kinds.
-
 // Invalidf is an Invalid error with a formatted message.
 func Invalidf(format string, args ...any) *Error { return New(Invalid, fmt.Sprintf(format, args...)) }
-
-// NotFoundf is a NotFound error with a formatted message.
-func NotFoundf(format string, args ...any) *Error { return New(NotFound, fmt.Sprintf(format, args...)) }
-
-// Conflictf is a Conflict error with a formatted message.
-func Conflictf(format string, args ...any) *Error { return New(Conflict, fmt.Sprintf(format, args...)) }
-
-// Forbiddenf is a Forbidden error with a formatted message.
-func Forbiddenf(format string, args ...any) *Error {
-	return New(Forbidden, fmt.Sprintf(format, args...))
-}
 
 // KindOf returns the kind of err: the kind of the first *Error in its
 // chain, Internal when there is none. A nil error has no kind; KindOf(nil)
@@ -116,6 +103,3 @@ func Message(err error) string {
 func RateLimit(msg string, wait time.Duration) *Error {
 	return &Error{Kind: RateLimited, Message: msg, RetryAfter: wait}
 }
-
-// Is reports whether err is of kind.
-func Is(err error, kind Kind) bool { return err != nil && KindOf(err) == kind }

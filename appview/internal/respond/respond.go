@@ -46,11 +46,6 @@ func Error(w http.ResponseWriter, status int, msg string) {
 	Raw(w, status, body)
 }
 
-// Errorf writes a formatted error message with status.
-func Errorf(w http.ResponseWriter, status int, format string, args ...any) {
-	Error(w, status, fmt.Sprintf(format, args...))
-}
-
 // statusOf maps a failure kind to its HTTP status: the one place where a
 // service's answer becomes a status code.
 var statusOf = map[fail.Kind]int{

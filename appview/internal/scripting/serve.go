@@ -40,37 +40,43 @@ func methodKind(lex *lexicon.Lexicon) string {
 	return script.KindQuery
 }
 
-// HasMethodScript reports whether a script is bound to the method of lex.
-func (r *Runtime) HasMethodScript(lex *lexicon.Lexicon) bool {
-	_, ok := r.Lookup(methodKind(lex), lex.ID)
-	return ok
+// MethodScript is the script bound to a method, ready to run.
+type MethodScript struct {
+	r    *Runtime
+	b    *bound
+	kind string
 }
 
-// RunMethod runs the script bound to the method and returns its JSON
-// answer ({} when the script returns nil). A failure is logged and
-// recorded as a script.error event, and returned as a Failed error with
-// the specification's message (`script execution failed`, or `script
-// exceeded execution time limit`); the script's own error is never shown.
-// With no script bound it returns a NotFound error.
-func (r *Runtime) RunMethod(ctx context.Context, call MethodCall) ([]byte, error) {
-	lex := call.Lexicon
+// MethodScript returns the script bound to the method of lex, and whether
+// there is one: one look-up per request, whether a script runs or not.
+func (r *Runtime) MethodScript(lex *lexicon.Lexicon) (*MethodScript, bool) {
 	kind := methodKind(lex)
 	b, ok := r.Lookup(kind, lex.ID)
 	if !ok {
-		return nil, fail.New(fail.NotFound, "method not found")
+		return nil, false
 	}
+	return &MethodScript{r: r, b: b, kind: kind}, true
+}
+
+// Run runs the script and returns its JSON answer ({} when the script
+// returns nil). A failure is logged and recorded as a script.error event,
+// and returned as a Failed error with the specification's message
+// (`script execution failed`, or `script exceeded execution time limit`);
+// the script's own error is never shown.
+func (m *MethodScript) Run(ctx context.Context, call MethodCall) ([]byte, error) {
+	lex := call.Lexicon
 	inv := &script.Invocation{
-		Host: r.host(), Kind: kind, Method: lex.ID, Params: call.Params, Collection: lex.TargetCollection,
+		Host: m.r.host(), Kind: m.kind, Method: lex.ID, Params: call.Params, Collection: lex.TargetCollection,
 		Caller: call.Caller, Depth: depthOf(ctx),
 	}
 	input := call.Params.Encode()
-	if kind == script.KindProcedure {
+	if m.kind == script.KindProcedure {
 		inv.Input = call.Input
 		input = string(call.Input)
 	}
-	out, err := b.execute(ctx, inv)
+	out, err := m.b.execute(ctx, inv)
 	if err != nil {
-		r.recordError(ctx, b, inv, input, err)
+		m.r.recordError(ctx, m.b, inv, input, err)
 		return nil, fail.Wrap(fail.Failed, script.PublicMessage(err), err)
 	}
 	if string(out) == "null" {

@@ -18,17 +18,20 @@ import (
 // MaxScriptInput bounds a scripted procedure's JSON body.
 const MaxScriptInput = 1 << 20
 
-// Scripts runs the scripts bound to methods (the script runtime).
+// Scripts finds the scripts bound to methods (the script runtime).
 type Scripts interface {
-	HasMethodScript(lex *lexicon.Lexicon) bool
-	RunMethod(ctx context.Context, call scripting.MethodCall) ([]byte, error)
+	MethodScript(lex *lexicon.Lexicon) (*scripting.MethodScript, bool)
 }
 
 // serveScript answers a routed request with the script bound to its
 // method and reports whether one was bound (false leaves the request to
 // the default behaviour).
 func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) bool {
-	if h.scripts == nil || !h.scripts.HasMethodScript(lex) {
+	if h.scripts == nil {
+		return false
+	}
+	ms, ok := h.scripts.MethodScript(lex)
+	if !ok {
 		return false
 	}
 	params, err := url.ParseQuery(r.URL.RawQuery)
@@ -54,7 +57,7 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, lex *lexic
 			call.Input = body
 		}
 	}
-	out, err := h.scripts.RunMethod(r.Context(), call)
+	out, err := ms.Run(r.Context(), call)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return true
