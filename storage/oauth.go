@@ -99,6 +99,10 @@ type OAuthStore interface {
 	// CreateDPoPProvision stores a provision; ErrConflict when its handle
 	// hash is taken.
 	CreateDPoPProvision(ctx context.Context, p DPoPProvision) error
+	// GetDPoPProvision returns the provision with handleHash, belonging to
+	// clientID, when it is unused and expires after now; otherwise
+	// ErrNotFound. It does not use it.
+	GetDPoPProvision(ctx context.Context, clientID, handleHash string, now time.Time) (DPoPProvision, error)
 	// ConsumeDPoPProvision marks the provision with handleHash, belonging
 	// to clientID, used at now and returns it, in one statement: only
 	// when it is unused and expires after now. Otherwise (unknown, foreign,

@@ -115,8 +115,10 @@ const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev
 	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
-		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
-	WHERE records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev`
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
+		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END
+	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
+		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	n := len(recs)

@@ -187,8 +187,10 @@ const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev,
 	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
-		cid = excluded.cid, rev = excluded.rev, record = excluded.record, indexed_at = excluded.indexed_at
-	WHERE records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev`
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
+		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END
+	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
+		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	stmt, err := tx.PrepareContext(ctx, upsertRecord)

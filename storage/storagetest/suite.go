@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"UpsertIsIdempotent", testUpsertIdempotent},
 		{"BatchKeepsOrderPerURI", testBatchOrder},
 		{"OlderRevNeverOverwrites", testRevOrdering},
+		{"ReplayKeepsTheSortKey", testReplayKeepsSortKey},
 		{"DeletesLeaveTombstones", testTombstones},
 		{"DeleteRecordsByDID", testDeleteByDID},
 		{"LargeBatch", testLargeBatch},
@@ -239,6 +240,57 @@ func testRevOrdering(t *testing.T, s storage.Store) {
 		t.Fatalf("older rev overwrote newer: stored rev %s", got.Rev)
 	}
 	sameJSON(t, got.Value, newer.Value)
+}
+
+// testReplayKeepsSortKey: events replayed after a reconnect (the same rev
+// and CID) change nothing, so a client walking a list by cursor meanwhile
+// loses nothing; a record's indexed_at moves only when its CID does.
+func testReplayKeepsSortKey(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var recs []storage.Record
+	for i, rkey := range []string{"a", "b", "c"} {
+		r := Rec("did:plc:a", "app.test.post", rkey, base.Add(time.Duration(i)*time.Minute), map[string]any{"v": rkey})
+		r.Rev = "3kaaaaaaaaaa2"
+		recs = append(recs, r)
+		apply(t, s, put(r))
+	}
+	order := listAll(t, s, storage.ListQuery{Collection: "app.test.post", Limit: 2})
+	check := func(what string, uri string, want storage.Record) {
+		t.Helper()
+		got, err := s.GetRecord(ctx, uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Rev != want.Rev || got.CID != want.CID || !got.IndexedAt.Equal(want.IndexedAt) {
+			t.Fatalf("%s: stored rev %s cid %s indexed_at %v, want %s %s %v", what, got.Rev, got.CID, got.IndexedAt,
+				want.Rev, want.CID, want.IndexedAt)
+		}
+		if again := listAll(t, s, storage.ListQuery{Collection: "app.test.post", Limit: 2}); !slices.Equal(again, order) {
+			t.Fatalf("%s: list order %v, was %v", what, again, order)
+		}
+	}
+	// The same rev and CID, seen again an hour later: a no-op.
+	replay := recs[0]
+	replay.IndexedAt = base.Add(time.Hour)
+	apply(t, s, put(replay))
+	check("replay", replay.URI, recs[0])
+	// A newer commit that leaves the record as it was: the rev moves on,
+	// the sort key does not.
+	same := withRev(recs[0], "3kbbbbbbbbbb2")
+	same.IndexedAt = base.Add(2 * time.Hour)
+	apply(t, s, put(same))
+	check("unchanged record at a newer rev", same.URI, withRev(recs[0], "3kbbbbbbbbbb2"))
+	// The record itself changes: now it moves to the front.
+	edited := Rec("did:plc:a", "app.test.post", "a", base.Add(3*time.Hour), map[string]any{"v": "edited"})
+	edited.Rev, edited.CID = "3kcccccccccc2", "bafyreidifferent"
+	apply(t, s, put(edited))
+	got, err := s.GetRecord(ctx, edited.URI)
+	if err != nil || !got.IndexedAt.Equal(edited.IndexedAt) || got.CID != edited.CID {
+		t.Fatalf("an edit was not applied: %+v %v", got, err)
+	}
+	if again := listAll(t, s, storage.ListQuery{Collection: "app.test.post", Limit: 2}); again[0] != edited.URI {
+		t.Fatalf("an edited record did not move to the front: %v", again)
+	}
 }
 
 func testLargeBatch(t *testing.T, s storage.Store) {
@@ -437,7 +489,7 @@ func testListEveryCollection(t *testing.T, s storage.Store) {
 	// Writes move records: an update is newest, a deleted record and an
 	// emptied collection are gone.
 	moved := recs[0]
-	moved.IndexedAt = base.Add(time.Hour)
+	moved.IndexedAt, moved.CID = base.Add(time.Hour), "bafyreidifferent"
 	apply(t, s, put(moved), del(recs[1].URI))
 	if _, err := s.DeleteCollection(ctx, "app.test.a"); err != nil {
 		t.Fatal(err)

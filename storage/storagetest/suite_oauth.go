@@ -67,6 +67,19 @@ func testProvisionsSingleUse(t *testing.T, s storage.Store) {
 		t.Fatalf("consumed by another client: %v", err)
 	}
 	now := base.Add(time.Minute)
+	// Looking does not use it; only its client sees it, and only unused.
+	if _, err := s.GetDPoPProvision(ctx, other.ID, p.HandleHash, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("seen by another client: %v", err)
+	}
+	if _, err := s.GetDPoPProvision(ctx, c.ID, p.HandleHash, p.ExpiresAt); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("seen at expiry: %v", err)
+	}
+	for range 2 {
+		peek, err := s.GetDPoPProvision(ctx, c.ID, p.HandleHash, now)
+		if err != nil || peek.ID != p.ID || peek.SealedKey != p.SealedKey || peek.PKCEChallenge != p.PKCEChallenge || !peek.UsedAt.IsZero() {
+			t.Fatalf("get: %+v %v", peek, err)
+		}
+	}
 	got, err := s.ConsumeDPoPProvision(ctx, c.ID, p.HandleHash, now)
 	if err != nil || got.ID != p.ID || got.ClientID != c.ID || got.SealedKey != p.SealedKey || got.JKT != p.JKT ||
 		got.PKCEChallenge != p.PKCEChallenge || !got.CreatedAt.Equal(base) || !got.ExpiresAt.Equal(p.ExpiresAt) || !got.UsedAt.Equal(now) {
@@ -74,6 +87,9 @@ func testProvisionsSingleUse(t *testing.T, s storage.Store) {
 	}
 	if _, err := s.ConsumeDPoPProvision(ctx, c.ID, p.HandleHash, now); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second consume: %v", err)
+	}
+	if _, err := s.GetDPoPProvision(ctx, c.ID, p.HandleHash, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("get after use: %v", err)
 	}
 
 	conf := provision(c.ID, "p2", base.Add(10*time.Minute))

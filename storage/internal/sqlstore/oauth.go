@@ -78,6 +78,20 @@ func (db *DB) CreateDPoPProvision(ctx context.Context, p storage.DPoPProvision) 
 	return db.conflict("create DPoP provision", err)
 }
 
+// GetDPoPProvision implements storage.OAuthStore.
+func (db *DB) GetDPoPProvision(ctx context.Context, clientID, handleHash string, now time.Time) (storage.DPoPProvision, error) {
+	p, err := scanProvision(db.reader.QueryRowContext(ctx, Bind(db.dialect, `SELECT `+provisionColumns+`
+		FROM dpop_provisions WHERE client_id = ? AND handle_hash = ? AND used_at IS NULL AND expires_at > ?`),
+		clientID, handleHash, db.dialect.Time(now)))
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return p, storage.ErrNotFound
+		}
+		return p, fmt.Errorf("get DPoP provision: %w", err)
+	}
+	return p, nil
+}
+
 // ConsumeDPoPProvision implements storage.OAuthStore.
 func (db *DB) ConsumeDPoPProvision(ctx context.Context, clientID, handleHash string, now time.Time) (storage.DPoPProvision, error) {
 	at := db.dialect.Time(now)

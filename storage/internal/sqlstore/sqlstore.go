@@ -35,7 +35,10 @@ type Dialect interface {
 	LockMigrations(ctx context.Context, tx *sql.Tx) error
 	// UpsertRecords writes records (at most one per URI) inside tx. Rows
 	// with a newer non-empty rev than the incoming one are kept, and so are
-	// tombstones newer than it: the write is skipped.
+	// tombstones newer than it: the write is skipped. A row at the same
+	// rev and CID is left as it is (a replayed event), and a row with the
+	// same CID keeps its indexed_at: a record's sort key moves only when
+	// the record changes.
 	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error
 	// DeleteRecords removes records (at most one per URI) inside tx. A
 	// delete carrying a rev removes only rows at that rev or older, and
