@@ -40,8 +40,8 @@ func (a *App) newServices() *server.Services {
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
 		Records:  records.New(a.store, a.events),
-		Sessions: sessions.New(a.store, a.sealer, a.events, a.cfg.Now),
-		Writes:   writepath.New(a.pds, a.writer, a.log),
+		Sessions: sessions.New(a.store, a.sealer, &sessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
+		Writes:   writepath.New(a.pds, a.writer, a.log, a.cfg.Now),
 		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
 		Profiles: profiles.New(a.cfg.Directory, a.cfg.HTTPClient, 0, 0, a.log),
 		ClientKeys: clientkeys.New(clientkeys.Options{

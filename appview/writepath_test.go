@@ -39,22 +39,28 @@ func signIn(t *testing.T, env *testenv.Env, pds *oauthtest.Server, key, secret, 
 	return &device{Device: d, signer: d.Signer, access: d.AccessToken, session: d.SessionID}
 }
 
+// putNoteLexicons uploads app.test.note with a default procedure
+// (app.test.createNote) and query (app.test.listNotes) on it.
+func putNoteLexicons(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	for _, up := range []lexicon.Upload{
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}}}`)},
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.createNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.note"},
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note"},
+	} {
+		if _, _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestWritePath(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		client, secret := env.NewClient(t, clients.NewClient{})
-		ctx := context.Background()
-		for _, up := range []lexicon.Upload{
-			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string"}}}}}}`)},
-			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.createNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.note"},
-			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note"},
-		} {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
-				t.Fatal(err)
-			}
-		}
+		putNoteLexicons(t, env)
 		phone := signIn(t, env, pds, client.Key, secret, did)
 		laptop := signIn(t, env, pds, client.Key, secret, did)
 

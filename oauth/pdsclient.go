@@ -337,9 +337,7 @@ func (c *Client) attempt(ctx context.Context, sess *UserSession, out outbound, t
 	if out.contentType != "" && body != nil {
 		req.Header.Set("Content-Type", out.contentType)
 	}
-	if c.opts.UserAgent != "" {
-		req.Header.Set("User-Agent", c.opts.UserAgent)
-	}
+	c.userAgent(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: PDS request %s %s: %w", out.method, out.path, err)

@@ -312,9 +312,7 @@ func (c *Client) Metadata(ctx context.Context, issuer string) (ServerMetadata, e
 		return ServerMetadata{}, fmt.Errorf("oauth: build metadata request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.opts.UserAgent != "" {
-		req.Header.Set("User-Agent", c.opts.UserAgent)
-	}
+	c.userAgent(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return ServerMetadata{}, fmt.Errorf("oauth: fetch metadata of %s: %w", issuer, err)

@@ -48,6 +48,9 @@ type Options struct {
 	RequireClientAssertion bool
 	// VerifyClientAssertion, when set, checks each client assertion.
 	VerifyClientAssertion func(assertion string) error
+	// MisreportWrite, when set, rewrites what createRecord and putRecord
+	// answer (the stored record is unchanged): a PDS that lies.
+	MisreportWrite func(Record) Record
 	// MaxBlobSize bounds uploadBlob bodies; default 50 MB.
 	MaxBlobSize int64
 }

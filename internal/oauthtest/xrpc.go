@@ -133,7 +133,7 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request, did string
 	}
 	rec := s.storeLocked(did, in.Collection, in.Rkey, value)
 	s.mu.Unlock()
-	writeCommit(w, rec)
+	s.writeCommit(w, rec)
 }
 
 func (s *Server) putRecord(w http.ResponseWriter, r *http.Request, did string) {
@@ -161,7 +161,7 @@ func (s *Server) putRecord(w http.ResponseWriter, r *http.Request, did string) {
 	}
 	rec := s.storeLocked(did, in.Collection, in.Rkey, value)
 	s.mu.Unlock()
-	writeCommit(w, rec)
+	s.writeCommit(w, rec)
 }
 
 // deleteRecord removes a record of the session's repository (a missing
@@ -206,7 +206,10 @@ func (s *Server) storeLocked(did, collection, rkey string, value json.RawMessage
 	return rec
 }
 
-func writeCommit(w http.ResponseWriter, rec Record) {
+func (s *Server) writeCommit(w http.ResponseWriter, rec Record) {
+	if s.opts.MisreportWrite != nil {
+		rec = s.opts.MisreportWrite(rec)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"uri":              rec.URI,
 		"cid":              rec.CID,

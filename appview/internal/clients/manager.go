@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,6 +103,9 @@ func (m *Manager) Create(ctx context.Context, nc NewClient) (storage.APIClient, 
 	}
 	if err := validate(nc.Name, nc.ClientIDURL, nc.ClientURI, nc.RedirectURIs, nc.Scopes, nc.Type, nc.AllowedOrigins,
 		nc.RateLimitCapacity, nc.RateLimitRefillRate); err != nil {
+		return storage.APIClient{}, "", err
+	}
+	if err := m.checkChildScopes(ctx, nc.ParentID, nc.Scopes); err != nil {
 		return storage.APIClient{}, "", err
 	}
 	key, secret := KeyPrefix+randomToken(24), SecretPrefix+randomToken(32)
@@ -221,6 +225,11 @@ func (m *Manager) Update(ctx context.Context, actor, id string, p Patch) (storag
 		c.RateLimitCapacity, c.RateLimitRefillRate); err != nil {
 		return c, err
 	}
+	if p.Scopes != nil {
+		if err := m.checkChildScopes(ctx, c.ParentID, c.Scopes); err != nil {
+			return c, err
+		}
+	}
 	keys, err := m.store.UpdateAPIClient(ctx, c)
 	if errors.Is(err, storage.ErrNotFound) { // deleted meanwhile
 		return c, ErrNotFound
@@ -318,4 +327,24 @@ func validate(name, clientIDURL, clientURI string, redirects []string, scopes, t
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// checkChildScopes refuses scopes for a child of client parentID (none
+// when "") that its parent does not have: a child never gets more than
+// the client it was created through.
+func (m *Manager) checkChildScopes(ctx context.Context, parentID, scopes string) error {
+	if parentID == "" {
+		return nil
+	}
+	parent, err := m.Get(ctx, parentID)
+	if err != nil {
+		return err
+	}
+	granted := strings.Fields(parent.Scopes)
+	for _, sc := range strings.Fields(scopes) {
+		if !slices.Contains(granted, sc) {
+			return fail.New(fail.Invalid, "scope "+sc+" is not granted to the parent client")
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package clients
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/lexview/lexview/appview/internal/fail"
@@ -54,11 +55,26 @@ func (m *Manager) GetOwned(ctx context.Context, o Owner, id string) (storage.API
 	return c, err
 }
 
+// MaxOwnedClients bounds how many clients one user may own under one
+// top-level client.
+const MaxOwnedClients = 25
+
+var errTooManyOwned = fail.New(fail.Invalid, fmt.Sprintf("a user may own at most %d API clients under one client", MaxOwnedClients))
+
 // CreateOwned creates a child of o's client owned by o, with the
-// instance's default rate limits, and returns it with its secret.
+// instance's default rate limits and scopes among its parent's (default
+// atproto), and returns it with its secret. A user owns at most
+// MaxOwnedClients under one client.
 func (m *Manager) CreateOwned(ctx context.Context, o Owner, nc NewClient) (storage.APIClient, string, error) {
 	if err := CheckOwner(o, true); err != nil {
 		return storage.APIClient{}, "", err
+	}
+	owned, err := m.ListOwned(ctx, o)
+	if err != nil {
+		return storage.APIClient{}, "", err
+	}
+	if len(owned) >= MaxOwnedClients {
+		return storage.APIClient{}, "", errTooManyOwned
 	}
 	nc.CreatedBy, nc.ParentID, nc.OwnerDID = o.DID, o.Parent.ID, o.DID
 	nc.RateLimitCapacity, nc.RateLimitRefillRate = nil, nil

@@ -42,18 +42,22 @@ func hashHandle(handle string) string {
 
 // Service manages device sessions.
 type Service struct {
-	store  storage.OAuthStore
-	sealer *oauth.Sealer
-	events *eventlog.Log // nil records nothing
-	now    func() time.Time
+	store    storage.OAuthStore
+	sealer   *oauth.Sealer
+	verifier *Verifier
+	events   *eventlog.Log // nil records nothing
+	now      func() time.Time
 }
 
-// New returns the service.
-func New(store storage.OAuthStore, sealer *oauth.Sealer, events *eventlog.Log, now func() time.Time) *Service {
-	return &Service{store: store, sealer: sealer, events: events, now: now}
+// New returns the service; verifier confirms registrations.
+func New(store storage.OAuthStore, sealer *oauth.Sealer, verifier *Verifier, events *eventlog.Log, now func() time.Time) *Service {
+	return &Service{store: store, sealer: sealer, verifier: verifier, events: events, now: now}
 }
 
-var errSessionNotFound = fail.New(fail.NotFound, "session not found")
+var (
+	errSessionNotFound  = fail.New(fail.NotFound, "session not found")
+	errUnknownProvision = fail.New(fail.Invalid, "unknown, used or expired provision_id")
+)
 
 func (s *Service) record(ctx context.Context, eventType, subject string, detail map[string]any) {
 	if s.events != nil {
@@ -149,16 +153,19 @@ func (req Registration) validate(c storage.APIClient) (time.Time, error) {
 	return expires, nil
 }
 
-// Register consumes a provision of client c and stores the device session
-// its key will authenticate.
+// Register stores the device session an app registers for a provision of
+// client c, once the network confirms it (see Verifier): the provision is
+// used only then, so a registration refused because a PDS could not
+// answer may be retried with it.
 func (s *Service) Register(ctx context.Context, c storage.APIClient, req Registration) (storage.DeviceSession, error) {
 	expires, err := req.validate(c)
 	if err != nil {
 		return storage.DeviceSession{}, err
 	}
-	p, err := s.store.ConsumeDPoPProvision(ctx, c.ID, hashHandle(req.ProvisionID), s.now())
+	handle := hashHandle(req.ProvisionID)
+	p, err := s.store.GetDPoPProvision(ctx, c.ID, handle, s.now())
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.DeviceSession{}, fail.New(fail.Invalid, "unknown, used or expired provision_id")
+		return storage.DeviceSession{}, errUnknownProvision
 	}
 	if err != nil {
 		return storage.DeviceSession{}, err
@@ -166,7 +173,24 @@ func (s *Service) Register(ctx context.Context, c storage.APIClient, req Registr
 	if p.PKCEChallenge != "" && oauth.VerifyPKCE(req.PKCEVerifier, p.PKCEChallenge) != nil {
 		return storage.DeviceSession{}, fail.New(fail.Invalid, "pkce_verifier does not match the pkce_challenge")
 	}
-	sess, err := s.newSession(ctx, c, p, req, expires)
+	rawKey, err := s.sealer.Open(provisionPurpose(p.ID), p.SealedKey)
+	if err != nil {
+		return storage.DeviceSession{}, err
+	}
+	key, err := oauth.ParsePrivateKey(rawKey)
+	if err != nil {
+		return storage.DeviceSession{}, err
+	}
+	if req.PDSURL, req.Issuer, err = s.verifier.Verify(ctx, req, key); err != nil {
+		s.record(ctx, "oauth.session_refused", req.DID, map[string]any{"client_id": c.ID, "reason": fail.Message(err)})
+		return storage.DeviceSession{}, err
+	}
+	if _, err := s.store.ConsumeDPoPProvision(ctx, c.ID, handle, s.now()); errors.Is(err, storage.ErrNotFound) {
+		return storage.DeviceSession{}, errUnknownProvision // used concurrently, or expired meanwhile
+	} else if err != nil {
+		return storage.DeviceSession{}, err
+	}
+	sess, err := s.newSession(ctx, c, p, rawKey, req, expires)
 	if err != nil {
 		return sess, err
 	}
@@ -175,20 +199,17 @@ func (s *Service) Register(ctx context.Context, c storage.APIClient, req Registr
 }
 
 // newSession re-seals the provisioned key and the tokens for a new session.
-func (s *Service) newSession(ctx context.Context, c storage.APIClient, p storage.DPoPProvision, req Registration,
-	expires time.Time) (storage.DeviceSession, error) {
-	key, err := s.sealer.Open(provisionPurpose(p.ID), p.SealedKey)
-	if err != nil {
-		return storage.DeviceSession{}, err
-	}
+func (s *Service) newSession(ctx context.Context, c storage.APIClient, p storage.DPoPProvision, key []byte,
+	req Registration, expires time.Time) (storage.DeviceSession, error) {
 	now := s.now()
 	sess := storage.DeviceSession{ID: storage.NewID(), ClientID: c.ID, DID: req.DID, DPoPKeyID: p.ID, JKT: p.JKT,
-		ExpiresAt: expires, Scopes: strings.Join(strings.Fields(req.Scopes), " "), PDSURL: strings.TrimRight(req.PDSURL, "/"),
-		Issuer: strings.TrimRight(req.Issuer, "/"), CreatedAt: now, UpdatedAt: now,
+		ExpiresAt: expires, Scopes: strings.Join(strings.Fields(req.Scopes), " "), PDSURL: req.PDSURL,
+		Issuer: req.Issuer, CreatedAt: now, UpdatedAt: now,
 		AppTokenHash: userauth.TokenHash(req.AccessToken), AppExpiresAt: expires}
 	if k, err := s.store.GetCurrentClientAuthKey(ctx, c.ID); err == nil {
 		sess.AuthKID = k.KID
 	}
+	var err error
 	for _, f := range []struct {
 		dst     *string
 		purpose string

@@ -48,9 +48,38 @@ const pkceVerifier = "lexview-test-pkce-verifier-0123456789-abcdefghijklmnop"
 
 // SignIn provisions a DPoP key for client, obtains tokens bound to it from
 // the PDS stand-in (standing in for the app's own OAuth flow with the
-// user's PDS) and registers the session. It checks that the provision is
+// user's PDS) and registers the session; did's document names pds as its
+// PDS (see PLC.HostOn). It checks that the provision is
 // single-use.
 func (e *Env) SignIn(t testing.TB, pds *oauthtest.Server, client AppClient, did string) *Device {
+	t.Helper()
+	prov := e.Provision(t, client)
+	e.PLC.HostOn(did, pds.URL)
+	access, refresh := pds.IssueTokens(did, prov.Signer.JKT())
+	reg := prov.Registration(did, access, refresh, pds.URL)
+	r := e.Do(t, "POST", "/oauth/sessions", reg, client.headers()...)
+	if r.Status != 200 || r.Object(t)["did"] != did {
+		t.Fatalf("register: %d %s", r.Status, r.Raw)
+	}
+	// A provision is single-use.
+	if again := e.Do(t, "POST", "/oauth/sessions", reg, client.headers()...); again.Status != 400 {
+		t.Fatalf("provision reused: %d %s", again.Status, again.Raw)
+	}
+	id, _ := r.Object(t)["session_id"].(string)
+	return &Device{Env: e, Client: client, DID: did, Signer: prov.Signer, Key: prov.Key, AccessToken: access, SessionID: id}
+}
+
+// Provision is a DPoP key provisioned for one device of an app.
+type Provision struct {
+	ID     string // provision_id
+	Key    *ecdsa.PrivateKey
+	Signer *oauth.Signer
+	public bool
+}
+
+// Provision asks the instance for a DPoP key for a device of client (with
+// PKCE for a public client).
+func (e *Env) Provision(t testing.TB, client AppClient) Provision {
 	t.Helper()
 	body := map[string]any{}
 	if client.Secret == "" {
@@ -76,26 +105,25 @@ func (e *Env) SignIn(t testing.TB, pds *oauthtest.Server, client AppClient, did 
 	if err != nil {
 		t.Fatal(err)
 	}
-	access, refresh := pds.IssueTokens(did, signer.JKT())
+	return Provision{ID: prov.ProvisionID, Key: priv, Signer: signer, public: client.Secret == ""}
+}
+
+// Registration is the POST /oauth/sessions body registering tokens for
+// did, issued by the PDS (and authorization server) at pds, for p.
+func (p Provision) Registration(did, access, refresh, pds string) map[string]any {
 	reg := map[string]any{
-		"provision_id": prov.ProvisionID, "did": did, "access_token": access, "refresh_token": refresh,
+		"provision_id": p.ID, "did": did, "access_token": access, "refresh_token": refresh,
 		"expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "scopes": "atproto",
-		"pds_url": pds.URL, "issuer": pds.URL,
+		"pds_url": pds, "issuer": pds,
 	}
-	if client.Secret == "" {
+	if p.public {
 		reg["pkce_verifier"] = pkceVerifier
 	}
-	r = e.Do(t, "POST", "/oauth/sessions", reg, client.headers()...)
-	if r.Status != 200 || r.Object(t)["did"] != did {
-		t.Fatalf("register: %d %s", r.Status, r.Raw)
-	}
-	// A provision is single-use.
-	if again := e.Do(t, "POST", "/oauth/sessions", reg, client.headers()...); again.Status != 400 {
-		t.Fatalf("provision reused: %d %s", again.Status, again.Raw)
-	}
-	id, _ := r.Object(t)["session_id"].(string)
-	return &Device{Env: e, Client: client, DID: did, Signer: signer, Key: priv, AccessToken: access, SessionID: id}
+	return reg
 }
+
+// Headers returns the client's credentials as name, value pairs.
+func (c AppClient) Headers() []string { return c.headers() }
 
 // Proof returns a fresh DPoP proof of the device for method and path (its
 // query, if any, is not part of the proof's htu).

@@ -98,6 +98,26 @@ func (p *PLC) Register(did, handle, pds string) {
 	}
 }
 
+// HostOn makes pds the PDS of did's document, creating a document (with
+// no signing key, and a handle made from the DID) if did has none; a
+// document that already names a PDS keeps it.
+func (p *PLC) HostOn(did, pds string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	doc, ok := p.doc[did]
+	if !ok {
+		doc = identity.DIDDocument{DID: syntax.DID(did),
+			AlsoKnownAs: []string{"at://" + strings.NewReplacer("did:plc:", "", "did:web:", "", ":", "-").Replace(did) + ".test"}}
+	}
+	for _, svc := range doc.Service {
+		if svc.ID == "#atproto_pds" {
+			return
+		}
+	}
+	doc.Service = append(doc.Service, identity.DocService{ID: "#atproto_pds", Type: "AtprotoPersonalDataServer", ServiceEndpoint: pds})
+	p.doc[did] = doc
+}
+
 // SetKey gives the account a new #atproto key (a key rotation).
 func (a *Account) SetKey(t testing.TB, k256 bool) {
 	t.Helper()

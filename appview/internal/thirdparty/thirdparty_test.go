@@ -3,6 +3,7 @@ package thirdparty_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func setup(t *testing.T, open func(testing.TB) storage.Store, cfg appview.Config
 		t.Fatal(err)
 	}
 	f := &fixture{env: env, pds: oauthtest.New(t, oauthtest.Options{})}
-	f.parent, f.secret = env.NewClient(t, clients.NewClient{Name: "parent app"})
+	f.parent, f.secret = env.NewClient(t, clients.NewClient{Name: "parent app", Scopes: "atproto transition:generic"})
 	f.alice = f.user(t, f.parent, f.secret)
 	return f
 }
@@ -331,6 +332,9 @@ func TestManageClients(t *testing.T) {
 		if r := a.Call(t, "POST", createPath, newClientBody(map[string]any{"scopes": "transition:generic"})); r.Status != 400 {
 			t.Fatalf("scopes without atproto: %d %s", r.Status, r.Raw)
 		}
+		// A child gets no scope its parent lacks.
+		expectError(t, a.Call(t, "POST", createPath, newClientBody(map[string]any{"scopes": "atproto transition:chat.bsky"})),
+			400, "scope transition:chat.bsky is not granted to the parent client")
 		big := []byte(`{"name":"` + strings.Repeat("x", 70<<10) + `"}`)
 		expectError(t, a.Call(t, "POST", createPath, big), 413, "request body too large")
 		// clientIdUrl is unique across the instance.
@@ -378,6 +382,26 @@ func TestManageClients(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOwnedClientsAreBounded: one user owns at most MaxOwnedClients under
+// one client; deleting one makes room again.
+func TestOwnedClientsAreBounded(t *testing.T) {
+	f := setup(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) }, appview.Config{})
+	a := f.alice
+	var last created
+	for i := range clients.MaxOwnedClients {
+		last, _ = create(t, a, map[string]any{"clientIdUrl": fmt.Sprintf("https://my.app.test/client-%d.json", i)})
+	}
+	expectError(t, a.Call(t, "POST", createPath, newClientBody(map[string]any{"clientIdUrl": "https://my.app.test/one-more.json"})),
+		400, fmt.Sprintf("a user may own at most %d API clients under one client", clients.MaxOwnedClients))
+	// Another user of the same client is not affected.
+	bob := f.user(t, f.parent, f.secret)
+	create(t, bob, map[string]any{"clientIdUrl": "https://my.app.test/bob.json"})
+	if r := a.Call(t, "POST", deletePath, map[string]any{"id": last.Client.ID}); r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Raw)
+	}
+	create(t, a, map[string]any{"clientIdUrl": "https://my.app.test/one-more.json"})
 }
 
 // TestChildBuckets shows that each child has its own rate-limit bucket

@@ -12,8 +12,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -40,11 +42,12 @@ type Service struct {
 	pds     PDSWriter
 	indexer Indexer
 	log     *slog.Logger
+	now     func() time.Time
 }
 
 // New returns the service.
-func New(pds PDSWriter, idx Indexer, log *slog.Logger) *Service {
-	return &Service{pds: pds, indexer: idx, log: log}
+func New(pds PDSWriter, idx Indexer, log *slog.Logger, now func() time.Time) *Service {
+	return &Service{pds: pds, indexer: idx, log: log, now: now}
 }
 
 // Answer is the PDS's answer to a write, passed on unchanged.
@@ -88,6 +91,7 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 		resp   []byte
 		res    *oauth.WriteResult
 		err    error
+		rkey   string // of a put; a create's comes from the PDS
 	)
 	op := storage.OpCreate
 	if hasURI {
@@ -103,7 +107,8 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 			return Answer{}, errNotYours
 		}
 		op = storage.OpUpdate
-		status, resp, res, err = s.pds.PutRecord(ctx, caller.Session.ID, caller.DID, collection, uri.RecordKey().String(), record, "")
+		rkey = uri.RecordKey().String()
+		status, resp, res, err = s.pds.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
 	} else {
 		status, resp, res, err = s.pds.CreateRecord(ctx, caller.Session.ID, collection, record, "")
 	}
@@ -116,24 +121,58 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
 	}
 	if status == http.StatusOK && res != nil {
-		s.index(ctx, caller.DID, collection, op, res, record)
+		s.index(ctx, caller.DID, collection, rkey, op, res, record)
 	}
 	return Answer{Status: status, Body: resp}, nil
 }
 
+// maxRevAhead is how far in the future a commit's rev may be dated: a
+// PDS's clock may run a little ahead of ours, never by more.
+const maxRevAhead = 5 * time.Minute
+
 // index commits the written record so a read right after the write sees
 // it; a failure is logged (the PDS has the record; the stream will bring
-// it too).
-func (s *Service) index(ctx context.Context, did, collection string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) {
-	uri, err := syntax.ParseATURI(res.URI)
+// it too). What the PDS reports is checked against the request first: a
+// PDS that misreports the record's place or dates its rev far ahead is
+// not believed (the stream brings the record, if it exists).
+func (s *Service) index(ctx context.Context, did, collection, rkey string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) {
+	key, err := s.checkResult(did, collection, rkey, res)
 	if err != nil {
-		s.log.WarnContext(ctx, "PDS returned an unusable record URI", "uri", res.URI)
+		s.log.WarnContext(ctx, "not indexing a write the PDS misreported", "did", did, "uri", res.URI, "rev", res.Rev, "err", err)
 		return
 	}
-	change := storage.Change{Op: op, DID: did, Collection: collection, RKey: uri.RecordKey().String(), CID: res.CID,
+	change := storage.Change{Op: op, DID: did, Collection: collection, RKey: key, CID: res.CID,
 		Rev: res.Rev, Record: bytes.Clone(record)}
 	result, err := s.indexer.Write(ctx, "procedure", []storage.Change{change})
 	if err != nil || len(result.Rejected) > 0 {
 		s.log.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err, "rejected", len(result.Rejected))
 	}
+}
+
+// checkResult returns the record key of a write's result when the result
+// names a record of collection in did's repository (with key rkey, when
+// the write named one), a valid CID, and a valid rev dated no later than
+// maxRevAhead from now.
+func (s *Service) checkResult(did, collection, rkey string, res *oauth.WriteResult) (string, error) {
+	uri, err := syntax.ParseATURI(res.URI)
+	if err != nil || uri.RecordKey() == "" {
+		return "", fmt.Errorf("not a record URI: %q", res.URI)
+	}
+	if uri.Authority().String() != did || uri.Collection().String() != collection ||
+		(rkey != "" && uri.RecordKey().String() != rkey) {
+		return "", errors.New("the URI is not the record written")
+	}
+	if _, err := syntax.ParseCID(res.CID); err != nil {
+		return "", fmt.Errorf("cid: %w", err)
+	}
+	if res.Rev != "" {
+		tid, err := syntax.ParseTID(res.Rev)
+		if err != nil {
+			return "", fmt.Errorf("rev: %w", err)
+		}
+		if tid.Time().After(s.now().Add(maxRevAhead)) {
+			return "", fmt.Errorf("rev is dated %s, in the future", tid.Time().UTC().Format(time.RFC3339))
+		}
+	}
+	return uri.RecordKey().String(), nil
 }
