@@ -100,8 +100,9 @@ type Config struct {
 	// attempts, 2 s backoff doubling).
 	ScriptRetry RetryPolicy
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
-	// client with timeouts that refuses private and loopback addresses
-	// (except the hosts of PLCURL, RelayURL and JetstreamURL).
+	// client with timeouts that refuses private, loopback and other
+	// non-public addresses (except at the origins, scheme, host and port,
+	// of PLCURL, RelayURL and JetstreamURL).
 	HTTPClient *http.Client
 	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
 	// private addresses (local development, tests).
@@ -196,7 +197,8 @@ func (c Config) withDefaults() Config {
 		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
 			AllowPrivate: c.AllowPrivateNetworks,
 			// The operator chose these; they may live on a private network.
-			AllowHosts: []string{netguard.HostOf(c.PLCURL), netguard.HostOf(c.RelayURL), netguard.HostOf(c.JetstreamURL)},
+			// Only their origins: other ports of their hosts stay guarded.
+			AllowOrigins: []string{c.PLCURL, c.RelayURL, c.JetstreamURL},
 		})}
 	}
 	if c.Directory == nil {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/lexview/lexview/appview/internal/server"
 )
 
 // shutdownTimeout bounds the graceful stop after Run's context ends, and
@@ -54,8 +56,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           a.surfaces.All,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		// Above the front ends' own limit, which answers 431 in JSON.
+		MaxHeaderBytes: server.ServerMaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	a.state.mu.Lock()
 	if a.state.shutting { // Shutdown came first: do not serve

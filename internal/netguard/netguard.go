@@ -1,9 +1,12 @@
 // Package netguard makes the HTTP transport Lexview uses for outbound
 // calls whose targets come from users or the network (PDS endpoints in DID
-// documents, client metadata URLs, did:web hosts): it refuses to connect
-// to loopback, private, link-local and other non-public addresses, checked
-// on the resolved IP of every connection (so DNS rebinding cannot slip
-// past), except for hosts the operator configured explicitly.
+// documents, client metadata URLs, did:web hosts, scripts' http.*): it
+// refuses to connect to addresses that are not globally reachable
+// (loopback, private, link-local, every other row of the IANA
+// special-purpose address registries, and IPv6 forms that embed such an
+// IPv4 address), checked on the resolved IP of every connection so that
+// DNS rebinding cannot slip past, except for the origins (scheme, host
+// and port) the operator configured explicitly.
 package netguard
 
 import (
@@ -13,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -25,31 +29,39 @@ var ErrBlocked = errors.New("netguard: destination address is not public")
 type Options struct {
 	// AllowPrivate turns the guard off (local development and tests).
 	AllowPrivate bool
-	// AllowHosts are host names (or host:port) that may resolve to private
-	// addresses, e.g. a PLC directory or relay the operator runs locally.
+	// AllowOrigins are URLs whose origins may be reached whatever address
+	// they resolve to, e.g. a PLC directory or relay the operator runs
+	// locally. Only the scheme, host and port count (ws and wss are http
+	// and https, default ports made explicit): "http://vm:2582/x" allows
+	// http://vm:2582 and nothing else on vm. Entries that are not absolute
+	// http, https, ws or wss URLs allow nothing.
+	AllowOrigins []string
+	// AllowHosts are host names (or host:port) that may resolve to
+	// non-public addresses; a bare host name allows every port and scheme
+	// on it. Prefer AllowOrigins.
 	AllowHosts []string
 	// DialTimeout bounds connection set-up; default 10s.
 	DialTimeout time.Duration
 }
 
-// cgnat is the shared address space of RFC 6598.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// Public reports whether addr is a public unicast address.
-func Public(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return addr.IsValid() && addr.IsGlobalUnicast() && !addr.IsPrivate() && !cgnat.Contains(addr)
-}
-
-// NewTransport returns an http.Transport with the guard and sensible
-// timeouts.
-func NewTransport(opt Options) *http.Transport {
+// NewTransport returns an http.RoundTripper with the guard and sensible
+// timeouts. A request to an allowed origin connects to whatever address
+// its host resolves to; any other request, including each redirect hop,
+// connects only to public addresses.
+func NewTransport(opt Options) http.RoundTripper {
 	if opt.DialTimeout <= 0 {
 		opt.DialTimeout = 10 * time.Second
 	}
-	allowed := map[string]bool{}
+	g := &guard{origins: map[string]string{}, hosts: map[string]bool{}, allowAll: opt.AllowPrivate}
+	for _, raw := range opt.AllowOrigins {
+		if u, err := url.Parse(raw); err == nil {
+			if origin, addr, ok := originOf(u); ok {
+				g.origins[origin] = addr
+			}
+		}
+	}
 	for _, h := range opt.AllowHosts {
-		allowed[strings.ToLower(h)] = true
+		g.hosts[strings.ToLower(h)] = true
 	}
 	open := &net.Dialer{Timeout: opt.DialTimeout, KeepAlive: 30 * time.Second}
 	guarded := &net.Dialer{Timeout: opt.DialTimeout, KeepAlive: 30 * time.Second, Control: control}
@@ -57,26 +69,30 @@ func NewTransport(opt Options) *http.Transport {
 	t.MaxIdleConnsPerHost = 16
 	t.ResponseHeaderTimeout = 30 * time.Second
 	t.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, err
-		}
-		if opt.AllowPrivate || allowed[strings.ToLower(host)] || allowed[strings.ToLower(address)] {
+		if g.open(ctx, address) {
 			return open.DialContext(ctx, network, address)
 		}
 		return guarded.DialContext(ctx, network, address)
 	}
-	return t
+	g.base = t
+	return g
 }
 
-// control runs on the resolved address of every connection attempt.
+// NewClient returns an HTTP client over NewTransport(opt) with an overall
+// timeout per request: the client every component falls back to when it
+// is given none, so that nothing reaches the network unguarded.
+func NewClient(opt Options, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: NewTransport(opt)}
+}
+
+// control runs on the resolved address of every guarded connection attempt.
 func control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrBlocked, address)
 	}
-	if !Public(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrBlocked, ap.Addr())
+	if why := classify(ap.Addr()); why != "" {
+		return fmt.Errorf("%w: %s: %s", ErrBlocked, ap.Addr(), why)
 	}
 	return nil
 }
@@ -95,11 +111,4 @@ func HostOf(rawURL string) string {
 		return h
 	}
 	return rest
-}
-
-// NewClient returns an HTTP client over NewTransport(opt) with an overall
-// timeout per request: the client every component falls back to when it
-// is given none, so that nothing reaches the network unguarded.
-func NewClient(opt Options, timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: NewTransport(opt)}
 }

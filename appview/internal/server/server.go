@@ -137,8 +137,9 @@ func New(svc Services, p Parts) *Surfaces {
 	all := http.NewServeMux()
 	all.Handle("/admin/", am)
 	all.Handle("/", pub)
+	wrap := func(h http.Handler) http.Handler { return limitHeaders(respond.Recover(log, h)) }
 	return &Surfaces{
-		All: respond.Recover(log, all), Public: respond.Recover(log, pub), Admin: respond.Recover(log, adm),
+		All: wrap(all), Public: wrap(pub), Admin: wrap(adm),
 		AdminRoutes: am.Mounted(), xrpc: xh,
 	}
 }
