@@ -67,6 +67,8 @@ type App struct {
 
 	life  lifecycle // the background work, started and stopped in order
 	state appState
+
+	claimToken string // lets an admin request claim a fresh instance (ClaimWithToken)
 }
 
 // New builds an App: it opens (or adopts) the store, applies migrations,
@@ -187,6 +189,9 @@ func (a *App) build(ctx context.Context) error {
 	if cfg.ClientIdentifier == nil {
 		a.cfg.ClientIdentifier = a.clients
 	}
+	if cfg.AdminClaim == ClaimWithToken {
+		a.claimToken = newClaimToken()
+	}
 	a.svc = a.newServices()
 	if err := a.svc.Instance.RunScheduledVacuum(ctx); err != nil {
 		return fmt.Errorf("scheduled vacuum: %w", err)
@@ -194,7 +199,7 @@ func (a *App) build(ctx context.Context) error {
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
 		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),
-		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences},
+		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.serviceAuthAudiences()},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
 	}
 	a.surfaces = a.routes()

@@ -37,7 +37,7 @@ func Bootstrap(ctx context.Context, cfg Config, did string, forceNewKey bool) (s
 	if err := store.Migrate(ctx); err != nil {
 		return "", fmt.Errorf("migrate: %w", err)
 	}
-	svc := admins.New(store, eventlog.New(store, cfg.Now, cfg.Logger), cfg.Now, cfg.Logger)
+	svc := admins.New(store, eventlog.New(store, cfg.Now, cfg.Logger), cfg.Now, cfg.Logger, admins.ClaimPolicy{})
 	return svc.Bootstrap(ctx, d, forceNewKey)
 }
 

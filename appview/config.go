@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/serviceauth"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/script/luascript"
@@ -136,9 +139,77 @@ type Config struct {
 	// backfill job's progress) sends a keepalive comment; default 15 s.
 	StreamKeepalive time.Duration
 
-	// ServiceAuthAudiences, when set, restricts the `aud` of service-auth
-	// JWTs accepted by the admin API (for example the instance's did:web).
+	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
+	// (admin API and XRPC) besides the instance's own DID, which is always
+	// accepted (see InstanceDID): service DIDs, each also accepted with a
+	// service fragment (did:web:example.com#bsky_appview). AnyAudience
+	// accepts every audience, as the interface specification's rule reads;
+	// a token minted for another service then works here too.
 	ServiceAuthAudiences []string
+
+	// AdminClaim is how a fresh instance, with no admin user yet, gets its
+	// super user; default ClaimWithToken.
+	AdminClaim ClaimMode
+}
+
+// AnyAudience in Config.ServiceAuthAudiences accepts service-auth JWTs
+// whatever their audience.
+const AnyAudience = serviceauth.AnyAudience
+
+// ClaimMode says how a fresh instance gets its super user.
+type ClaimMode string
+
+// The claim modes.
+const (
+	// ClaimWithToken: the first authenticated admin request that also
+	// carries the claim token (header X-Claim-Token) makes its caller the
+	// super user. The token is made at start, logged and given by
+	// App.ClaimToken; `appview admin bootstrap` works too.
+	ClaimWithToken ClaimMode = "token"
+	// ClaimFirstRequest: the first authenticated admin request makes its
+	// caller the super user, as the interface specification reads. Anyone
+	// who can reach the instance first owns it.
+	ClaimFirstRequest ClaimMode = "first-request"
+	// ClaimByCommand: only `appview admin bootstrap` (appview.Bootstrap)
+	// makes the super user.
+	ClaimByCommand ClaimMode = "command"
+)
+
+// InstanceDID is the instance's DID: did:web of the host of PublicURL
+// (a port is percent-encoded, as did:web requires).
+func (c Config) InstanceDID() string {
+	u, err := url.Parse(c.publicURL())
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return "did:web:" + strings.ReplaceAll(strings.ToLower(u.Host), ":", "%3A")
+}
+
+// publicURL is PublicURL or its default, http://Host:Port.
+func (c Config) publicURL() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	host, port := c.Host, c.Port
+	if host == "" {
+		host = DefaultHost
+	}
+	switch {
+	case port == 0:
+		port = DefaultPort
+	case port < 0:
+		port = 0
+	}
+	return "http://" + host + ":" + strconv.Itoa(port)
+}
+
+// serviceAuthAudiences is the instance's DID and the configured audiences.
+func (c Config) serviceAuthAudiences() []string {
+	auds := []string{}
+	if did := c.InstanceDID(); did != "" {
+		auds = append(auds, did)
+	}
+	return append(auds, c.ServiceAuthAudiences...)
 }
 
 // withStorageDefaults fills in what opening the database needs: its URL,
@@ -165,12 +236,9 @@ func (c Config) withDefaults() Config {
 	if c.Port == 0 {
 		c.Port = DefaultPort
 	}
-	if c.PublicURL == "" {
-		port := c.Port
-		if port < 0 {
-			port = 0
-		}
-		c.PublicURL = "http://" + c.Host + ":" + strconv.Itoa(port)
+	c.PublicURL = c.publicURL()
+	if c.AdminClaim == "" {
+		c.AdminClaim = ClaimWithToken
 	}
 	if c.JetstreamURL == "" {
 		c.JetstreamURL = DefaultJetstreamURL
@@ -224,6 +292,11 @@ func (c Config) validate() error {
 	}
 	if c.DefaultRateLimitCapacity < 0 || c.DefaultRateLimitRefillRate < 0 {
 		return errors.New("rate-limit defaults must not be negative")
+	}
+	switch c.AdminClaim {
+	case ClaimWithToken, ClaimFirstRequest, ClaimByCommand:
+	default:
+		return fmt.Errorf("admin claim mode %q is not one of %q, %q, %q", c.AdminClaim, ClaimWithToken, ClaimFirstRequest, ClaimByCommand)
 	}
 	if c.Port > 65535 || c.Port < -1 {
 		return fmt.Errorf("port %d out of range", c.Port)

@@ -201,6 +201,9 @@ func (a *App) start(ctx context.Context, n int, fresh bool) error {
 		return err
 	}
 	if n == len(a.life.parts) {
+		if !a.state.started {
+			a.announceClaim(ctx)
+		}
 		a.state.started = true
 	}
 	return nil

@@ -23,7 +23,7 @@ func (a *App) newServices() *server.Services {
 	return &server.Services{
 		Clients: a.clientManager,
 		Events:  a.events,
-		Admins:  admins.New(a.store, a.events, a.cfg.Now, a.log),
+		Admins:  admins.New(a.store, a.events, a.cfg.Now, a.log, a.claimPolicy()),
 		Lexicons: lexicons.New(lexicons.Options{
 			Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
 		}),

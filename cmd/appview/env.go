@@ -82,6 +82,7 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 			cfg.ServiceAuthAudiences = append(cfg.ServiceAuthAudiences, aud)
 		}
 	}
+	cfg.AdminClaim = appview.ClaimMode(getenv("ADMIN_CLAIM"))
 	cfg.AllowPrivateNetworks = getenv("ALLOW_PRIVATE_NETWORKS") == "true"
 	var errs []error
 	intVar := func(name string, dst *int) {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,7 +31,9 @@ func NewAuthenticator(jwt *serviceauth.Verifier, cookies *session.Codec, svc *ad
 
 var (
 	errNoCredentials = fail.New(fail.Unauthenticated, "authentication required")
-	errBadToken      = fail.New(fail.Unauthenticated, "invalid service auth token")
+	// errBoundToMethod refuses a service-auth token minted for one XRPC
+	// method (lxm): it was given to call that method, not to administer.
+	errBoundToMethod = fmt.Errorf("%w: a token bound to a method (lxm) is not accepted on the admin API", serviceauth.ErrInvalidToken)
 	errBadSession    = fail.New(fail.Unauthenticated, "invalid session")
 	errBadScheme     = fail.New(fail.Unauthenticated, "unsupported authorization scheme")
 )
@@ -47,11 +50,14 @@ func (a *Authenticator) Authenticate(r *http.Request) (*admins.Principal, error)
 			return a.admins.ByKey(ctx, cred)
 		}
 		claims, err := a.jwt.Verify(ctx, cred)
-		if err != nil {
-			a.log.DebugContext(ctx, "service auth refused", "err", err)
-			return nil, errBadToken
+		if err == nil && claims.Method != "" {
+			err = errBoundToMethod
 		}
-		return a.admins.ByDID(ctx, claims.Issuer)
+		if err != nil {
+			a.log.DebugContext(ctx, "service auth refused", "err", err, "cause", serviceauth.Cause(err))
+			return nil, fail.Wrap(fail.Unauthenticated, err.Error(), err)
+		}
+		return a.admins.ByDID(ctx, claims.Issuer, r.Header.Get(admins.ClaimTokenHeader))
 	}
 	did, err := a.cookies.FromRequest(r)
 	if errors.Is(err, http.ErrNoCookie) {
@@ -60,5 +66,5 @@ func (a *Authenticator) Authenticate(r *http.Request) (*admins.Principal, error)
 	if err != nil {
 		return nil, errBadSession
 	}
-	return a.admins.ByDID(ctx, did)
+	return a.admins.ByDID(ctx, did, r.Header.Get(admins.ClaimTokenHeader))
 }

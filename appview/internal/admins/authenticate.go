@@ -44,11 +44,12 @@ func (s *Service) ByKey(ctx context.Context, secret string) (*Principal, error) 
 
 // ByDID authenticates a DID proven by the front end (a service-auth JWT,
 // the session cookie): its admin user, or, on a fresh instance with no
-// admin user yet, the super user it becomes (ClaimFirst).
-func (s *Service) ByDID(ctx context.Context, did syntax.DID) (*Principal, error) {
+// admin user yet, the super user it becomes when the claim policy lets a
+// request carrying claimToken claim the instance.
+func (s *Service) ByDID(ctx context.Context, did syntax.DID, claimToken string) (*Principal, error) {
 	user, err := s.store.GetAdminUserByDID(ctx, did.String())
 	if errors.Is(err, storage.ErrNotFound) {
-		user, err = s.ClaimFirst(ctx, did)
+		user, err = s.claim(ctx, did, claimToken)
 	}
 	if err != nil {
 		return nil, err

@@ -16,16 +16,18 @@ import (
 
 // Service manages admin users and admin API keys.
 type Service struct {
-	store   storage.AdminStore
-	events  *eventlog.Log
-	now     func() time.Time
-	log     *slog.Logger
-	touched touches
+	store       storage.AdminStore
+	events      *eventlog.Log
+	now         func() time.Time
+	log         *slog.Logger
+	claimPolicy ClaimPolicy
+	touched     touches
 }
 
-// New returns the service over store, recording its actions in events.
-func New(store storage.AdminStore, events *eventlog.Log, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{store: store, events: events, now: now, log: log}
+// New returns the service over store, recording its actions in events; a
+// fresh instance is claimed as claim allows.
+func New(store storage.AdminStore, events *eventlog.Log, now func() time.Time, log *slog.Logger, claim ClaimPolicy) *Service {
+	return &Service{store: store, events: events, now: now, log: log, claimPolicy: claim}
 }
 
 // ErrBootstrapRefused is matched (errors.Is) by the error Bootstrap
@@ -101,7 +103,7 @@ func (s *Service) ClaimFirst(ctx context.Context, did syntax.DID) (storage.Admin
 	}
 	user, err := s.store.GetAdminUserByDID(ctx, did.String())
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.AdminUser{}, fail.New(fail.Forbidden, "forbidden")
+		return storage.AdminUser{}, errForbidden
 	}
 	return user, err
 }

@@ -34,11 +34,26 @@ type Verifier struct {
 	Directory identity.Directory
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Audiences, when non-empty, lists the accepted `aud` values.
+	// Audiences lists the accepted `aud` values: service DIDs, each also
+	// accepted with a service fragment (did:web:example.com#bsky_appview).
+	// AnyAudience accepts every token whatever its audience; an empty list
+	// accepts none.
 	Audiences []string
 
 	mu        sync.Mutex
 	refreshed map[syntax.DID]time.Time // last forced refresh per issuer
+}
+
+// AnyAudience in Verifier.Audiences accepts tokens for any audience.
+const AnyAudience = "*"
+
+// acceptsAudience reports whether aud names this service.
+func (v *Verifier) acceptsAudience(aud string) bool {
+	if slices.Contains(v.Audiences, AnyAudience) {
+		return true
+	}
+	did, fragment, hasFragment := strings.Cut(aud, "#")
+	return aud != "" && (!hasFragment || fragment != "") && slices.Contains(v.Audiences, did)
 }
 
 // Claims are the verified claims of a token.
@@ -64,8 +79,28 @@ type payload struct {
 // refusedTypes are token types that are never service auth.
 var refusedTypes = []string{"at+jwt", "refresh+jwt", "dpop+jwt"}
 
+// tokenError is a refusal: its text says why, and is safe to show to the
+// caller; the cause, when there is one, is for the logs only.
+type tokenError struct {
+	reason string
+	cause  error
+}
+
+func (e *tokenError) Error() string   { return ErrInvalidToken.Error() + ": " + e.reason }
+func (e *tokenError) Unwrap() []error { return []error{ErrInvalidToken, e.cause} }
+
+// Cause returns what made a refusal happen beyond its stated reason (a
+// resolution failure), for logging; nil when there is nothing more.
+func Cause(err error) error {
+	var te *tokenError
+	if errors.As(err, &te) {
+		return te.cause
+	}
+	return nil
+}
+
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidToken, fmt.Sprintf(format, args...))
+	return &tokenError{reason: fmt.Sprintf(format, args...)}
 }
 
 // Parse decodes a token and checks everything but its signature: the
@@ -121,8 +156,8 @@ func (v *Verifier) Parse(token string) (Claims, []byte, []byte, error) {
 	if err != nil {
 		return c, nil, nil, invalid("aud: %v", err)
 	}
-	if len(v.Audiences) > 0 && !slices.Contains(v.Audiences, aud) {
-		return c, nil, nil, invalid("audience %q not accepted", aud)
+	if !v.acceptsAudience(aud) {
+		return c, nil, nil, invalid("audience %q is not this service", aud)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(sig) != 64 {
@@ -173,12 +208,12 @@ func (v *Verifier) mayRefresh(did syntax.DID) bool {
 	return true
 }
 
-var errBadSignature = fmt.Errorf("%w: signature does not verify", ErrInvalidToken)
+var errBadSignature = invalid("signature does not verify")
 
 func (v *Verifier) checkSignature(ctx context.Context, did syntax.DID, alg string, signed, sig []byte) error {
 	ident, err := v.Directory.LookupDID(ctx, did)
 	if err != nil {
-		return invalid("resolve issuer %s: %v", did, err)
+		return &tokenError{reason: "the issuer's DID document could not be resolved", cause: err}
 	}
 	key, err := ident.PublicKey()
 	if err != nil {

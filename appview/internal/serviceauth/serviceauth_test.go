@@ -49,7 +49,8 @@ func newFixture(t *testing.T) *fixture {
 	plc := testenv.NewPLC(t)
 	base := &countingDirectory{Directory: &identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true}}
 	dir := identity.NewCacheDirectory(base, 1000, time.Hour, time.Minute, time.Minute)
-	return &fixture{plc: plc, base: base, verifier: &serviceauth.Verifier{Directory: dir, Now: func() time.Time { return now }}}
+	return &fixture{plc: plc, base: base, verifier: &serviceauth.Verifier{Directory: dir, Now: func() time.Time { return now },
+		Audiences: []string{"did:web:lexview.test"}}}
 }
 
 func claims(a *testenv.Account, extra map[string]any) map[string]any {
@@ -129,7 +130,7 @@ func TestExpiry(t *testing.T) {
 	mustRefuse(t, f.verifier, "fractional exp in its last second", a.JWT(t, nil, claims(a, map[string]any{"exp": float64(now.Unix()) + 0.5})))
 	// The same token is accepted until its expiry second and refused from it.
 	tok := a.JWT(t, nil, claims(a, map[string]any{"exp": now.Unix() + 10}))
-	v := serviceauth.Verifier{Directory: f.verifier.Directory}
+	v := serviceauth.Verifier{Directory: f.verifier.Directory, Audiences: f.verifier.Audiences}
 	v.Now = func() time.Time { return time.Unix(now.Unix()+9, 999_999_999) }
 	mustAccept(t, &v, "last instant", tok)
 	v.Now = func() time.Time { return time.Unix(now.Unix()+10, 0) }
@@ -156,7 +157,7 @@ func TestSignatureAndClaims(t *testing.T) {
 	mustRefuse(t, f.verifier, "iss not a DID", a.JWT(t, nil, claims(a, map[string]any{"iss": "alice.test"})))
 	mustRefuse(t, f.verifier, "unknown issuer", a.JWT(t, nil, claims(a, map[string]any{"iss": "did:plc:unregistered0000000000"})))
 	mustRefuse(t, f.verifier, "aud list of two", a.JWT(t, nil, claims(a, map[string]any{"aud": []string{"a", "b"}})))
-	mustAccept(t, f.verifier, "aud list of one", a.JWT(t, nil, claims(a, map[string]any{"aud": []string{"did:web:x"}})))
+	mustAccept(t, f.verifier, "aud list of one", a.JWT(t, nil, claims(a, map[string]any{"aud": []string{"did:web:lexview.test"}})))
 	for _, bad := range []string{"", "a.b", "a.b.c.d", "....", "!!.??.**", strings.Repeat("A", serviceauth.MaxTokenSize+1)} {
 		mustRefuse(t, f.verifier, "malformed "+bad[:min(len(bad), 10)], bad)
 	}
@@ -171,8 +172,40 @@ func TestAudiences(t *testing.T) {
 	mustAccept(t, &v, "second listed audience", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:other.test"})))
 	mustRefuse(t, &v, "other audience", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:evil.test"})))
 	mustRefuse(t, &v, "no audience", a.JWT(t, nil, claims(a, map[string]any{"aud": nil})))
-	// Without a restriction any audience is accepted.
-	mustAccept(t, f.verifier, "unrestricted", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:evil.test"})))
+	// A service fragment names a service of the DID (a PDS proxying with
+	// atproto-proxy: did:web:lexview.test#bsky_appview).
+	mustAccept(t, &v, "service fragment", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:lexview.test#bsky_appview"})))
+	mustRefuse(t, &v, "empty fragment", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:lexview.test#"})))
+	mustRefuse(t, &v, "other DID's fragment", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:evil.test#did:web:lexview.test"})))
+	// No audience configured: nothing is accepted.
+	none := serviceauth.Verifier{Directory: f.verifier.Directory, Now: f.verifier.Now}
+	mustRefuse(t, &none, "no audiences configured", a.JWT(t, nil, claims(a, nil)))
+	// AnyAudience: the interface specification's literal rule.
+	v.Audiences = []string{serviceauth.AnyAudience}
+	mustAccept(t, &v, "any audience", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:evil.test"})))
+	mustAccept(t, &v, "any audience, none given", a.JWT(t, nil, claims(a, map[string]any{"aud": nil})))
+}
+
+// TestRefusalsSayWhy: the refusal text names the reason, and never the
+// details of a resolution failure.
+func TestRefusalsSayWhy(t *testing.T) {
+	f := newFixture(t)
+	a := f.plc.NewAccount(t, false, "https://pds.test")
+	for _, tc := range []struct {
+		name, token, want string
+	}{
+		{"expired", a.JWT(t, nil, claims(a, map[string]any{"exp": now.Unix() - 1})), "invalid service auth token: token expired"},
+		{"audience", a.JWT(t, nil, claims(a, map[string]any{"aud": "did:web:evil.test"})), `invalid service auth token: audience "did:web:evil.test" is not this service`},
+		{"unknown issuer", a.JWT(t, nil, claims(a, map[string]any{"iss": "did:plc:unknownissuer0000000000"})), "invalid service auth token: the issuer's DID document could not be resolved"},
+	} {
+		_, err := f.verifier.Verify(context.Background(), tc.token)
+		if err == nil || err.Error() != tc.want || !errors.Is(err, serviceauth.ErrInvalidToken) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if tc.name == "unknown issuer" && serviceauth.Cause(err) == nil {
+			t.Errorf("%s: the cause is lost", tc.name)
+		}
+	}
 }
 
 // TestKeyRotation checks that the DID document is cached, and that a key

@@ -174,10 +174,14 @@ func (a *Account) JWT(t testing.TB, header, claims map[string]any) string {
 // in a minute.
 func (a *Account) ServiceAuth(t testing.TB) string {
 	return a.JWT(t, nil, map[string]any{
-		"iss": a.DID.String(), "aud": "did:web:lexview.test", "exp": time.Now().Add(time.Minute).Unix(),
+		"iss": a.DID.String(), "aud": TestAudience, "exp": time.Now().Add(time.Minute).Unix(),
 		"iat": time.Now().Unix(), "jti": storage.NewID(),
 	})
 }
+
+// TestAudience is the `aud` of the service-auth JWTs accounts mint
+// (Account.ServiceAuth), accepted by every test instance.
+const TestAudience = "did:web:lexview.test"
 
 // Env is a running Lexview instance.
 type Env struct {
@@ -217,6 +221,8 @@ func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 		cfg.TokenEncryptionKey = TokenKey
 	}
 	cfg.AllowPrivateNetworks = true // stand-ins live on 127.0.0.1
+	// Account.ServiceAuth mints tokens for this audience.
+	cfg.ServiceAuthAudiences = append(cfg.ServiceAuthAudiences, TestAudience)
 	if cfg.EventLogRetentionDays == 0 {
 		// Tests seed entries with fixed past dates; the started App's purge
 		// worker must not remove them mid-test.
@@ -341,7 +347,8 @@ func (e *Env) Bootstrap(t testing.TB) *Admin {
 	t.Helper()
 	acct := e.PLC.NewAccount(t, false, "https://pds.test")
 	a := &Admin{Account: acct, env: e}
-	if r := a.Do(t, "GET", "/admin/lexicons", nil); r.Status != 200 {
+	h := append(Bearer(acct.ServiceAuth(t)), "X-Claim-Token", e.App.ClaimToken())
+	if r := e.Do(t, "GET", "/admin/lexicons", nil, h...); r.Status != 200 {
 		t.Fatalf("bootstrap request: %d %s", r.Status, r.Raw)
 	}
 	return a

@@ -101,7 +101,10 @@ func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller,
 	case strings.EqualFold(scheme, "Bearer"):
 		claims, err := a.ServiceAuth.Verify(r.Context(), strings.TrimSpace(cred))
 		if err != nil {
-			return nil, unauthorized(msgBadServiceAuth)
+			return nil, fail.Wrap(fail.Unauthenticated, err.Error(), err)
+		}
+		if method := strings.TrimPrefix(r.URL.Path, "/xrpc/"); claims.Method != "" && claims.Method != method {
+			return nil, unauthorized(msgBadServiceAuth + ": the token is bound to another method (lxm " + claims.Method + ")")
 		}
 		return &Caller{DID: claims.Issuer.String(), Via: ViaServiceAuth}, nil
 	}

@@ -316,8 +316,9 @@ func TestTransferSuper(t *testing.T) {
 	})
 }
 
-// TestBootstrapRace sends the first admin requests of eight DIDs at once:
-// exactly one becomes the super user, the others are refused.
+// TestBootstrapRace sends the first admin requests of eight DIDs at once,
+// each with the claim token: exactly one becomes the super user, the
+// others are refused.
 func TestBootstrapRace(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
@@ -330,6 +331,7 @@ func TestBootstrapRace(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Header.Set("Authorization", "Bearer "+acct.ServiceAuth(t))
+			req.Header.Set("X-Claim-Token", env.App.ClaimToken())
 			reqs[i] = req
 		}
 		statuses := make([]int, n)

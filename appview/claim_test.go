@@ -1,0 +1,180 @@
+package appview_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+const unclaimedMsg = "this instance has no admin yet: claim it with `appview admin bootstrap --did <your DID>`, " +
+	"or send the claim token printed at start-up in the X-Claim-Token header"
+
+// TestClaimNeedsTheToken: by default a fresh instance is not given to
+// whoever asks first. Its first admin request must carry the claim token
+// the start-up log shows (or the operator runs admin bootstrap).
+func TestClaimNeedsTheToken(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		var logs syncBuffer
+		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		token := env.App.ClaimToken()
+		if !strings.HasPrefix(token, "hvclaim_") || !strings.Contains(logs.String(), token) ||
+			!strings.Contains(logs.String(), "level=WARN msg=\"THIS INSTANCE HAS NO ADMIN YET") {
+			t.Fatalf("claim token %q; start-up log:\n%s", token, logs.String())
+		}
+		first := env.PLC.NewAccount(t, false, "https://pds.test")
+		ask := func(acct *testenv.Account, claim string) testenv.Response {
+			h := testenv.Bearer(acct.ServiceAuth(t))
+			if claim != "" {
+				h = append(h, "X-Claim-Token", claim)
+			}
+			return env.Do(t, "GET", "/admin/users", nil, h...)
+		}
+		for name, claim := range map[string]string{"no token": "", "wrong token": token + "x"} {
+			if r := ask(first, claim); r.Status != 403 || r.Error(t) != unclaimedMsg {
+				t.Fatalf("%s: %d %s", name, r.Status, r.Raw)
+			}
+		}
+		if users, _ := env.Store.ListAdminUsers(context.Background()); len(users) != 0 {
+			t.Fatalf("a refused request claimed the instance: %+v", users)
+		}
+		if r := ask(first, token); r.Status != 200 {
+			t.Fatalf("claim with the token: %d %s", r.Status, r.Raw)
+		}
+		// Claimed: the token is worth nothing now, and the message is the
+		// specification's.
+		if r := ask(env.PLC.NewAccount(t, false, "https://pds.test"), token); r.Status != 403 || r.Error(t) != "forbidden" {
+			t.Fatalf("second claim: %d %s", r.Status, r.Raw)
+		}
+		if r := ask(first, ""); r.Status != 200 {
+			t.Fatalf("the super user afterwards: %d %s", r.Status, r.Raw)
+		}
+		// No claim message once claimed: a restart says nothing.
+		var again syncBuffer
+		cfg := appview.Config{Store: env.Store, Logger: slog.New(slog.NewTextHandler(&again, nil)), JetstreamURL: "off",
+			TokenEncryptionKey: testenv.TokenKey, PLCURL: env.PLC.URL, AllowPrivateNetworks: true, RelayURL: "http://127.0.0.1:1"}
+		app, err := appview.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		app.Shutdown(context.Background())
+		if strings.Contains(again.String(), "NO ADMIN") {
+			t.Fatalf("a claimed instance announces a claim:\n%s", again.String())
+		}
+	})
+}
+
+// TestClaimModes: the specification's first-request rule stays available,
+// and an operator can allow only the command.
+func TestClaimModes(t *testing.T) {
+	store := storagetest.SQLite(t)
+	env := testenv.New(t, store, appview.Config{AdminClaim: appview.ClaimFirstRequest})
+	if env.App.ClaimToken() != "" {
+		t.Fatal("a claim token in first-request mode")
+	}
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(env.PLC.NewAccount(t, false, "https://pds.test").ServiceAuth(t))...); r.Status != 200 {
+		t.Fatalf("first request: %d %s", r.Status, r.Raw)
+	}
+
+	env = testenv.New(t, storagetest.SQLite(t), appview.Config{AdminClaim: appview.ClaimByCommand})
+	acct := env.PLC.NewAccount(t, false, "https://pds.test")
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(acct.ServiceAuth(t))...); r.Status != 403 || r.Error(t) != unclaimedMsg {
+		t.Fatalf("command mode, first request: %d %s", r.Status, r.Raw)
+	}
+	key, err := appview.Bootstrap(context.Background(), appview.Config{Store: env.Store}, acct.DID.String(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(key)...); r.Status != 200 {
+		t.Fatalf("the bootstrapped key: %d %s", r.Status, r.Raw)
+	}
+	if _, err := appview.New(appview.Config{Store: store, AdminClaim: "anyone"}); err == nil {
+		t.Fatal("an unknown claim mode was accepted")
+	}
+}
+
+// TestServiceAuthNamesThisService: an admin service-auth JWT must be for
+// this service (its DID, or an audience the operator added), and must not
+// be bound to an XRPC method.
+func TestServiceAuthNamesThisService(t *testing.T) {
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	admin := env.Bootstrap(t)
+	exp := time.Now().Add(time.Minute).Unix()
+	for _, tc := range []struct {
+		name   string
+		claims map[string]any
+		status int
+		msg    string
+	}{
+		{"this instance's DID", map[string]any{"aud": env.App.Config().InstanceDID()}, 200, ""},
+		{"a service of it", map[string]any{"aud": env.App.Config().InstanceDID() + "#bsky_appview"}, 200, ""},
+		{"an added audience", map[string]any{"aud": testenv.TestAudience}, 200, ""},
+		{"another service", map[string]any{"aud": "did:web:whatever.example"}, 401,
+			`invalid service auth token: audience "did:web:whatever.example" is not this service`},
+		{"no audience", map[string]any{}, 401, `invalid service auth token: audience "" is not this service`},
+		{"bound to a method", map[string]any{"aud": testenv.TestAudience, "lxm": "xyz.statusphere.getStatuses"}, 401,
+			"invalid service auth token: a token bound to a method (lxm) is not accepted on the admin API"},
+	} {
+		claims := map[string]any{"iss": admin.Account.DID.String(), "exp": exp}
+		for k, v := range tc.claims {
+			claims[k] = v
+		}
+		r := env.Do(t, "POST", "/admin/api-keys", map[string]any{"name": tc.name, "permissions": []string{"stats:read"}},
+			testenv.Bearer(admin.Account.JWT(t, nil, claims))...)
+		if tc.status == 200 && r.Status != 201 || tc.status != 200 && (r.Status != tc.status || r.Error(t) != tc.msg) {
+			t.Errorf("%s: %d %s", tc.name, r.Status, r.Raw)
+		}
+	}
+}
+
+// TestXRPCServiceAuthMethod: on XRPC a service-auth JWT bound to a method
+// (lxm) identifies its issuer only on that method.
+func TestXRPCServiceAuthMethod(t *testing.T) {
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	putNoteLexicons(t, env)
+	client, _ := env.NewClient(t, clients.NewClient{})
+	acct := env.PLC.NewAccount(t, false, "https://pds.test")
+	token := func(lxm string) string {
+		c := map[string]any{"iss": acct.DID.String(), "aud": env.App.Config().InstanceDID(), "exp": time.Now().Add(time.Minute).Unix()}
+		if lxm != "" {
+			c["lxm"] = lxm
+		}
+		return acct.JWT(t, nil, c)
+	}
+	for lxm, want := range map[string]int{"": 200, "app.test.listNotes": 200, "app.test.createNote": 401} {
+		r := env.Do(t, "GET", "/xrpc/app.test.listNotes", nil, append(testenv.Bearer(token(lxm)), "X-Client-Key", client.Key)...)
+		if r.Status != want {
+			t.Errorf("lxm %q: %d %s", lxm, r.Status, r.Raw)
+		}
+	}
+}
