@@ -152,13 +152,16 @@ func TestMisreportedWritesAreNotIndexed(t *testing.T) {
 			if indexed(uri) {
 				t.Errorf("%s: the misreported write %s was indexed", name, uri)
 			}
+			if why := r.Header.Get("Lexview-Not-Indexed"); !strings.HasPrefix(why, "the PDS's answer does not match the write: ") {
+				t.Errorf("%s: the answer does not say why the write is not indexed: %q", name, why)
+			}
 		}
 		// An honest answer is indexed, and a later version replaces it.
 		lie.Store(nil)
 		r := dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "honest"})
 		uri, _ := r.Object(t)["uri"].(string)
-		if r.Status != 200 || !indexed(uri) {
-			t.Fatalf("honest write: %d %s, indexed %v", r.Status, r.Raw, indexed(uri))
+		if r.Status != 200 || !indexed(uri) || r.Header.Get("Lexview-Not-Indexed") != "" {
+			t.Fatalf("honest write: %d %s %v, indexed %v", r.Status, r.Raw, r.Header, indexed(uri))
 		}
 		if r := dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"uri": uri, "text": "edited"}); r.Status != 200 {
 			t.Fatalf("edit: %d %s", r.Status, r.Raw)

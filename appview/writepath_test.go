@@ -236,3 +236,79 @@ func TestExpiredAccessToken(t *testing.T) {
 		t.Fatalf("expired token: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestProcedureValidatesAndReadsURI: an invalid record never reaches the
+// PDS; a body `uri` replaces a record only when it names one of the
+// caller's records of the procedure's collection, else it is a field.
+func TestProcedureValidatesAndReadsURI(t *testing.T) {
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	pds := oauthtest.New(t, oauthtest.Options{})
+	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
+	client, secret := env.NewClient(t, clients.NewClient{})
+	ctx := context.Background()
+	for _, up := range []lexicon.Upload{
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.bookmark","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"uri":{"type":"string"},"note":{"type":"string","maxLength":10}}}}}}`)},
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.saveBookmark","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.bookmark"},
+		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.getBookmarks","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.bookmark"},
+	} {
+		if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev := signIn(t, env, pds, client.Key, secret, did)
+
+	// Invalid: refused with the validation error, and the PDS never sees it.
+	r := dev.call(t, "POST", "/xrpc/app.test.saveBookmark", map[string]any{"uri": "https://a.example", "note": "far too long a note"})
+	if r.Status != 400 || !strings.HasPrefix(r.Error(t), "invalid record: ") {
+		t.Fatalf("invalid record: %d %s", r.Status, r.Raw)
+	}
+	r = dev.call(t, "POST", "/xrpc/app.test.saveBookmark", map[string]any{"uri": 42})
+	if r.Status != 400 || !strings.HasPrefix(r.Error(t), "invalid record: ") {
+		t.Fatalf("a uri field of the wrong type: %d %s", r.Status, r.Raw)
+	}
+	if n := len(pds.Writes()); n != 0 {
+		t.Fatalf("%d invalid writes reached the PDS", n)
+	}
+
+	// `uri` values that are not one of the caller's bookmarks are fields.
+	get := func(uri string) map[string]any {
+		t.Helper()
+		g := env.Do(t, "GET", "/xrpc/app.test.getBookmarks?uri="+uri, nil, "X-Client-Key", client.Key)
+		if g.Status != 200 {
+			t.Fatalf("get %s: %d %s", uri, g.Status, g.Raw)
+		}
+		rec, _ := g.Object(t)["record"].(map[string]any)
+		return rec
+	}
+	_ = get
+	var first string
+	for _, value := range []string{"https://a.example/page", "at://did:plc:someoneelse/app.test.bookmark/3kabcdefghij2",
+		"at://" + did + "/app.test.note/3kabcdefghij2", "at://" + did + "/app.test.bookmark"} {
+		r := dev.call(t, "POST", "/xrpc/app.test.saveBookmark", map[string]any{"uri": value})
+		if r.Status != 200 {
+			t.Fatalf("bookmark of %s: %d %s", value, r.Status, r.Raw)
+		}
+		uri, _ := r.Object(t)["uri"].(string)
+		stored, onPDS := pds.Record(uri)
+		var fields map[string]any
+		_ = json.Unmarshal(stored.Value, &fields)
+		if !onPDS || fields["uri"] != value {
+			t.Fatalf("bookmark of %s stored %s", value, stored.Value)
+		}
+		get(uri) // indexed (served with its AT URI as `uri`, the read shape)
+		if first == "" {
+			first = uri
+		}
+	}
+	// The AT URI of one of the caller's bookmarks replaces it.
+	r = dev.call(t, "POST", "/xrpc/app.test.saveBookmark", map[string]any{"uri": first, "note": "edited"})
+	if r.Status != 200 || r.Object(t)["uri"] != first {
+		t.Fatalf("replace: %d %s", r.Status, r.Raw)
+	}
+	if stored, _ := pds.Record(first); !strings.Contains(string(stored.Value), `"note":"edited"`) || strings.Contains(string(stored.Value), `"uri"`) {
+		t.Fatalf("replaced record on the PDS: %s", stored.Value)
+	}
+	if len(pds.Writes()) != 5 {
+		t.Fatalf("writes on the PDS: %d, want 5", len(pds.Writes()))
+	}
+}

@@ -367,16 +367,27 @@ func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
 	if c.CID == "" || len(c.Record) == 0 {
 		return errors.New("write lacks a CID or record")
 	}
-	if w.opt.ValidationOff != nil && w.opt.ValidationOff(c.Collection) {
-		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+	return w.checkRecord(snap, c.Collection, c.Record)
+}
+
+// CheckRecord reports why a record of collection would be refused when
+// written (nil when it would not): the validation every write meets,
+// without writing. A procedure asks before the record reaches the PDS.
+func (w *Writer) CheckRecord(collection string, record json.RawMessage) error {
+	return w.checkRecord(w.lexicons.Snapshot(), collection, record)
+}
+
+func (w *Writer) checkRecord(snap *lexicon.Snapshot, collection string, record json.RawMessage) error {
+	if w.opt.ValidationOff != nil && w.opt.ValidationOff(collection) {
+		if l, ok := snap.Get(collection); !ok || l.Kind != lexicon.KindRecord {
 			return lexicon.ErrNoRecordLexicon
 		}
-		if !json.Valid(c.Record) {
+		if !json.Valid(record) {
 			return errors.New("record is not JSON")
 		}
 		return nil
 	}
-	return snap.ValidateRecord(c.Collection, c.Record)
+	return snap.ValidateRecord(collection, record)
 }
 
 // reject counts a refused change and logs it, at most once per collection

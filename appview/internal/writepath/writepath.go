@@ -32,9 +32,11 @@ type PDSWriter interface {
 	PutRecord(ctx context.Context, sessionID, repo, collection, rkey string, record json.RawMessage, swapRecord string) (int, []byte, *oauth.WriteResult, error)
 }
 
-// Indexer commits a change and waits for it (the batch writer).
+// Indexer commits a change and waits for it (the batch writer), and says
+// beforehand whether it would accept a record.
 type Indexer interface {
 	Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
+	CheckRecord(collection string, record json.RawMessage) error
 }
 
 // Service writes procedure records to users' PDSes.
@@ -54,22 +56,25 @@ func New(pds PDSWriter, idx Indexer, log *slog.Logger, now func() time.Time) *Se
 type Answer struct {
 	Status int
 	Body   []byte
+	// NotIndexed says why a write the PDS accepted was not indexed before
+	// the answer ("" when it was).
+	NotIndexed string
 }
 
 var (
 	errNoSession     = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
 	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
 	errBadBody       = fail.New(fail.Invalid, "invalid request body")
-	errBadURI        = fail.New(fail.Invalid, "invalid AT URI")
-	errNotYours      = fail.New(fail.Forbidden, "the record is not in the caller's repository and collection")
 	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
 	errUpstreamWrite = fail.New(fail.BadGateway, "upstream PDS failure")
 )
 
 // Write makes body (a JSON object) a record of collection in the caller's
-// repository: created, or, when body names its `uri`, replaced. It returns
-// the PDS's answer; a PDS that answers with an error status is an Answer
-// too, not an error.
+// repository: created, or replaced when body's `uri` is the AT URI of a
+// record of collection in the caller's repository (see replaceTarget).
+// The record is validated first, as indexing it will be: an invalid one
+// never reaches the PDS. It returns the PDS's answer; a PDS that answers
+// with an error status is an Answer too, not an error.
 func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (Answer, error) {
 	if caller == nil || caller.Session == nil {
 		return Answer{}, errNoSession
@@ -81,33 +86,25 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return Answer{}, errBadBody
 	}
-	rawURI, hasURI := fields["uri"]
-	delete(fields, "uri")
+	rkey := replaceTarget(fields, caller.DID, collection)
+	if rkey != "" {
+		delete(fields, "uri")
+	}
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
+	if err := s.indexer.CheckRecord(collection, record); err != nil {
+		return Answer{}, fail.Wrap(fail.Invalid, "invalid record: "+err.Error(), err)
+	}
 
 	var (
 		status int
 		resp   []byte
 		res    *oauth.WriteResult
 		err    error
-		rkey   string // of a put; a create's comes from the PDS
 	)
 	op := storage.OpCreate
-	if hasURI {
-		var raw string
-		if json.Unmarshal(rawURI, &raw) != nil {
-			return Answer{}, errBadURI
-		}
-		uri, perr := syntax.ParseATURI(raw)
-		if perr != nil || uri.RecordKey() == "" {
-			return Answer{}, errBadURI
-		}
-		if uri.Authority().String() != caller.DID || uri.Collection().String() != collection {
-			return Answer{}, errNotYours
-		}
+	if rkey != "" {
 		op = storage.OpUpdate
-		rkey = uri.RecordKey().String()
 		status, resp, res, err = s.pds.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
 	} else {
 		status, resp, res, err = s.pds.CreateRecord(ctx, caller.Session.ID, collection, record, "")
@@ -120,10 +117,32 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 		s.log.ErrorContext(ctx, "proxying a procedure failed", "err", err)
 		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
 	}
+	ans := Answer{Status: status, Body: resp}
 	if status == http.StatusOK && res != nil {
-		s.index(ctx, caller.DID, collection, rkey, op, res, record)
+		ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
 	}
-	return Answer{Status: status, Body: resp}, nil
+	return ans, nil
+}
+
+// replaceTarget returns the record key a body's `uri` names when it is the
+// AT URI of a record of collection in did's repository: the body then
+// replaces that record. Otherwise (absent, not a string, another
+// repository or collection, no record key) `uri` is a field of the record
+// like any other, and "" is returned.
+func replaceTarget(fields map[string]json.RawMessage, did, collection string) string {
+	raw, ok := fields["uri"]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	uri, err := syntax.ParseATURI(s)
+	if err != nil || uri.RecordKey() == "" || uri.Authority().String() != did || uri.Collection().String() != collection {
+		return ""
+	}
+	return uri.RecordKey().String()
 }
 
 // maxRevAhead is how far in the future a commit's rev may be dated: a
@@ -131,22 +150,28 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 const maxRevAhead = 5 * time.Minute
 
 // index commits the written record so a read right after the write sees
-// it; a failure is logged (the PDS has the record; the stream will bring
-// it too). What the PDS reports is checked against the request first: a
+// it, and otherwise returns why not (the PDS has the record; the stream
+// brings it unless it is invalid). What the PDS reports is checked against the request first: a
 // PDS that misreports the record's place or dates its rev far ahead is
 // not believed (the stream brings the record, if it exists).
-func (s *Service) index(ctx context.Context, did, collection, rkey string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) {
+func (s *Service) index(ctx context.Context, did, collection, rkey string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) string {
 	key, err := s.checkResult(did, collection, rkey, res)
 	if err != nil {
 		s.log.WarnContext(ctx, "not indexing a write the PDS misreported", "did", did, "uri", res.URI, "rev", res.Rev, "err", err)
-		return
+		return "the PDS's answer does not match the write: " + err.Error()
 	}
 	change := storage.Change{Op: op, DID: did, Collection: collection, RKey: key, CID: res.CID,
 		Rev: res.Rev, Record: bytes.Clone(record)}
 	result, err := s.indexer.Write(ctx, "procedure", []storage.Change{change})
-	if err != nil || len(result.Rejected) > 0 {
-		s.log.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err, "rejected", len(result.Rejected))
+	switch {
+	case err != nil:
+		s.log.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err)
+		return "indexing failed; the event stream will bring the record"
+	case len(result.Rejected) > 0:
+		s.log.WarnContext(ctx, "a written record was refused by validation", "uri", res.URI, "err", result.Rejected[0].Err)
+		return "refused by validation: " + result.Rejected[0].Err.Error()
 	}
+	return ""
 }
 
 // checkResult returns the record key of a write's result when the result

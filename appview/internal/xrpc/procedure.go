@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/userauth"
@@ -13,6 +14,10 @@ import (
 
 // MaxProcedureBody bounds a procedure's JSON body.
 const MaxProcedureBody = 1 << 20
+
+// NotIndexedHeader, on a procedure's successful answer, says why the
+// record the PDS accepted is not indexed yet (it is absent when it is).
+const NotIndexedHeader = "Lexview-Not-Indexed"
 
 // Writer writes a procedure's record to the caller's PDS (the write-path
 // service).
@@ -41,6 +46,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if ans.NotIndexed != "" {
+		w.Header().Set(NotIndexedHeader, clipHeader(ans.NotIndexed))
+	}
 	w.WriteHeader(ans.Status)
 	_, _ = w.Write(ans.Body)
 }
@@ -50,4 +58,18 @@ func (p *Proxy) log() *slog.Logger {
 		return p.Logger
 	}
 	return slog.Default()
+}
+
+// clipHeader bounds a header value made of error text to 256 bytes, on a
+// UTF-8 boundary.
+func clipHeader(v string) string {
+	const max = 256
+	if len(v) <= max {
+		return v
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…"
 }
