@@ -17,7 +17,7 @@ const (
 	// across newlines by further '' segments under the same rules) and
 	// $tag$ dollar quoting; "" quotes identifiers; -- comments end at a
 	// newline or carriage return; /* */ nests. Standard-conforming strings
-	// are assumed (BeginRaw sets them).
+	// are assumed (RunRaw sets them).
 	SyntaxPostgres
 )
 
