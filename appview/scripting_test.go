@@ -248,6 +248,71 @@ func TestScriptFailures(t *testing.T) {
 	})
 }
 
+// TestScriptRawSQLAllowList: db.raw reads only the records table, the
+// record tombstones and the documented views; another lexicon's script or
+// a trigger-keyed script's source cannot be read, however the statement is
+// spelt (security finding 9).
+func TestScriptRawSQLAllowList(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		e := newScriptEnv(t, open(t))
+		e.seed(t, 3)
+		const secret = "inline-secret-4711"
+		if _, _, err := e.App.Lexicons().Put(context.Background(), lexicon.Upload{
+			Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.count","defs":{"main":{"type":"query"}}}`),
+			TargetCollection: "app.test.note",
+			Script:           `local token = "` + secret + `" function handle() return {} end`,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.setScript(t, "xrpc.query:app.test.nothing", `local token = "`+secret+`" function handle() return {} end`)
+		e.setScript(t, "xrpc.query:app.test.feed", `function handle()
+			local ok, res = pcall(db.raw, params.q)
+			if ok then return {ok = true, rows = res} end
+			return {ok = false, err = tostring(res)}
+		end`)
+		run := func(q string) (bool, string, string) {
+			t.Helper()
+			r := e.get(t, "/xrpc/app.test.feed?q="+urlQuery(q))
+			var out struct {
+				OK  bool   `json:"ok"`
+				Err string `json:"err"`
+			}
+			r.JSON(t, &out)
+			return out.OK, out.Err, string(r.Raw)
+		}
+		for _, q := range []string{
+			`SELECT script FROM lexicons`,
+			`SELECT * FROM lexicons`,
+			`select "script" from "LEXICONS"`,
+			`SELECT id FROM lexicons WHERE script LIKE '%secret%'`,
+			`SELECT uri FROM records UNION ALL SELECT script FROM lexicons`,
+			`WITH l AS (SELECT * FROM lexicons) SELECT * FROM l`,
+			`SELECT * FROM records WHERE uri IN (SELECT script FROM /* x */ lexicons)`,
+			`SELECT source FROM scripts`,
+			`SELECT * FROM script_variables`,
+			`SELECT * FROM dead_letters`,
+			`SELECT * FROM main.lexicons`,
+			`SELECT * FROM public.lexicons`,
+			`SELECT * FROM sqlite_master`,
+			`SELECT * FROM pg_catalog.pg_proc`,
+			`SELECT * FROM information_schema.columns`,
+		} {
+			ok, msg, raw := run(q)
+			if ok || !strings.Contains(msg, "raw SQL refused") || strings.Contains(raw, secret) {
+				t.Errorf("db.raw(%q): %s", q, raw)
+			}
+		}
+		if ok, msg, raw := run(`SELECT id, target_collection FROM lexicon_info WHERE id = 'app.test.count'`); !ok ||
+			!strings.Contains(raw, `"target_collection":"app.test.note"`) || strings.Contains(raw, secret) {
+			t.Errorf("lexicon_info: %s %s", msg, raw)
+		}
+		if ok, msg, raw := run(`SELECT COUNT(*) AS n FROM records r LEFT JOIN record_tombstones t ON t.uri = r.uri`); !ok ||
+			!strings.Contains(raw, `"n":3`) {
+			t.Errorf("records: %s %s", msg, raw)
+		}
+	})
+}
+
 func urlQuery(s string) string { return strings.ReplaceAll(httpEscape(s), "+", "%20") }
 
 func httpEscape(s string) string {

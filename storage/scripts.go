@@ -154,7 +154,8 @@ const (
 const MaxGetRecords = 1000
 
 // ErrInvalidQuery wraps the reason a RecordQuery or raw statement is
-// refused (bad field path, operator, value type, nesting, sensitive table).
+// refused (bad field path, operator, value type, nesting, a relation or
+// function outside the raw-SQL allow-list).
 var ErrInvalidQuery = errors.New("invalid query")
 
 // Filter is a condition on record fields: a leaf (Field, Op, Value) or a
@@ -238,17 +239,20 @@ type QueryStore interface {
 	GetRecords(ctx context.Context, uris []string) (map[string]Record, error)
 	// RawQuery runs one parameterised SQL statement for a script, in the
 	// backend's own SQL and placeholder syntax ("?" or "?NNN" on SQLite,
-	// "$1" on PostgreSQL). Reads (SELECT, WITH) run in a read-only
-	// transaction and may use any table but the sensitive ones (admin
-	// users and API keys, API clients, sessions, DPoP provisions, client
-	// auth keys, settings, scripts, script variables, the event log);
-	// writes (INSERT, UPDATE, DELETE) may reference only the records
-	// table. Other statements, several statements, system catalogs and
-	// file, network or configuration functions are refused with an error
-	// wrapping ErrInvalidQuery that says why; so is a string literal that
-	// names a refused table (SQLite accepts one as a table name). The
-	// statement runs under ctx's deadline. At most maxRows rows are
-	// returned (<= 0 means 1000); the rest are dropped.
+	// "$1" on PostgreSQL). What a statement may read is an allow-list:
+	// the records table, the record tombstones and the lexicon_info view
+	// (the lexicons without their scripts, index hooks and documents),
+	// named unqualified, plus its own common table expressions and a few
+	// JSON and array table functions. Reads (SELECT, WITH) run in a
+	// read-only transaction; writes (INSERT, UPDATE, DELETE) may change
+	// only the records table. Anything else (other tables and views,
+	// system catalogs, file, network, server-state or configuration
+	// functions, other statements, several statements) is refused with an
+	// error wrapping ErrInvalidQuery that says why. The database enforces
+	// the allow-list too while the statement runs (an authorizer on
+	// SQLite; on PostgreSQL a restricted role, where the migration could
+	// create it). The statement runs under ctx's deadline. At most maxRows
+	// rows are returned (<= 0 means 1000); the rest are dropped.
 	//
 	// Values come back as string, int64, float64, bool, []byte (binary
 	// columns) or nil: times become RFC 3339 strings, PostgreSQL numerics

@@ -85,23 +85,6 @@ func (dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, err
 	return info, nil
 }
 
-func (dialect) RawSyntax() sqlstore.Syntax { return sqlstore.SyntaxPostgres }
-
-// BeginRaw opens a transaction (READ ONLY for reads) with
-// standard-conforming strings, the lexical rules the raw-statement guard
-// assumes, whatever the server's configuration.
-func (dialect) BeginRaw(ctx context.Context, pool *sql.DB, readOnly bool) (*sql.Tx, error) {
-	tx, err := pool.BeginTx(ctx, &sql.TxOptions{ReadOnly: readOnly})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, `SET LOCAL standard_conforming_strings = on`); err != nil {
-		_ = tx.Rollback()
-		return nil, err
-	}
-	return tx, nil
-}
-
 func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockID)
 	return err

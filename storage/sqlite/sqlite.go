@@ -68,6 +68,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Readers = max(4, 2*runtime.GOMAXPROCS(0))
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath()
+	// No _stmt_cache_size: scripts' raw statements must be compiled under
+	// their authorizer, never taken from a cache (see RunRaw).
 	common := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL",
 		opts.BusyTimeout.Milliseconds())
 
@@ -170,14 +172,6 @@ func (d dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, e
 	}
 	return info, nil
 }
-func (dialect) RawSyntax() sqlstore.Syntax { return sqlstore.SyntaxSQLite }
-
-// BeginRaw opens a transaction on pool: reads go to the reader pool, whose
-// connections are query-only, and writes to the single writer.
-func (dialect) BeginRaw(ctx context.Context, pool *sql.DB, _ bool) (*sql.Tx, error) {
-	return pool.BeginTx(ctx, nil)
-}
-
 func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 	return nil // the writer pool has one connection and takes immediate locks
 }

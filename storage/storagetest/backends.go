@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,18 +115,28 @@ func PostgresURL(t testing.TB) string {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatalf("parse %s: %v", PostgresURLEnv, err)
+	}
+	u.Path = "/" + name
 	t.Cleanup(func() {
+		// The restricted role of scripts' raw SQL (migration 0011) lives
+		// in the server, not the database: drop it too.
+		role := ""
+		if db, err := sql.Open("postgres", u.String()); err == nil {
+			_ = db.QueryRow("SELECT role_name FROM script_sql_role").Scan(&role)
+			db.Close()
+		}
 		admin, err := sql.Open("postgres", server)
 		if err != nil {
 			return
 		}
 		defer admin.Close()
 		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		if role != "" {
+			_, _ = admin.Exec(`DROP ROLE IF EXISTS "` + strings.ReplaceAll(role, `"`, `""`) + `"`)
+		}
 	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatalf("parse %s: %v", PostgresURLEnv, err)
-	}
-	u.Path = "/" + name
 	return u.String()
 }

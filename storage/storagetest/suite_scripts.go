@@ -37,7 +37,7 @@ func RunScripts(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"QueryLimits", testQueryLimits},
 		{"GetRecords", testGetRecords},
 		{"RawReads", testRawReads},
-		{"RawRefusesSensitiveAndCatalogs", testRawRefusals},
+		{"RawRefusesAllButTheAllowList", testRawRefusals},
 		{"RawWrites", testRawWrites},
 		{"RawDeadline", testRawDeadline},
 	}

@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,59 +17,76 @@ import (
 const defaultRawRows = 1000
 
 // RawQuery implements storage.QueryStore. The statement passes guardRaw
-// first; reads then run in a read-only transaction on the reader pool,
-// writes in a transaction on the writer. The statement is prepared on its
-// own, so a driver never runs a second statement hidden in the text.
+// first; it then runs under the dialect's enforcement of the same
+// allow-list (Dialect.RunRaw): reads in a read-only transaction on the
+// reader pool, writes in a transaction on the writer. The statement is
+// prepared on its own, so a driver never runs a second statement hidden in
+// the text.
 func (db *DB) RawQuery(ctx context.Context, stmt string, args []any, maxRows int) (storage.RawResult, error) {
 	write, err := guardRaw(stmt, db.dialect.RawSyntax())
 	if err != nil {
 		return storage.RawResult{}, err
 	}
+	return db.runRaw(ctx, stmt, args, maxRows, write)
+}
+
+// runRaw runs a statement that passed guardRaw.
+func (db *DB) runRaw(ctx context.Context, stmt string, args []any, maxRows int, write bool) (storage.RawResult, error) {
 	if maxRows <= 0 {
 		maxRows = defaultRawRows
 	}
-	if stmt, err = db.rebindRaw(stmt); err != nil {
+	stmt, err := db.rebindRaw(stmt)
+	if err != nil {
 		return storage.RawResult{}, err
 	}
 	pool := db.reader
 	if write {
 		pool = db.writer
 	}
-	tx, err := db.dialect.BeginRaw(ctx, pool, !write)
+	var res storage.RawResult
+	err = db.dialect.RunRaw(ctx, pool, write, func(tx *sql.Tx) error {
+		var err error
+		res, err = db.execRaw(ctx, tx, stmt, args, maxRows, write)
+		return err
+	})
 	if err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: begin: %w", err)
+		if errors.Is(err, storage.ErrInvalidQuery) {
+			return storage.RawResult{}, err
+		}
+		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
+	return res, nil
+}
+
+// execRaw prepares and runs the statement in tx and reads its result.
+func (db *DB) execRaw(ctx context.Context, tx *sql.Tx, stmt string, args []any, maxRows int, write bool) (storage.RawResult, error) {
 	prepared, err := tx.PrepareContext(ctx, stmt)
 	if err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		return storage.RawResult{}, err
 	}
 	defer prepared.Close()
 
 	if write {
 		res, err := prepared.ExecContext(ctx, args...)
 		if err != nil {
-			return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+			return storage.RawResult{}, err
 		}
 		n, _ := res.RowsAffected()
-		if err := tx.Commit(); err != nil {
-			return storage.RawResult{}, fmt.Errorf("raw query: commit: %w", err)
-		}
 		return storage.RawResult{Affected: n}, nil
 	}
 
 	rows, err := prepared.QueryContext(ctx, args...)
 	if err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		return storage.RawResult{}, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		return storage.RawResult{}, err
 	}
 	types, err := rows.ColumnTypes()
 	if err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+		return storage.RawResult{}, err
 	}
 	binary := make([]bool, len(cols))
 	numeric := make([]bool, len(cols))
@@ -89,17 +108,14 @@ func (db *DB) RawQuery(ctx context.Context, stmt string, args []any, maxRows int
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
+			return storage.RawResult{}, err
 		}
 		for i, v := range vals {
 			vals[i] = rawValue(v, binary[i], numeric[i])
 		}
 		res.Rows = append(res.Rows, vals)
 	}
-	if err := rows.Err(); err != nil {
-		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
-	}
-	return res, nil
+	return res, rows.Err()
 }
 
 // rawValue converts a scanned value to string, int64, float64, bool,

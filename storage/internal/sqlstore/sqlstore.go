@@ -49,9 +49,15 @@ type Dialect interface {
 	JSONDialect
 	// RawSyntax selects the lexical rules the raw-statement guard applies.
 	RawSyntax() Syntax
-	// BeginRaw opens the transaction a script's raw statement runs in, on
-	// pool. A readOnly transaction must refuse every write.
-	BeginRaw(ctx context.Context, pool *sql.DB, readOnly bool) (*sql.Tx, error)
+	// RunRaw runs fn, which prepares and runs a script's raw statement, in
+	// a transaction on pool, under the database's own enforcement of the
+	// raw-SQL allow-list (see rawpolicy.go): only the relations and
+	// functions it allows, no writes in a read, no write but to the
+	// records table. It commits a write once fn succeeds, and returns the
+	// connection to the pool without the restrictions whatever happens (an
+	// error, a panic, a cancelled context). A statement the database
+	// refuses under the allow-list fails with a RawRefused error.
+	RunRaw(ctx context.Context, pool *sql.DB, write bool, fn func(tx *sql.Tx) error) error
 }
 
 // DB implements storage.Store on top of database/sql.
