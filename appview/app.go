@@ -135,7 +135,7 @@ func (a *App) build(ctx context.Context) error {
 	if len(sessionSecret) == 0 {
 		sessionSecret = make([]byte, 32)
 		_, _ = rand.Read(sessionSecret)
-		a.log.Warn("SESSION_SECRET is not set; using a random per-process secret, dashboard sessions end on restart")
+		a.log.Info("SESSION_SECRET is not set: session cookies are signed with a random per-process secret and end at restart")
 	}
 	if _, ok := cfg.ClientIdentifier.(clients.Unverified); ok {
 		a.log.Warn("API client keys are not verified: any non-empty X-Client-Key is accepted")

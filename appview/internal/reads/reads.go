@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/fail"
@@ -68,9 +69,13 @@ func (s *Service) List(ctx context.Context, collection string, params url.Values
 		q.Limit = n
 	}
 	if params.Has("did") {
-		did, err := syntax.ParseDID(params.Get("did"))
+		id, err := syntax.ParseAtIdentifier(params.Get("did"))
 		if err != nil {
 			return nil, "", errBadDID
+		}
+		did, err := s.resolve(ctx, id)
+		if err != nil {
+			return nil, "", err
 		}
 		q.DID = did.String()
 	}
@@ -88,8 +93,33 @@ func (s *Service) List(ctx context.Context, collection string, params url.Values
 	return page.Records, storage.EncodeCursor(scope(q), *page.Next), nil
 }
 
+// resolve returns the DID of an account named by DID or handle. A handle
+// that resolves to no DID is invalid input (400); one that could not be
+// resolved is an upstream failure (502).
+func (s *Service) resolve(ctx context.Context, id syntax.AtIdentifier) (syntax.DID, error) {
+	if did, err := id.AsDID(); err == nil {
+		return did, nil
+	}
+	handle, err := id.AsHandle()
+	if err != nil {
+		return "", errBadDID
+	}
+	if s.handles == nil {
+		return "", fail.New(fail.Invalid, "handle "+handle.String()+" cannot be resolved here; use the DID")
+	}
+	did, err := s.handles.ResolveHandle(ctx, handle)
+	switch {
+	case errors.Is(err, identity.ErrHandleNotFound) || errors.Is(err, identity.ErrHandleMismatch) ||
+		errors.Is(err, identity.ErrHandleReservedTLD) || errors.Is(err, identity.ErrInvalidHandle):
+		return "", fail.Wrap(fail.Invalid, "handle "+handle.String()+" does not resolve to a DID", err)
+	case err != nil:
+		return "", fail.Wrap(fail.BadGateway, "handle "+handle.String()+" could not be resolved", err)
+	}
+	return did, nil
+}
+
 // Get returns the record of collection at the AT URI raw, whose authority
-// may be a handle. A record of another collection is not found.
+// may be a handle (see resolve). A record of another collection is not found.
 func (s *Service) Get(ctx context.Context, collection, raw string) (storage.Record, error) {
 	aturi, err := syntax.ParseATURI(raw)
 	if err != nil || aturi.Collection() == "" || aturi.RecordKey() == "" {
@@ -98,15 +128,9 @@ func (s *Service) Get(ctx context.Context, collection, raw string) (storage.Reco
 	if aturi.Collection().String() != collection {
 		return storage.Record{}, errNotFound
 	}
-	did, err := aturi.Authority().AsDID()
+	did, err := s.resolve(ctx, aturi.Authority())
 	if err != nil {
-		handle, _ := aturi.Authority().AsHandle()
-		if s.handles == nil {
-			return storage.Record{}, errNotFound
-		}
-		if did, err = s.handles.ResolveHandle(ctx, handle); err != nil {
-			return storage.Record{}, errNotFound
-		}
+		return storage.Record{}, err
 	}
 	rec, err := s.records.GetRecord(ctx, "at://"+did.String()+"/"+aturi.Collection().String()+"/"+aturi.RecordKey().String())
 	if errors.Is(err, storage.ErrNotFound) {
