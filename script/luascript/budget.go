@@ -3,6 +3,7 @@ package luascript
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -47,3 +48,48 @@ func (b *budget) Err() error {
 
 func (b *budget) Deadline() (time.Time, bool) { return b.parent.Deadline() }
 func (b *budget) Value(key any) any           { return b.parent.Value(key) }
+
+// memory is the byte budget of one execution: the strings, decoded values
+// and host results a script makes, in total. A charge is checked against
+// what is left before it is added, so used never leaves [0, limit] and no
+// sum is computed that could overflow.
+type memory struct {
+	limit int64
+	used  int64
+	hit   bool // a charge was refused
+}
+
+// left is how many bytes may still be charged.
+func (m *memory) left() int64 { return m.limit - m.used }
+
+// fits reports whether n more bytes fit; a negative n never does.
+func (m *memory) fits(n int64) bool { return n >= 0 && n <= m.left() }
+
+// take charges n bytes if they fit and reports whether they did.
+func (m *memory) take(n int64) bool {
+	if !m.fits(n) {
+		m.hit = true
+		return false
+	}
+	m.used += n
+	return true
+}
+
+// addSize and mulSize combine non-negative sizes, saturating at
+// math.MaxInt64 instead of overflowing: a saturated size never fits.
+func addSize(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func mulSize(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}

@@ -34,7 +34,8 @@ func (v *vm) newArray(n int) *lua.LTable {
 	return t
 }
 
-// encodeJSON encodes a Lua value as JSON, failing past maxBytes. Tables
+// encodeJSON encodes a Lua value as JSON, failing past maxBytes (the
+// buffer stops growing soon after). Tables
 // marked as arrays (JSON input, json.empty_array, db results) and tables
 // whose keys are exactly 1..n encode as arrays; other tables as objects
 // with sorted keys (number keys become strings); an empty unmarked table
@@ -48,6 +49,21 @@ func (v *vm) encodeJSON(val lua.LValue, maxBytes int) (json.RawMessage, error) {
 	return bytes.Clone(out), nil
 }
 
+// encodeCharged encodes val as JSON for fn (a script function), within
+// the string limit and the memory left, and charges the bytes; failures
+// are raised. The result is valid until the next encode.
+func (v *vm) encodeCharged(fn string, val lua.LValue) []byte {
+	room := v.strRoom()
+	out, err := v.encode(val, int(room))
+	if err != nil && !errors.Is(err, errTooLarge) {
+		v.L.RaiseError("%s: %s", fn, err.Error())
+	}
+	// Output too large is longer than room: alloc raises "string too
+	// large" or the memory error.
+	v.alloc(int64(len(out)))
+	return out
+}
+
 // maxKeptBuffer is the largest encoding buffer a VM keeps between uses.
 const maxKeptBuffer = 1 << 20
 
@@ -55,11 +71,18 @@ const maxKeptBuffer = 1 << 20
 // until the next encode.
 func (v *vm) encode(val lua.LValue, maxBytes int) ([]byte, error) {
 	e := encoder{v: v, buf: v.encBuf[:0], fields: v.encFields[:0], max: maxBytes}
+	// Deferred: decoding a lazy record the encoder meets may raise the
+	// memory error.
+	defer func() {
+		clear(e.fields[:e.high]) // drop the references to Lua values
+		v.encFields = e.fields[:0]
+		if cap(e.buf) <= maxKeptBuffer {
+			v.encBuf = e.buf[:0]
+		}
+	}()
 	err := e.value(val, 0)
-	clear(e.fields[:e.high]) // drop the references to Lua values
-	v.encFields = e.fields[:0]
-	if cap(e.buf) <= maxKeptBuffer {
-		v.encBuf = e.buf[:0]
+	if err == nil && len(e.buf) > e.max {
+		err = errTooLarge
 	}
 	return e.buf, err
 }
@@ -265,10 +288,22 @@ var plainASCII = func() (t [256]bool) {
 	return t
 }()
 
-// str appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+// str appends s as a JSON string; invalid UTF-8 becomes U+FFFD. It stops
+// early, leaving the buffer over max, when the string does not fit (an
+// escape takes up to six bytes a byte).
 func (e *encoder) str(s string) {
+	if len(e.buf)+len(s) > e.max {
+		// Too large whatever the escapes: only make the buffer say so.
+		if len(e.buf) <= e.max {
+			e.buf = append(e.buf, s[:e.max-len(e.buf)+1]...)
+		}
+		return
+	}
 	e.buf = append(e.buf, '"')
 	for i := 0; i < len(s); {
+		if len(e.buf) > e.max {
+			return
+		}
 		if plainASCII[s[i]] {
 			j := i + 1
 			for j < len(s) && plainASCII[s[j]] {

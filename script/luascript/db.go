@@ -1,6 +1,7 @@
 package luascript
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ func (v *vm) dbQuery(L *lua.LState) int {
 	if err != nil {
 		v.hostErr("db.query", err)
 	}
+	v.charge(2*tableCost + hashCost + 2*fieldCost + int64(len(page.Cursor)) + int64(len(page.Records))*elemCost)
 	out := L.CreateTable(0, 2)
 	recs := v.newArray(len(page.Records))
 	for i, rec := range page.Records {
@@ -228,6 +230,18 @@ func (v *vm) dbRaw(L *lua.LState) int {
 	if err != nil {
 		v.hostErr("db.raw", err)
 	}
+	// The rows are charged before they become Lua values, and any value
+	// longer than a string may be is refused.
+	size := int64(tableCost)
+	for _, row := range res.Rows {
+		size = addSize(size, elemCost+tableCost+hashCost)
+		for c := range min(len(row), len(res.Columns)) {
+			n := rawValueSize(row[c])
+			v.checkString(n - stringCost)
+			size = addSize(size, fieldCost+n)
+		}
+	}
+	v.charge(size)
 	rows := v.newArray(len(res.Rows))
 	for i, row := range res.Rows {
 		t := L.CreateTable(0, len(res.Columns))
@@ -241,6 +255,21 @@ func (v *vm) dbRaw(L *lua.LState) int {
 	L.Push(rows)
 	L.Push(lua.LNumber(res.Affected))
 	return 2
+}
+
+// rawValueSize is what a db.raw value costs as a Lua value (goToLua).
+func rawValueSize(x any) int64 {
+	switch x := x.(type) {
+	case nil:
+		return 0
+	case string:
+		return stringCost + int64(len(x))
+	case []byte:
+		return stringCost + int64(len(x))
+	case int64, float64, bool:
+		return valueCost
+	}
+	return stringCost + 64 // fmt.Sprint of something else
 }
 
 func goToLua(x any) lua.LValue {
@@ -269,6 +298,7 @@ func (v *vm) recordLoadAll(L *lua.LState) int {
 	if n > maxLoadAll {
 		L.RaiseError("Record.load_all: at most %d URIs", maxLoadAll)
 	}
+	v.charge(tableCost + int64(n)*elemCost)
 	uris := make([]string, n)
 	for i := range uris {
 		s, ok := list.RawGetInt(i + 1).(lua.LString)
@@ -350,6 +380,7 @@ func (v *vm) recordNew(L *lua.LState) int {
 		L.RaiseError("Record: invalid collection %q", collection)
 	}
 	fields := v.plain(L.OptTable(3, L.CreateTable(0, 0)))
+	v.charge(copyCost(fields))
 	obj := L.CreateTable(0, 4)
 	fields.ForEach(func(k, val lua.LValue) { obj.RawSet(k, val) })
 	obj.RawSetString("$type", lua.LString(collection))
@@ -362,6 +393,11 @@ func (v *vm) recordNew(L *lua.LState) int {
 	obj.Metatable = v.recordMT
 	L.Push(obj)
 	return 1
+}
+
+// copyCost is what a copy of table t's entries costs.
+func copyCost(t *lua.LTable) int64 {
+	return tableCost + hashCost + int64(countKeys(t)+1)*fieldCost
 }
 
 // recordTarget returns the collection and rkey a Record object writes to.
@@ -404,6 +440,7 @@ func (v *vm) recordSave(L *lua.LState) int {
 	obj := v.plain(L.CheckTable(1))
 	caller := v.writer(L, "record:save")
 	collection, rkey, exists := v.recordTarget(L, obj, caller.DID)
+	v.charge(copyCost(obj))
 	body := L.CreateTable(0, 8)
 	obj.ForEach(func(k, val lua.LValue) {
 		if ks, ok := k.(lua.LString); ok && (ks == "uri" || ks == "cid") {
@@ -411,10 +448,7 @@ func (v *vm) recordSave(L *lua.LState) int {
 		}
 		body.RawSet(k, val)
 	})
-	raw, err := v.encodeJSON(body, v.e.limits.MaxString)
-	if err != nil {
-		L.RaiseError("record:save: %s", err.Error())
-	}
+	raw := bytes.Clone(v.encodeCharged("record:save", body))
 	res, err := v.run.inv.Host.WriteRecord(v.run.ctx, caller, script.RecordWrite{
 		Collection: collection, RKey: rkey, Record: json.RawMessage(raw), Update: exists || rkey != "",
 	})

@@ -28,9 +28,11 @@ type Limits struct {
 	Timeout time.Duration
 	// MaxString is the largest string a script may build; default 16 MiB.
 	MaxString int
-	// MaxAllocated bounds the bytes of strings a script builds in one
-	// execution (the memory ceiling; tables are bounded by the
-	// instruction budget and the call stack by CallStack); default 256 MiB.
+	// MaxAllocated is the memory ceiling of one execution: the bytes of
+	// the strings, decoded JSON, host results (records, rows, responses)
+	// and variable-length value lists a script makes, in total (see
+	// memory.go; what the VM makes in one instruction is bounded by the
+	// instruction budget, the call stack by CallStack); default 256 MiB.
 	MaxAllocated int64
 	// CallStack is the deepest Lua call nesting; default 200.
 	CallStack int
@@ -91,6 +93,9 @@ type Engine struct {
 	tids   *tidSource
 	// eagerRecords turns lazy records off (tests compare both paths).
 	eagerRecords bool
+	// afterRun, when set, sees each run's final state (tests check the
+	// memory accounting).
+	afterRun func(*run)
 }
 
 var _ script.Engine = (*Engine)(nil)
@@ -171,7 +176,7 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	v := p.e.get()
-	v.state = run{ctx: ctx, inv: inv, limits: lim, budget: budget{parent: ctx, left: lim.Instructions}}
+	v.state = run{ctx: ctx, inv: inv, limits: lim, budget: budget{parent: ctx, left: lim.Instructions}, mem: memory{limit: lim.MaxAllocated}}
 	v.run = &v.state
 	b := &v.run.budget
 	healthy := false
@@ -182,10 +187,16 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 			healthy = false
 		}
 		v.L.RemoveContext()
+		if p.e.afterRun != nil {
+			p.e.afterRun(v.run)
+		}
 		p.e.put(v, healthy)
 	}()
 	v.L.SetContext(b)
-	env := v.newEnv(inv)
+	env, err := v.newEnv(inv)
+	if err != nil {
+		return nil, v.classify(b, err)
+	}
 	fn := v.L.NewFunctionFromProto(p.proto)
 	fn.Env = env
 	v.L.Push(fn)
@@ -203,7 +214,10 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 	ret := v.L.Get(-1)
 	v.L.Pop(1)
 	v.L.RemoveContext()
-	out, err = v.encodeJSON(ret, lim.MaxString)
+	// Encoding can decode lazy records, which is charged and may raise.
+	if perr := protectLua(func() { out, err = v.encodeJSON(ret, lim.MaxString) }); perr != nil {
+		return nil, v.classify(b, perr)
+	}
 	if err != nil {
 		return nil, &script.Error{Kind: script.ErrRuntime, Msg: "handle() returned a value that is not JSON: " + err.Error()}
 	}
@@ -218,8 +232,24 @@ func (v *vm) classify(b *budget, err error) error {
 		return &script.Error{Kind: script.ErrBudget, Msg: fmt.Sprintf("the script exceeded its budget of %d instructions", v.e.limits.Instructions)}
 	case errors.Is(b.parent.Err(), context.DeadlineExceeded):
 		return &script.Error{Kind: script.ErrBudget, Msg: fmt.Sprintf("the script exceeded its deadline of %s", v.e.limits.Timeout)}
-	case v.run.memoryHit:
+	case v.run.mem.hit:
 		return &script.Error{Kind: script.ErrMemory, Msg: err.Error()}
 	}
 	return &script.Error{Kind: script.ErrRuntime, Msg: err.Error()}
+}
+
+// protectLua runs fn, which runs outside a protected Lua call, and returns
+// a Lua error it raises as an error.
+func protectLua(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			apiErr, ok := r.(*lua.ApiError)
+			if !ok {
+				panic(r)
+			}
+			err = apiErr
+		}
+	}()
+	fn()
+	return nil
 }

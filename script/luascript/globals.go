@@ -40,7 +40,9 @@ func (v *vm) installHostLibs() {
 }
 
 // setInvocationGlobals sets the globals that describe the invocation.
-func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) {
+// Decoding input and record is charged to the run; it fails only when
+// that does not fit (JSON that does not decode leaves the global unset).
+func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) error {
 	L := v.L
 	params := L.CreateTable(0, len(inv.Params))
 	for k, vals := range inv.Params {
@@ -63,6 +65,9 @@ func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) {
 	}
 	if len(inv.Input) > 0 {
 		in, err := v.fromJSON(inv.Input)
+		if errors.Is(err, errMemory) {
+			return err
+		}
 		if err == nil {
 			env.RawSetString("input", in)
 		}
@@ -74,11 +79,16 @@ func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) {
 			}
 		}
 		if len(ev.Record) > 0 {
-			if rec, err := v.fromJSON(ev.Record); err == nil {
+			rec, err := v.fromJSON(ev.Record)
+			if errors.Is(err, errMemory) {
+				return err
+			}
+			if err == nil {
 				env.RawSetString("record", rec)
 			}
 		}
 	}
+	return nil
 }
 
 // eventField is one string global of a record event.
@@ -123,6 +133,11 @@ func (v *vm) loadVars() *lua.LTable {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	size := int64(tableCost + hashCost)
+	for k, val := range vars {
+		size = addSize(size, fieldCost+2*stringCost+int64(len(k)+len(val)))
+	}
+	v.charge(size)
 	t := v.L.CreateTable(0, len(vars))
 	for _, k := range keys {
 		t.RawSetString(k, lua.LString(vars[k]))
@@ -133,8 +148,9 @@ func (v *vm) loadVars() *lua.LTable {
 // log(message): debug log and event log.
 func (v *vm) logFn(L *lua.LState) int {
 	msg := L.ToStringMeta(L.CheckAny(1)).String()
-	if len(msg) > 8<<10 {
-		msg = msg[:8<<10] + "…"
+	if len(msg) > maxLogMessage {
+		v.charge(int64(maxLogMessage + len("…")))
+		msg = msg[:maxLogMessage] + "…"
 	}
 	v.run.logs++
 	if v.run.logs > maxLogEvents {
@@ -157,20 +173,16 @@ func (v *vm) nowFn(L *lua.LState) int {
 }
 
 func (v *vm) jsonEncode(L *lua.LState) int {
-	out, err := v.encode(L.CheckAny(1), v.e.limits.MaxString)
-	if errors.Is(err, errTooLarge) {
-		v.alloc(v.e.limits.MaxString + 1)
-	}
-	if err != nil {
-		L.RaiseError("json.encode: %s", err.Error())
-	}
-	v.alloc(len(out))
-	L.Push(lua.LString(out))
+	L.Push(lua.LString(v.encodeCharged("json.encode", L.CheckAny(1))))
 	return 1
 }
 
+// json.decode(s): the decoded value, charged as it is built.
 func (v *vm) jsonDecode(L *lua.LState) int {
 	val, err := v.fromJSON([]byte(L.CheckString(1)))
+	if errors.Is(err, errMemory) {
+		v.raise(err)
+	}
 	if err != nil {
 		L.RaiseError("json.decode: %s", err.Error())
 	}

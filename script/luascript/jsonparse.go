@@ -11,7 +11,9 @@ import (
 
 // parser decodes JSON straight into Lua values (no intermediate Go
 // values): records cross into scripts on every db.query, so this is a hot
-// path.
+// path. Each value is charged to the run's memory budget before it is
+// made (memory.go); a charge that does not fit ends the parse with the
+// memory error.
 type parser struct {
 	v   *vm
 	s   []byte
@@ -34,6 +36,9 @@ func (p *parser) ws() {
 func (p *parser) fail(what string) error {
 	return fmt.Errorf("%w: %s at offset %d", errSyntax, what, p.pos)
 }
+
+// charge charges n bytes to the run (see vm.tryCharge).
+func (p *parser) charge(n int64) error { return p.v.tryCharge(n) }
 
 // parse decodes one value and requires nothing but whitespace after it.
 func (p *parser) parse() (lua.LValue, error) {
@@ -71,6 +76,9 @@ func (p *parser) value(depth int) (lua.LValue, error) {
 	case c == 'n':
 		return p.v.null, p.lit("null")
 	case c == '-' || (c >= '0' && c <= '9'):
+		if err := p.charge(valueCost); err != nil {
+			return lua.LNil, err
+		}
 		return p.number()
 	}
 	return lua.LNil, p.fail("unexpected character")
@@ -127,7 +135,8 @@ func (p *parser) str() (string, error) {
 }
 
 // strWith decodes a string, making the ones without escapes from their
-// bytes with plain.
+// bytes with plain. The string is charged at its encoded length, which
+// its decoded one never exceeds.
 func (p *parser) strWith(plain func([]byte) string) (string, error) {
 	start := p.pos
 	p.pos++
@@ -140,6 +149,9 @@ func (p *parser) strWith(plain func([]byte) string) (string, error) {
 		switch c := p.s[p.pos]; {
 		case c == '"':
 			p.pos++
+			if err := p.charge(stringCost + int64(p.pos-start-2)); err != nil {
+				return "", err
+			}
 			if !escaped {
 				return plain(p.s[start+1 : p.pos-1]), nil
 			}
@@ -189,6 +201,9 @@ func (v *vm) intern(b []byte) string {
 
 func (p *parser) array(depth int) (lua.LValue, error) {
 	p.pos++
+	if err := p.charge(tableCost); err != nil {
+		return lua.LNil, err
+	}
 	t := p.v.newArray(0)
 	p.ws()
 	if p.pos < len(p.s) && p.s[p.pos] == ']' {
@@ -196,6 +211,9 @@ func (p *parser) array(depth int) (lua.LValue, error) {
 		return t, nil
 	}
 	for i := 1; ; i++ {
+		if err := p.charge(elemCost); err != nil {
+			return lua.LNil, err
+		}
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return lua.LNil, err
@@ -219,13 +237,22 @@ func (p *parser) array(depth int) (lua.LValue, error) {
 
 func (p *parser) object(depth int) (lua.LValue, error) {
 	p.pos++
+	if err := p.charge(tableCost); err != nil {
+		return lua.LNil, err
+	}
 	t := p.v.L.CreateTable(0, 8)
 	p.ws()
 	if p.pos < len(p.s) && p.s[p.pos] == '}' {
 		p.pos++
 		return t, nil
 	}
+	if err := p.charge(hashCost); err != nil {
+		return lua.LNil, err
+	}
 	for {
+		if err := p.charge(fieldCost); err != nil {
+			return lua.LNil, err
+		}
 		p.ws()
 		if p.pos >= len(p.s) || p.s[p.pos] != '"' {
 			return lua.LNil, p.fail("expected a key")
@@ -262,8 +289,13 @@ func (p *parser) object(depth int) (lua.LValue, error) {
 
 // decodeObject decodes raw, which must hold one JSON object, into a new
 // table (materialize moves the contents into the lazy record's table).
-func (v *vm) decodeObject(raw []byte) (*lua.LTable, bool) {
+// It reports false when raw is not one JSON object, and the memory error
+// when decoding does not fit the budget.
+func (v *vm) decodeObject(raw []byte) (*lua.LTable, bool, error) {
 	val, err := v.fromJSON(raw)
+	if errors.Is(err, errMemory) {
+		return nil, false, err
+	}
 	t, ok := val.(*lua.LTable)
-	return t, err == nil && ok && t.Metatable == lua.LNil
+	return t, err == nil && ok && t.Metatable == lua.LNil, nil
 }

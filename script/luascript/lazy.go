@@ -2,6 +2,7 @@ package luascript
 
 import (
 	"encoding/json"
+	"errors"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -136,8 +137,11 @@ func (v *vm) lazyNewIndex(L *lua.LState) int {
 }
 
 // recordToLua converts an indexed record into {uri, cid, ...fields},
-// lazily when it can (see the top of this file).
+// lazily when it can (see the top of this file). The record is charged
+// to the run as it arrives (recordCost), its fields when they are
+// decoded.
 func (v *vm) recordToLua(rec storage.Record) lua.LValue {
+	v.charge(recordCost(rec))
 	r := v.run
 	if v.e.eagerRecords || r == nil || !isJSONObject(rec.Value) || r.lazyBytes+len(rec.Value) > maxLazyBytes {
 		return v.recordToLuaEager(rec)
@@ -157,10 +161,19 @@ func (v *vm) recordToLua(rec storage.Record) lua.LValue {
 	return t
 }
 
+// recordCost is what a record costs before its JSON is decoded: a table
+// with uri and cid, and the stored JSON.
+func recordCost(rec storage.Record) int64 {
+	return tableCost + hashCost + 2*(fieldCost+stringCost) + int64(len(rec.URI)+len(rec.CID)+len(rec.Value))
+}
+
 // recordToLuaEager decodes the record at once: the stored JSON's fields,
 // then uri and cid, which win over fields of the same names.
 func (v *vm) recordToLuaEager(rec storage.Record) lua.LValue {
 	val, err := v.fromJSON(rec.Value)
+	if errors.Is(err, errMemory) {
+		v.raise(err)
+	}
 	t, ok := val.(*lua.LTable)
 	if err != nil || !ok {
 		t = v.L.CreateTable(0, 2)
@@ -176,18 +189,25 @@ func (v *vm) recordToLuaEager(rec storage.Record) lua.LValue {
 // may have been changed or removed), then any other entries (array
 // entries from table.insert), in their order.
 func (v *vm) materialize(t *lua.LTable) {
-	t.Metatable = lua.LNil
 	r := v.run
 	if r == nil {
+		t.Metatable = lua.LNil
 		return
 	}
 	raw, ok := r.lazy[t]
 	if !ok {
+		t.Metatable = lua.LNil
 		return
 	}
+	// Decode first: a record whose fields do not fit the memory budget
+	// stays lazy and whole (the error may be caught).
+	fresh, ok, err := v.decodeObject(raw)
+	if err != nil {
+		v.raise(err)
+	}
+	t.Metatable = lua.LNil
 	delete(r.lazy, t)
 	r.lazyBytes -= len(raw)
-	fresh, ok := v.decodeObject(raw)
 	if !ok {
 		return // as recordToLuaEager: a record that is not valid JSON has only uri and cid
 	}

@@ -32,11 +32,7 @@ func (v *vm) xrpcProcedure(L *lua.LState) int {
 	nsid := L.CheckString(1)
 	body := []byte("{}")
 	if in := L.Get(2); in != lua.LNil {
-		raw, err := v.encodeJSON(in, v.e.limits.MaxString)
-		if err != nil {
-			L.RaiseError("xrpc.procedure: %s", err.Error())
-		}
-		body = raw
+		body = bytes.Clone(v.encodeCharged("xrpc.procedure", in))
 	}
 	return v.xrpcCall(L, http.MethodPost, nsid, nil, body)
 }
@@ -56,7 +52,7 @@ func (v *vm) xrpcCall(L *lua.LState, method, nsid string, params url.Values, bod
 		L.Push(lua.LNumber(0))
 		return 3
 	}
-	v.alloc(len(resp))
+	v.alloc(int64(len(resp)))
 	if status < 200 || status > 299 {
 		var e struct {
 			Error   string `json:"error"`
@@ -127,11 +123,7 @@ func (v *vm) httpRequest(L *lua.LState) int {
 	case lua.LString:
 		body = strings.NewReader(string(b))
 	case *lua.LTable:
-		raw, err := v.encodeJSON(b, v.e.limits.MaxString)
-		if err != nil {
-			L.RaiseError("http: body: %s", err.Error())
-		}
-		body = bytes.NewReader(raw)
+		body = bytes.NewReader(bytes.Clone(v.encodeCharged("http: body", b)))
 	default:
 		L.RaiseError("http: body must be a string or a table")
 	}
@@ -161,19 +153,31 @@ func (v *vm) httpRequest(L *lua.LState) int {
 		return 2
 	}
 	defer resp.Body.Close()
+	// The body is read no further than the limit and the memory left
+	// allow; its string is made from the bytes read (one copy).
 	limit := v.e.limits.MaxHTTPBody
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	room := min(limit, v.strRoom()/2)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, room+1))
 	if err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString("reading the response failed: " + err.Error()))
 		return 2
 	}
-	if int64(len(data)) > limit {
+	if int64(len(data)) > room {
+		if room < limit {
+			v.alloc(2 * int64(len(data))) // raises the memory error
+		}
 		L.Push(lua.LNil)
 		L.Push(lua.LString("response body larger than " + strconv.FormatInt(limit, 10) + " bytes"))
 		return 2
 	}
-	v.alloc(len(data))
+	size := int64(tableCost+hashCost+3*fieldCost) + 2*int64(len(data))
+	for k, vals := range resp.Header {
+		if len(vals) > 0 {
+			size = addSize(size, fieldCost+2*stringCost+int64(len(k)+len(vals[0])))
+		}
+	}
+	v.charge(size)
 	out := L.CreateTable(0, 3)
 	out.RawSetString("status", lua.LNumber(resp.StatusCode))
 	out.RawSetString("body", lua.LString(data))

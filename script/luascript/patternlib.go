@@ -13,7 +13,7 @@ import (
 // malformed patterns and replacement values are errors), and gopher-lua's
 // anchored gmatch. gmatch finds one match per call (gopher-lua's collected
 // every match up front), and gsub's result counts against the string
-// limits as it grows.
+// limit and the memory budget as it grows.
 
 // newMatcher starts a match of pat over src that stops when the run's
 // instruction budget or deadline runs out.
@@ -174,7 +174,7 @@ func (v *vm) strGsub(L *lua.LState) int {
 		p = 1
 	}
 	m := v.newMatcher(src, pat)
-	var b strings.Builder
+	b := gsubOut{v: v}
 	count := 0
 	err := protect(func() {
 		s := 0
@@ -188,31 +188,43 @@ func (v *vm) strGsub(L *lua.LState) int {
 			if e != -1 && e > s {
 				s = e
 			} else if s < len(src) {
-				b.WriteByte(src[s])
+				b.write(src[s : s+1])
 				s++
 			} else {
 				break
-			}
-			if b.Len() > v.e.limits.MaxString {
-				v.alloc(b.Len())
 			}
 			if anchored {
 				break
 			}
 		}
-		b.WriteString(src[s:])
+		b.write(src[s:])
 	})
 	if err != nil {
 		L.RaiseError("%s", err.Error())
 	}
-	v.alloc(b.Len())
-	L.Push(lua.LString(b.String()))
+	v.alloc(int64(b.b.Len()))
+	L.Push(lua.LString(b.b.String()))
 	L.Push(lua.LNumber(count))
 	return 2
 }
 
+// gsubOut is gsub's result being built: it never grows past the longest
+// string that can still be built (vm.strRoom), which the replacement
+// function, if any, makes shorter as it builds strings of its own.
+type gsubOut struct {
+	v *vm
+	b strings.Builder
+}
+
+func (o *gsubOut) write(s string) {
+	if n := int64(o.b.Len()) + int64(len(s)); n > o.v.strRoom() {
+		o.v.alloc(n) // raises
+	}
+	o.b.WriteString(s)
+}
+
 // addReplacement appends what replaces the match s..e.
-func (v *vm) addReplacement(L *lua.LState, m *matcher, b *strings.Builder, s, e int, repl lua.LValue) {
+func (v *vm) addReplacement(L *lua.LState, m *matcher, b *gsubOut, s, e int, repl lua.LValue) {
 	var val lua.LValue
 	switch r := repl.(type) {
 	case *lua.LTable:
@@ -227,31 +239,31 @@ func (v *vm) addReplacement(L *lua.LState, m *matcher, b *strings.Builder, s, e 
 		for i := 0; i < len(t); i++ {
 			c := t[i]
 			if c != '%' || i+1 == len(t) {
-				b.WriteByte(c)
+				b.write(t[i : i+1])
 				continue
 			}
 			i++
 			switch d := t[i]; {
 			case d == '0':
-				b.WriteString(m.src[s:e])
+				b.write(m.src[s:e])
 			case d >= '1' && d <= '9':
 				str, pos, isPos := m.captureValue(int(d-'1'), s, e)
 				if isPos {
-					b.WriteString(strconv.Itoa(pos))
+					b.write(strconv.Itoa(pos))
 				} else {
-					b.WriteString(str)
+					b.write(str)
 				}
 			default:
-				b.WriteByte(d)
+				b.write(t[i : i+1])
 			}
 		}
 		return
 	}
 	switch {
 	case val == lua.LNil || val == lua.LFalse:
-		b.WriteString(m.src[s:e]) // keep the original
+		b.write(m.src[s:e]) // keep the original
 	case lua.LVCanConvToString(val):
-		b.WriteString(lua.LVAsString(val))
+		b.write(lua.LVAsString(val))
 	default:
 		L.RaiseError("invalid replacement value (a %s)", val.Type().String())
 	}

@@ -8,10 +8,17 @@ import "github.com/yuin/gopher-lua/ast"
 // identifier.
 const concatKey = "\x00concat"
 
+// valuesKey is the name of the guard of table constructors (vm.values),
+// stored beside the concatenation.
+const valuesKey = "\x00values"
+
 // rewriteConcat replaces every `a .. b` in chunk with a call of the guarded
 // concatenation, `("")["\0concat"](a, b)`, so that string growth is
 // checked against the limits at the place it happens: gopher-lua's own
-// concatenation cannot be hooked.
+// concatenation cannot be hooked. For the same reason the last field of a
+// table constructor, when it is a call or `...` and so may bring any
+// number of values ({...}, {f()}), is passed through the guard that
+// charges them: `{("")["\0values"](...)}`.
 func rewriteConcat(chunk []ast.Stmt) {
 	for _, s := range chunk {
 		rwStmt(s)
@@ -75,19 +82,8 @@ func rwExpr(e ast.Expr) ast.Expr {
 	case nil:
 		return nil
 	case *ast.StringConcatOpExpr:
-		call := &ast.FuncCallExpr{
-			Func: &ast.AttrGetExpr{Object: &ast.StringExpr{Value: ""}, Key: &ast.StringExpr{Value: concatKey}},
-			Args: []ast.Expr{rwExpr(x.Lhs), rwExpr(x.Rhs)},
-		}
 		// One value, as the operator yields.
-		call.AdjustRet = true
-		call.SetLine(x.Line())
-		call.SetLastLine(x.LastLine())
-		for _, sub := range []ast.Expr{call.Func, call.Func.(*ast.AttrGetExpr).Object, call.Func.(*ast.AttrGetExpr).Key} {
-			sub.SetLine(x.Line())
-			sub.SetLastLine(x.LastLine())
-		}
-		return call
+		return guardCall(x, concatKey, true, rwExpr(x.Lhs), rwExpr(x.Rhs))
 	case *ast.AttrGetExpr:
 		x.Object = rwExpr(x.Object)
 		x.Key = rwExpr(x.Key)
@@ -95,6 +91,11 @@ func rwExpr(e ast.Expr) ast.Expr {
 		for _, f := range x.Fields {
 			f.Key = rwExpr(f.Key)
 			f.Value = rwExpr(f.Value)
+		}
+		if n := len(x.Fields); n > 0 {
+			if last := x.Fields[n-1]; last.Key == nil && multiValued(last.Value) {
+				last.Value = guardCall(last.Value, valuesKey, false, last.Value)
+			}
 		}
 	case *ast.FuncCallExpr:
 		x.Func = rwExpr(x.Func)
@@ -119,4 +120,29 @@ func rwExpr(e ast.Expr) ast.Expr {
 		rwStmts(x.Stmts)
 	}
 	return e
+}
+
+// guardCall is a call of the guard stored under key in the string
+// library, `("")[key](args...)`, placed at the lines of at; adjust makes
+// it yield one value.
+func guardCall(at ast.Expr, key string, adjust bool, args ...ast.Expr) *ast.FuncCallExpr {
+	get := &ast.AttrGetExpr{Object: &ast.StringExpr{Value: ""}, Key: &ast.StringExpr{Value: key}}
+	call := &ast.FuncCallExpr{Func: get, Args: args, AdjustRet: adjust}
+	for _, e := range []ast.Expr{call, get, get.Object, get.Key} {
+		e.SetLine(at.Line())
+		e.SetLastLine(at.LastLine())
+	}
+	return call
+}
+
+// multiValued reports whether e, as the last expression of a list, brings
+// all of its values: a call or `...` not in parentheses.
+func multiValued(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.FuncCallExpr:
+		return !x.AdjustRet
+	case *ast.Comma3Expr:
+		return !x.AdjustRet
+	}
+	return false
 }
