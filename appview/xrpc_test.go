@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluesky-social/indigo/atproto/identity"
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/testenv"
@@ -322,4 +325,67 @@ func TestBlobURLsAndHandles(t *testing.T) {
 			t.Fatalf("list blob url: %d %v", status, body)
 		}
 	})
+}
+
+// failingDirectory fails every handle look-up as an unreachable resolver
+// would.
+type failingDirectory struct{ *identity.MockDirectory }
+
+func (failingDirectory) LookupHandle(context.Context, syntax.Handle) (*identity.Identity, error) {
+	return nil, fmt.Errorf("%w: dns: i/o timeout", identity.ErrHandleResolutionFailed)
+}
+
+// TestQueriesByHandle: `uri` and `did` name accounts by DID or handle; a
+// handle that resolves to nothing, or could not be resolved, says so.
+func TestQueriesByHandle(t *testing.T) {
+	dir := identity.NewMockDirectory()
+	dir.Insert(identity.Identity{DID: "did:plc:alice", Handle: "alice.test"})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: dir})
+	client, _ := env.NewClient(t, clients.NewClient{})
+	for _, up := range []string{postLexicon, listLexicon} {
+		target := ""
+		if up == listLexicon {
+			target = "app.test.post"
+		}
+		if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(up), TargetCollection: target}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := storagetest.Rec("did:plc:alice", "app.test.post", "3kalice", time.Now(), map[string]any{"text": "hi"})
+	if err := env.Store.ApplyBatch(context.Background(), storage.Batch{Ops: []storage.RecordOp{{Record: rec}}}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(query string) testenv.Response {
+		return env.Do(t, "GET", "/xrpc/app.test.listPosts?"+query, nil, "X-Client-Key", client.Key)
+	}
+	if r := get("uri=" + url.QueryEscape("at://alice.test/app.test.post/3kalice")); r.Status != 200 {
+		t.Fatalf("uri by handle: %d %s", r.Status, r.Raw)
+	}
+	var page struct{ Records []map[string]any }
+	if r := get("did=alice.test"); r.Status != 200 {
+		t.Fatalf("did= by handle: %d %s", r.Status, r.Raw)
+	} else if r.JSON(t, &page); len(page.Records) != 1 || page.Records[0]["uri"] != rec.URI {
+		t.Fatalf("did= by handle: %s", r.Raw)
+	}
+	for _, q := range []string{"uri=" + url.QueryEscape("at://nobody.test/app.test.post/3kalice"), "did=nobody.test"} {
+		if r := get(q); r.Status != 400 || r.Error(t) != "handle nobody.test does not resolve to a DID" {
+			t.Errorf("%s: %d %s", q, r.Status, r.Raw)
+		}
+	}
+	if r := get("did=not%20a%20handle"); r.Status != 400 || r.Error(t) != "invalid did" {
+		t.Errorf("malformed did=: %d %s", r.Status, r.Raw)
+	}
+
+	down := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: failingDirectory{dir}})
+	downClient, _ := down.NewClient(t, clients.NewClient{})
+	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(listLexicon), TargetCollection: "app.test.post"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := down.Do(t, "GET", "/xrpc/app.test.listPosts?did=alice.test", nil, "X-Client-Key", downClient.Key); r.Status != 502 ||
+		r.Error(t) != "handle alice.test could not be resolved" {
+		t.Errorf("resolver down: %d %s", r.Status, r.Raw)
+	}
 }
