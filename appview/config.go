@@ -53,7 +53,10 @@ type Config struct {
 	// (the environment's PORT=0 maps to it); 0 means DefaultPort.
 	Host string
 	Port int
-	// PublicURL is the public base URL; default http://Host:Port.
+	// PublicURL is the public base URL; default http://Host:Port. DPoP
+	// proofs are checked against it. With Port -1 the default cannot name
+	// the port bound: call Listen first and set Port to the listener's
+	// port (or set PublicURL).
 	PublicURL string
 
 	// SessionSecret signs dashboard cookies. Empty means a random

@@ -17,12 +17,25 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 // Listen opens the listener on the configured host and port.
-func (a *App) Listen() (net.Listener, error) {
-	port := a.cfg.Port
-	if port < 0 {
+func (a *App) Listen() (net.Listener, error) { return Listen(a.cfg) }
+
+// Listen opens a TCP listener on cfg's Host and Port, with the defaults New
+// applies (DefaultHost, DefaultPort; Port -1 picks a free port). Called
+// before New, it lets the default PublicURL name the port actually bound:
+// set cfg.Port to the listener's port, then pass the listener to Serve
+// (`appview serve` does this).
+func Listen(cfg Config) (net.Listener, error) {
+	host, port := cfg.Host, cfg.Port
+	if host == "" {
+		host = DefaultHost
+	}
+	switch {
+	case port == 0:
+		port = DefaultPort
+	case port < 0:
 		port = 0
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}

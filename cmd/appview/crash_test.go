@@ -26,6 +26,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary that binary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
 // binary builds the appview command once per test process.
 func binary(t *testing.T) string {
 	t.Helper()

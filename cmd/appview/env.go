@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -94,9 +95,15 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 			*dst = n
 		}
 	}
-	intVar("PORT", &cfg.Port)
-	if getenv("PORT") == "0" {
-		cfg.Port = -1 // any free port
+	if v := getenv("PORT"); v != "" {
+		port, err := parsePort(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("PORT: %w", err))
+		}
+		cfg.Port = port
+		if port == 0 {
+			cfg.Port = -1 // any free port
+		}
 	}
 	intVar("DEFAULT_RATE_LIMIT_CAPACITY", &cfg.DefaultRateLimitCapacity)
 	if v := getenv("DEFAULT_RATE_LIMIT_REFILL_RATE"); v != "" {
@@ -113,17 +120,23 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// newLogger builds the process logger from LOG_LEVEL and LOG_FORMAT.
-func newLogger(getenv func(string) string) (*slog.Logger, error) {
+// newLogger builds the process logger from LOG_LEVEL and LOG_FORMAT. It
+// writes to w (standard error).
+func newLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if v := getenv("LOG_LEVEL"); v != "" {
-		if err := level.UnmarshalText([]byte(v)); err != nil {
-			return nil, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", v)
+		var err error
+		if level, err = parseLevel(v); err != nil {
+			return nil, fmt.Errorf("LOG_LEVEL: %w", err)
 		}
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	if strings.EqualFold(getenv("LOG_FORMAT"), "json") {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	asJSON, err := parseJSONFormat(getenv("LOG_FORMAT"))
+	if err != nil {
+		return nil, fmt.Errorf("LOG_FORMAT: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	opts := &slog.HandlerOptions{Level: level}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }

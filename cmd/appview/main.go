@@ -1,128 +1,95 @@
 // Command appview runs a Lexview instance.
 //
-//	appview serve     run migrations, then serve HTTP until SIGINT/SIGTERM
-//	appview migrate   apply pending migrations and exit
-//	appview records import FILE   store records from a JSON-lines file
-//	appview admin bootstrap --did DID [--force-new-key]
-//	                  make DID the super user and print an admin API key
-//	appview version   print the version
+//	appview serve [flags]                 run migrations, then serve HTTP until SIGINT/SIGTERM
+//	appview migrate [flags]               apply pending migrations and exit
+//	appview records import [flags] FILE   store records from a JSON-lines file
+//	appview admin bootstrap [flags] --did DID [--force-new-key]
+//	                                      make DID the super user and print an admin API key
+//	appview version                       print the version
+//	appview help [COMMAND]                the overview, or a command's help
 //
 // Configuration comes from the environment (and a .env file in the working
-// directory); see docs/configuration.md.
+// directory); the common settings also have flags, which win. Every
+// command prints its flags and the environment variables it reads with
+// --help; see docs/configuration.md.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/lexview/lexview/appview"
 )
-
-const usage = `usage: appview <command>
-
-commands:
-  serve     run migrations, then serve HTTP until SIGINT or SIGTERM
-  migrate   apply pending database migrations and exit
-  records import FILE
-            store records from a JSON-lines file ("-" for stdin), one
-            {"uri", "cid", "record"} object per line, validated against
-            their record lexicons like ingested records
-  admin bootstrap --did DID [--force-new-key]
-            make DID the super user (when no admin user exists yet) and
-            print an admin API key holding every permission
-  version   print the version
-`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command line args and returns the exit status: 0 on
+// success (and for help), 1 when the command failed, 2 for a misuse of the
+// command line.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		overview(stderr)
 		return 2
 	}
-	cmd := args[0]
-	switch cmd {
-	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "lexview %s\n", appview.Version)
+	switch {
+	case args[0] == "--version" || args[0] == "-v":
+		args = append([]string{"version"}, args[1:]...)
+	case args[0] == "help" && len(args) > 1:
+		// `appview help admin bootstrap` is `appview admin bootstrap --help`.
+		return run(append(args[1:len(args):len(args)], "--help"), stdout, stderr)
+	case isHelp(args[0]):
+		overview(stdout)
 		return 0
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usage)
-		return 0
-	case "serve", "migrate", "admin":
-	case "records":
-		if len(args) != 3 || args[1] != "import" {
-			fmt.Fprint(stderr, "usage: appview records import FILE\n")
-			return 2
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return runCommand(c, args[1:], stdout, stderr)
 		}
-	default:
-		fmt.Fprintf(stderr, "appview: unknown command %q\n\n%s", cmd, usage)
+	}
+	group := groupCommands(args[0])
+	if len(group) == 0 {
+		fmt.Fprintf(stderr, "appview: unknown command %q\nRun 'appview help' for the list of commands.\n", args[0])
 		return 2
 	}
-	if err := loadDotEnv(".env"); err != nil {
-		fmt.Fprintf(stderr, "appview: .env: %v\n", err)
-		return 1
+	switch {
+	case len(args) == 1:
+		fmt.Fprintf(stderr, "appview %s: missing command\n", args[0])
+		groupHelp(stderr, args[0], group)
+		return 2
+	case isHelp(args[1]):
+		groupHelp(stdout, args[0], group)
+		return 0
 	}
-	log, err := newLogger(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "appview: %v\n", err)
-		return 1
+	for _, c := range group {
+		if c.name == args[0]+" "+args[1] {
+			return runCommand(c, args[2:], stdout, stderr)
+		}
 	}
-	cfg, err := configFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "appview: configuration: %v\n", err)
-		return 1
-	}
-	cfg.Logger = log
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch cmd {
-	case "admin":
-		return adminCommand(ctx, cfg, args[1:], stdout, stderr)
-	case "migrate":
-		err = migrate(ctx, cfg)
-	case "serve":
-		err = serve(ctx, cfg)
-	case "records":
-		err = recordsImport(ctx, cfg, args[2], stdout, stderr)
-	}
-	if err != nil {
-		log.Error("appview "+cmd+" failed", "err", err)
-		return 1
-	}
-	return 0
+	fmt.Fprintf(stderr, "appview %s: unknown command %q\n", args[0], args[1])
+	groupHelp(stderr, args[0], group)
+	return 2
 }
 
-func serve(ctx context.Context, cfg appview.Config) error {
-	app, err := appview.New(cfg)
-	if err != nil {
-		return err
-	}
-	return app.Run(ctx)
+// signalContext is canceled by SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func migrate(ctx context.Context, cfg appview.Config) error {
-	url := cfg.DatabaseURL
-	if url == "" {
-		url = appview.DefaultDatabaseURL
+func versionCommand() *command {
+	return &command{
+		name: "version", summary: "print the version", about: "Prints the version of Lexview.",
+		define: func(*flag.FlagSet) func(context.Context, *invocation) int {
+			return func(_ context.Context, x *invocation) int {
+				fmt.Fprintf(x.stdout, "lexview %s\n", appview.Version)
+				return 0
+			}
+		},
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	store, err := appview.OpenStore(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		return err
-	}
-	cfg.Logger.Info("migrations applied", "database", store.Dialect())
-	return nil
 }

@@ -31,6 +31,10 @@ func TestConfigFromEnv(t *testing.T) {
 		!strings.Contains(err.Error(), "PORT") || !strings.Contains(err.Error(), "REFILL") {
 		t.Fatalf("bad numbers: %v", err)
 	}
+	env = map[string]string{"PORT": "70000"}
+	if _, err := configFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "PORT: 70000 is not a port") {
+		t.Fatalf("port out of range: %v", err)
+	}
 }
 
 func TestLoadDotEnv(t *testing.T) {
@@ -82,5 +86,11 @@ func TestCommands(t *testing.T) {
 	t.Setenv("LOG_LEVEL", "loud")
 	if code := run([]string{"migrate"}, &out, &errOut); code != 1 {
 		t.Fatalf("bad LOG_LEVEL exit %d", code)
+	}
+	t.Setenv("LOG_LEVEL", "")
+	t.Setenv("LOG_FORMAT", "xml")
+	errOut.Reset()
+	if code := run([]string{"migrate"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "LOG_FORMAT") {
+		t.Fatalf("bad LOG_FORMAT exit %d: %s", code, errOut.String())
 	}
 }

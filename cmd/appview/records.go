@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,27 @@ type importLine struct {
 // scripts before committing.
 type recordWriter interface {
 	Write(ctx context.Context, source string, changes []storage.Change) (appview.WriteResult, error)
+}
+
+func importCommand() *command {
+	return &command{
+		name: "records import", synopsis: "FILE", nargs: 1, scope: scopeApp,
+		summary: "store records from a JSON-lines file (- for stdin)",
+		about: "Stores records from FILE (\"-\" reads standard input): one\n" +
+			"{\"uri\", \"cid\", \"record\"} JSON object per line, optional \"rev\". They go\n" +
+			"through the batch writer like ingested records: validated against their\n" +
+			"record lexicon and run through record-event scripts. Refused records are\n" +
+			"listed on stderr and make the command exit with status 1 after the rest is\n" +
+			"imported. It may run beside a serving instance: it starts only the writer.",
+		define: func(*flag.FlagSet) func(context.Context, *invocation) int {
+			return func(ctx context.Context, x *invocation) int {
+				if err := recordsImport(ctx, x.cfg, x.args[0], x.stdout, x.stderr); err != nil {
+					return x.failed(err)
+				}
+				return 0
+			}
+		},
+	}
 }
 
 // recordsImport reads JSON lines ({"uri", "cid", "record"}) from path ("-"

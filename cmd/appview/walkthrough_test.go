@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +22,7 @@ func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "appview")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	databases := map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "appview.db") },
 		"postgres": func(t *testing.T) string { return storagetest.PostgresURL(t) },
@@ -69,30 +62,14 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		t.Fatal(err)
 	}
 	defer serve.Process.Kill()
-	base := listenAddr(t, stderr)
+	base, _ := listening(t, stderr)
 
 	call := func(method, path, auth string, body any, headers ...string) (int, map[string]any) {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			raw, _ := json.Marshal(body)
-			rd = bytes.NewReader(raw)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
 		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
+			headers = append(headers, "Authorization", "Bearer "+auth)
 		}
-		for i := 0; i+1 < len(headers); i += 2 {
-			req.Header.Set(headers[i], headers[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		return callJSON(t, method, base+path, body, headers...)
 	}
 
 	// 3. Upload a record lexicon and a query lexicon.
@@ -156,30 +133,5 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
-	}
-}
-
-// listenAddr reads JSON log lines until the listening address appears.
-func listenAddr(t *testing.T, stderr io.Reader) string {
-	t.Helper()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var line struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "lexview listening" {
-				found <- line.Addr
-			}
-		}
-	}()
-	select {
-	case addr := <-found:
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("server did not report its address")
-		return ""
 	}
 }

@@ -37,8 +37,9 @@ type Options struct {
 	MaxConns int
 }
 
-// Open connects to the database at a postgres:// URL. It does not migrate;
-// call Migrate.
+// Open connects to the database at a postgres:// URL and checks that the
+// server runs PostgreSQL 17 or newer (ErrUnsupportedServer otherwise). It
+// does not migrate; call Migrate.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 20
@@ -50,9 +51,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
+	if err := checkServer(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, err
 	}
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {

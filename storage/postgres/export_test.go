@@ -1,0 +1,4 @@
+package postgres
+
+// CheckVersion exposes checkVersion to the external tests.
+var CheckVersion = checkVersion
