@@ -77,7 +77,7 @@ type App struct {
 // work; call Start (or StartWriting) or Run.
 //
 // Files New writes (none with PostgreSQL and a TokenEncryptionKey):
-//   - with DatabaseURL sqlite://PATH: the directory of PATH (created 0755
+//   - with DatabaseURL sqlite://PATH: the directory of PATH (created 0700
 //     with any missing parents), the database file PATH and SQLite's
 //     write-ahead log and shared-memory files PATH-wal and PATH-shm;
 //   - with SQLite (opened by New or given as Config.Store) and no
