@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -21,6 +24,14 @@ const (
 	eventSourceConnected    = "source.connected"
 	eventSourceDisconnected = "source.disconnected"
 )
+
+// eventSourceSkipped is the event-log type of an event a source went past
+// unused (ingest.Sink.Skipped). Its subject is the source's name; its
+// detail holds "source", "reason" (too_large, undecodable, invalid),
+// "position" (the event's stream position, 0 when unknown), "bytes",
+// "error", and what could be read of the event ("kind", "did",
+// "collection", "rkey"; strings cut at 256 bytes).
+const eventSourceSkipped = "source.event_skipped"
 
 // sourceWorker runs one event source as a component: it follows the
 // wanted collections of the lexicon registry and hands what it reads to a
@@ -47,6 +58,9 @@ type sourceSink struct {
 	name        string
 	cursorKey   string
 	connections atomic.Int64
+
+	mu          sync.Mutex
+	lastSkipped int64 // position of the last skipped event reported
 }
 
 func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
@@ -70,8 +84,13 @@ func (s *sourceSink) Identity(ctx context.Context, e ingest.IdentityEvent) {
 
 // Account removes the records of deleted accounts; other statuses
 // (deactivated, suspended, taken down) can be reversed, so records stay.
+// An event whose DID does not parse is reported as skipped.
 func (s *sourceSink) Account(ctx context.Context, e ingest.AccountEvent) {
 	if e.Active || e.Status != "deleted" {
+		return
+	}
+	if _, err := syntax.ParseDID(e.DID); err != nil {
+		s.Skipped(ctx, ingest.SkippedEvent{Reason: ingest.SkipInvalid, Kind: "account", DID: e.DID, Err: "invalid DID: " + err.Error()})
 		return
 	}
 	n, err := s.app.store.DeleteRecordsByDID(ctx, e.DID)
@@ -101,6 +120,53 @@ func (s *sourceSink) StateChanged(ctx context.Context, connected bool, detail ma
 		entry.Type, entry.Severity = eventSourceConnected, eventlog.Info
 	}
 	s.app.events.Record(ctx, entry)
+}
+
+// Skipped records an event the source went past, once: in the event log
+// and the metrics. Replays of a reported event (a position not above the
+// last reported one) are not recorded again.
+func (s *sourceSink) Skipped(ctx context.Context, e ingest.SkippedEvent) {
+	if e.Position > 0 {
+		s.mu.Lock()
+		replay := e.Position <= s.lastSkipped
+		if !replay {
+			s.lastSkipped = e.Position
+		}
+		s.mu.Unlock()
+		if replay {
+			return
+		}
+	}
+	reason := e.Reason
+	switch reason {
+	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid:
+	default:
+		reason = "other" // metrics labels stay few
+	}
+	s.app.metrics.Skipped(s.name, reason)
+	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceSkipped, Severity: eventlog.Warn, Subject: s.name,
+		Detail: map[string]any{
+			"source": s.name, "reason": clip(e.Reason), "position": e.Position, "bytes": e.Size, "error": clip(e.Err),
+			"kind": clip(e.Kind), "did": clip(e.DID), "collection": clip(e.Collection), "rkey": clip(e.RKey),
+		}})
+}
+
+// maxClip bounds the untrusted strings of a skipped event's log entry.
+const maxClip = 256
+
+// clip makes an untrusted string fit for the event log: valid UTF-8,
+// without NUL (which PostgreSQL's jsonb cannot hold), at most maxClip
+// bytes.
+func clip(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) <= maxClip {
+		return s
+	}
+	n := maxClip
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // syncStatus reports ingestion, backfill and the writer for GET

@@ -85,6 +85,40 @@ type Sink interface {
 	// StateChanged reports connection state changes, for the event log
 	// (detail is logged as given) and the connection metrics.
 	StateChanged(ctx context.Context, connected bool, detail map[string]any)
+	// Skipped reports an event the source could not use and went past
+	// (too large, undecodable, invalid), for the event log and the
+	// metrics. It stores no position: a source that moves its position
+	// past the event stores it with Records (no changes). A report whose
+	// Position is not above that of the last reported skip is a replay
+	// of an event already reported, and is ignored.
+	Skipped(ctx context.Context, e SkippedEvent)
+}
+
+// Reasons of a SkippedEvent.
+const (
+	// SkipTooLarge: the event was larger than the source decodes.
+	SkipTooLarge = "too_large"
+	// SkipUndecodable: the event was not JSON, or not of the expected
+	// shape (a field of the wrong type).
+	SkipUndecodable = "undecodable"
+	// SkipInvalid: the event decoded but names something invalid (for
+	// example an account event whose DID does not parse).
+	SkipInvalid = "invalid"
+)
+
+// SkippedEvent is an event a source went past without handing it over.
+// The strings are as far as the source could read them from the event,
+// untrusted and possibly empty.
+type SkippedEvent struct {
+	Reason   string // SkipTooLarge, SkipUndecodable, SkipInvalid
+	Position int64  // the event's own stream position; 0 when unknown
+	Size     int64  // bytes read of the event
+	Kind     string // the event's kind, e.g. "commit"
+	DID      string
+	// Collection and RKey of a commit event.
+	Collection string
+	RKey       string
+	Err        string // why it was skipped
 }
 
 // IdentityEvent is an identity change of an account.

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,13 +16,17 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lexview/lexview/internal/netguard"
-	"github.com/lexview/lexview/storage"
 )
 
 // Jetstream follows a Jetstream server's /subscribe endpoint. It asks for
 // the wanted collections only, resubscribes when they change, and
 // reconnects with capped, jittered exponential backoff, resuming from the
 // last position it handed to the sink rewound by Rewind.
+//
+// An event it cannot use (larger than MaxMessageSize, not JSON, or not of
+// Jetstream's shape) is skipped: reported to the sink (Sink.Skipped), and
+// its position, when it can be read, stored (Sink.Records without
+// changes), so that ingestion goes on past it.
 type Jetstream struct {
 	// URL is the subscribe endpoint, e.g. wss://host/subscribe.
 	URL string
@@ -38,10 +41,16 @@ type Jetstream struct {
 	ReplayWindow time.Duration
 	// MinBackoff and MaxBackoff bound reconnect delays; defaults 500ms, 30s.
 	MinBackoff, MaxBackoff time.Duration
-	// MaxMessageSize bounds one event; default 4 MiB.
+	// MaxMessageSize bounds the events decoded; default 4 MiB. A larger
+	// event is read through without being kept, and skipped.
 	MaxMessageSize int64
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// MaxSkipSize bounds the bytes read of an event skipped for its size;
+	// default 64 MiB (at least MaxMessageSize). An event larger still ends
+	// the connection; the next one resumes just past it (its position is
+	// read from the start of the event), without the rewind.
+	MaxSkipSize int64
+	Logger      *slog.Logger
+	Now         func() time.Time
 
 	mu     sync.Mutex
 	status Status
@@ -80,28 +89,6 @@ func (j *Jetstream) noteEvent(position int64, at time.Time) {
 	j.mu.Unlock()
 }
 
-// event is a Jetstream message.
-type event struct {
-	DID    string `json:"did"`
-	TimeUS int64  `json:"time_us"`
-	Kind   string `json:"kind"`
-	Commit *struct {
-		Rev        string          `json:"rev"`
-		Operation  string          `json:"operation"`
-		Collection string          `json:"collection"`
-		RKey       string          `json:"rkey"`
-		Record     json.RawMessage `json:"record"`
-		CID        string          `json:"cid"`
-	} `json:"commit"`
-	Identity *struct {
-		Handle string `json:"handle"`
-	} `json:"identity"`
-	Account *struct {
-		Active bool   `json:"active"`
-		Status string `json:"status"`
-	} `json:"account"`
-}
-
 func (j *Jetstream) defaults() {
 	if j.Rewind <= 0 {
 		j.Rewind = 3 * time.Second
@@ -118,6 +105,10 @@ func (j *Jetstream) defaults() {
 	if j.MaxMessageSize <= 0 {
 		j.MaxMessageSize = 4 << 20
 	}
+	if j.MaxSkipSize <= 0 {
+		j.MaxSkipSize = 64 << 20
+	}
+	j.MaxSkipSize = max(j.MaxSkipSize, j.MaxMessageSize)
 	if j.Logger == nil {
 		j.Logger = slog.Default()
 	}
@@ -136,7 +127,7 @@ var errResubscribe = errors.New("wanted collections changed")
 // Run implements Source.
 func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-chan struct{}, sink Sink) error {
 	j.defaults()
-	var position int64 // last time_us handed to the sink; 0 = none yet
+	var pos position
 	if c, ok, err := sink.Resume(ctx); err != nil {
 		return fmt.Errorf("jetstream: read stored cursor: %w", err)
 	} else if ok {
@@ -145,7 +136,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			j.Logger.Warn("stored Jetstream cursor is older than the replay window; starting from live",
 				"cursor", c, "age", age.Round(time.Second).String())
 		} else {
-			position = c
+			pos.last = c
 		}
 	}
 	backoff := j.MinBackoff
@@ -160,23 +151,23 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 				return nil
 			}
 		}
-		if position == 0 {
+		if pos.last == 0 {
 			// Starting from live: store the starting point first, so that a
 			// crash before the first commit resumes here instead of from live
 			// again (which would skip what arrived in between).
-			position = j.Now().UnixMicro()
-			if err := sink.Records(ctx, nil, position); err != nil {
+			pos.last = j.Now().UnixMicro()
+			if err := sink.Records(ctx, nil, pos.last); err != nil {
 				return nil // ctx ended
 			}
 		}
 		started := j.Now()
-		err := j.connect(ctx, collections, &position, wanted, changed, sink)
+		err := j.connect(ctx, collections, &pos, wanted, changed, sink)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, errResubscribe) {
+		if errors.Is(err, errResubscribe) || errors.Is(err, errSkippedPast) {
 			backoff = j.MinBackoff
-			continue // reconnect at once with the new set
+			continue // reconnect at once: with the new set, or past the event
 		}
 		if j.Now().Sub(started) > time.Minute {
 			backoff = j.MinBackoff // the connection was healthy for a while
@@ -198,8 +189,32 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// subscribeURL builds the subscribe URL for collections from position.
-func (j *Jetstream) subscribeURL(collections []string, position int64) (string, error) {
+// position is where a Jetstream source is in the stream.
+type position struct {
+	// last is the last time_us handed to the sink (0: none yet).
+	last int64
+	// skippedPast is the time_us of the last event too large to be read
+	// through (0: none): connections resume after it.
+	skippedPast int64
+}
+
+// resumeFrom is the cursor to subscribe from: the last position rewound
+// by Rewind, but never at or before an event too large to read through;
+// 0 (live) before any position.
+func (j *Jetstream) resumeFrom(p position) int64 {
+	if p.last <= 0 {
+		return 0
+	}
+	from := p.last - j.Rewind.Microseconds()
+	if p.skippedPast > 0 {
+		from = max(from, p.skippedPast+1)
+	}
+	return from
+}
+
+// subscribeURL builds the subscribe URL for collections from cursor (0:
+// live).
+func (j *Jetstream) subscribeURL(collections []string, cursor int64) (string, error) {
 	u, err := url.Parse(j.URL)
 	if err != nil {
 		return "", fmt.Errorf("jetstream URL: %w", err)
@@ -210,8 +225,8 @@ func (j *Jetstream) subscribeURL(collections []string, position int64) (string, 
 		q.Add("wantedCollections", c)
 	}
 	q.Del("cursor")
-	if position > 0 {
-		q.Set("cursor", strconv.FormatInt(position-j.Rewind.Microseconds(), 10))
+	if cursor > 0 {
+		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
@@ -219,9 +234,9 @@ func (j *Jetstream) subscribeURL(collections []string, position int64) (string, 
 
 // connect runs one connection until it fails, ctx ends, or the wanted set
 // changes.
-func (j *Jetstream) connect(ctx context.Context, collections []string, position *int64, wanted func() []string,
+func (j *Jetstream) connect(ctx context.Context, collections []string, pos *position, wanted func() []string,
 	changed <-chan struct{}, sink Sink) error {
-	target, err := j.subscribeURL(collections, *position)
+	target, err := j.subscribeURL(collections, j.resumeFrom(*pos))
 	if err != nil {
 		return err
 	}
@@ -232,11 +247,11 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 		return fmt.Errorf("dial: %w", err)
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(j.MaxMessageSize)
+	conn.SetReadLimit(j.MaxSkipSize) // read enforces MaxMessageSize itself
 	j.setConnected(true, collections)
-	detail := map[string]any{"url": j.URL, "collections": collections, "cursor": *position}
+	detail := map[string]any{"url": j.URL, "collections": collections, "cursor": pos.last}
 	sink.StateChanged(ctx, true, detail)
-	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", *position)
+	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", pos.last)
 
 	connCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -253,13 +268,13 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, position 
 			}
 		}
 	}()
-	err = j.read(connCtx, conn, collections, position, sink)
+	err = j.read(connCtx, conn, collections, pos, sink)
 	if cause := context.Cause(connCtx); errors.Is(cause, errResubscribe) {
 		err = errResubscribe
 		conn.Close(websocket.StatusNormalClosure, "resubscribing")
 	}
 	j.setConnected(false, nil)
-	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": j.URL, "cursor": *position, "reason": errString(err)})
+	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": j.URL, "cursor": pos.last, "reason": errString(err)})
 	return err
 }
 
@@ -268,49 +283,4 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// read handles messages until the connection ends.
-func (j *Jetstream) read(ctx context.Context, conn *websocket.Conn, collections []string, position *int64, sink Sink) error {
-	for {
-		_, data, err := conn.Read(ctx)
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-		var ev event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			j.Logger.Warn("undecodable Jetstream message skipped", "err", err, "bytes", len(data))
-			continue
-		}
-		received := j.Now()
-		switch ev.Kind {
-		case "commit":
-			c := ev.Commit
-			if c == nil || !slices.Contains(collections, c.Collection) {
-				break
-			}
-			change := storage.Change{
-				Op: storage.ChangeOp(c.Operation), DID: ev.DID, Collection: c.Collection, RKey: c.RKey,
-				CID: c.CID, Rev: c.Rev, Record: c.Record, Received: received,
-			}
-			if change.Op == storage.OpDelete {
-				change.Record, change.CID = nil, ""
-			}
-			if err := sink.Records(ctx, []storage.Change{change}, ev.TimeUS); err != nil {
-				return fmt.Errorf("hand over records: %w", err)
-			}
-		case "identity":
-			if ev.Identity != nil {
-				sink.Identity(ctx, IdentityEvent{DID: ev.DID, Handle: ev.Identity.Handle})
-			}
-		case "account":
-			if ev.Account != nil {
-				sink.Account(ctx, AccountEvent{DID: ev.DID, Active: ev.Account.Active, Status: ev.Account.Status})
-			}
-		}
-		if ev.TimeUS > *position {
-			*position = ev.TimeUS
-		}
-		j.noteEvent(*position, received)
-	}
 }

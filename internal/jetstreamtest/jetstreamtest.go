@@ -7,6 +7,7 @@ package jetstreamtest
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -59,31 +60,76 @@ func New(t testing.TB) *Server {
 }
 
 // Publish stores an event (assigning the next time_us) and streams it to
-// matching connections. ev is encoded with "time_us" set.
+// matching connections. ev is encoded with "time_us" set, its fields in
+// Jetstream's order: did, time_us, kind, then the others.
 func (s *Server) Publish(ev map[string]any) int64 {
+	coll := ""
+	switch c := ev["commit"].(type) {
+	case map[string]any:
+		coll, _ = c["collection"].(string)
+	case commit:
+		coll = c.Collection
+	}
+	return s.PublishBytes(coll, func(us int64) []byte {
+		ev["time_us"] = us
+		return encode(ev)
+	})
+}
+
+// encode writes ev as a JSON object with did, time_us and kind first, as
+// Jetstream does, and the other fields after them in key order.
+func encode(ev map[string]any) []byte {
+	first := []string{"did", "time_us", "kind"}
+	keys := slices.Sorted(maps.Keys(ev))
+	keys = slices.DeleteFunc(keys, func(k string) bool { return slices.Contains(first, k) })
+	buf := []byte{'{'}
+	for _, k := range append(first, keys...) {
+		v, ok := ev[k]
+		if !ok {
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(v)
+		buf = append(append(append(buf, kb...), ':'), vb...)
+	}
+	return append(buf, '}')
+}
+
+// PublishBytes stores the message build makes as it is (build receives
+// the time_us assigned to it, for ordering and cursors) and streams it to
+// connections that want collection ("" goes to every connection): for
+// messages Publish cannot make, such as malformed or non-UTF-8 ones.
+func (s *Server) PublishBytes(collection string, build func(timeUS int64) []byte) int64 {
 	s.mu.Lock()
 	us := max(time.Now().UnixMicro(), s.lastUS+1)
 	s.lastUS = us
-	ev["time_us"] = us
-	raw, _ := json.Marshal(ev)
-	coll := ""
-	if c, ok := ev["commit"].(map[string]any); ok {
-		coll, _ = c["collection"].(string)
-	}
-	s.events = append(s.events, Event{TimeUS: us, Collection: coll, JSON: raw})
+	s.events = append(s.events, Event{TimeUS: us, Collection: collection, JSON: build(us)})
 	close(s.wake)
 	s.wake = make(chan struct{})
 	s.mu.Unlock()
 	return us
 }
 
+// commit is a commit event's commit, its fields in Jetstream's order.
+type commit struct {
+	Rev        string `json:"rev"`
+	Operation  string `json:"operation"`
+	Collection string `json:"collection"`
+	RKey       string `json:"rkey"`
+	Record     any    `json:"record,omitempty"`
+	CID        string `json:"cid,omitempty"`
+}
+
 // Commit publishes a commit event. record is ignored for deletes.
 func (s *Server) Commit(did, op, collection, rkey, rev, cid string, record any) int64 {
-	commit := map[string]any{"rev": rev, "operation": op, "collection": collection, "rkey": rkey}
+	c := commit{Rev: rev, Operation: op, Collection: collection, RKey: rkey}
 	if op != "delete" {
-		commit["record"], commit["cid"] = record, cid
+		c.Record, c.CID = record, cid
 	}
-	return s.Publish(map[string]any{"did": did, "kind": "commit", "commit": commit})
+	return s.Publish(map[string]any{"did": did, "kind": "commit", "commit": c})
 }
 
 // Subscriptions lists every connection's request, oldest first.

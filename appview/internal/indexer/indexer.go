@@ -12,7 +12,6 @@ package indexer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -323,101 +322,6 @@ func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, c
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-}
-
-// prepare validates changes into a queue item (nil when nothing is left to
-// write).
-func (w *Writer) prepare(source string, changes []storage.Change, cursor *storage.StreamCursor) (*item, Result) {
-	snap := w.lexicons.Snapshot()
-	now := w.opt.Now()
-	var res Result
-	valid := make([]storage.Change, 0, len(changes))
-	for _, c := range changes {
-		w.opt.Metrics.Received(source, c.Collection)
-		if c.Received.IsZero() {
-			c.Received = now
-		}
-		if err := w.validate(snap, c); err != nil {
-			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
-			w.reject(source, c, err)
-			continue
-		}
-		valid = append(valid, c)
-	}
-	res.Accepted = len(valid)
-	if len(valid) == 0 && cursor == nil {
-		return nil, res
-	}
-	return &item{source: source, changes: valid, cursor: cursor, done: make(chan struct{})}, res
-}
-
-func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
-	if c.DID == "" || c.Collection == "" || c.RKey == "" {
-		return errors.New("change lacks a DID, collection or record key")
-	}
-	if c.Op == storage.OpDelete {
-		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
-			return lexicon.ErrNoRecordLexicon
-		}
-		return nil
-	}
-	if c.Op != storage.OpCreate && c.Op != storage.OpUpdate {
-		return fmt.Errorf("unknown operation %q", c.Op)
-	}
-	if c.CID == "" || len(c.Record) == 0 {
-		return errors.New("write lacks a CID or record")
-	}
-	return w.checkRecord(snap, c.Collection, c.Record)
-}
-
-// CheckRecord reports why a record of collection would be refused when
-// written (nil when it would not): the validation every write meets,
-// without writing. A procedure asks before the record reaches the PDS.
-func (w *Writer) CheckRecord(collection string, record json.RawMessage) error {
-	return w.checkRecord(w.lexicons.Snapshot(), collection, record)
-}
-
-func (w *Writer) checkRecord(snap *lexicon.Snapshot, collection string, record json.RawMessage) error {
-	if w.opt.ValidationOff != nil && w.opt.ValidationOff(collection) {
-		if l, ok := snap.Get(collection); !ok || l.Kind != lexicon.KindRecord {
-			return lexicon.ErrNoRecordLexicon
-		}
-		if !json.Valid(record) {
-			return errors.New("record is not JSON")
-		}
-		return nil
-	}
-	return snap.ValidateRecord(collection, record)
-}
-
-// reject counts a refused change and logs it, at most once per collection
-// every ten seconds.
-func (w *Writer) reject(source string, c storage.Change, err error) {
-	w.opt.Metrics.Rejected(source, c.Collection)
-	w.mu.Lock()
-	w.rejected[c.Collection]++
-	w.stats.Rejected++
-	now := w.opt.Now()
-	last, seen := w.logged[c.Collection]
-	logIt := !seen || now.Sub(last) >= 10*time.Second
-	if logIt {
-		w.logged[c.Collection] = now
-	}
-	w.mu.Unlock()
-	if logIt {
-		w.opt.Logger.Warn("record rejected by validation (further rejections in this collection are counted, logged every 10s)",
-			"source", source, "uri", c.URI(), "err", err)
-	}
-}
-
-// TakeRejections returns and resets the rejection counts per collection
-// since the last call.
-func (w *Writer) TakeRejections() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.rejected
-	w.rejected = map[string]int{}
-	return out
 }
 
 // run commits queued changes until ctx ends, then stops accepting, commits

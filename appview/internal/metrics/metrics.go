@@ -20,6 +20,7 @@ type Metrics struct {
 	EventsReceived  *prometheus.CounterVec // source, collection
 	RecordsIndexed  *prometheus.CounterVec // source, collection
 	RecordsRejected *prometheus.CounterVec // source, collection
+	EventsSkipped   *prometheus.CounterVec // source, reason
 	BatchSize       prometheus.Histogram
 	CommitLag       *prometheus.HistogramVec // source
 	CommitDuration  prometheus.Histogram
@@ -44,6 +45,9 @@ func New() *Metrics {
 		RecordsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_records_rejected_total", Help: "Record changes refused by lexicon validation, by source and collection.",
 		}, []string{"source", "collection"}),
+		EventsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_events_skipped_total", Help: "Stream events an event source went past unused (too large, undecodable, invalid), by source and reason.",
+		}, []string{"source", "reason"}),
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "lexview_batch_size", Help: "Record changes per committed batch.",
 			Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000, 2000},
@@ -82,7 +86,7 @@ func New() *Metrics {
 // collectors lists Lexview's own collectors.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 	}
 }
@@ -135,6 +139,13 @@ func (m *Metrics) Indexed(source, collection string, n int) {
 func (m *Metrics) Rejected(source, collection string) {
 	if m != nil {
 		m.RecordsRejected.WithLabelValues(source, collection).Inc()
+	}
+}
+
+// Skipped counts an event source went past unused.
+func (m *Metrics) Skipped(source, reason string) {
+	if m != nil {
+		m.EventsSkipped.WithLabelValues(source, reason).Inc()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
 )
@@ -126,7 +127,9 @@ func kindOf(trigger string) string {
 
 // interpret applies a record-event script's result: nil or false skips
 // the change, true keeps it, a table replaces the record (creates and
-// updates).
+// updates). A table whose text cannot be stored (a NUL character, which a
+// Lua string may hold) is a script error: the record is written after
+// validation, so this is where it is refused.
 func interpret(c storage.Change, out []byte) (storage.Change, bool, error) {
 	switch string(out) {
 	case "null", "false":
@@ -138,6 +141,9 @@ func interpret(c storage.Change, out []byte) (storage.Change, bool, error) {
 		return c, false, errors.New("handle() must return a table (the record), true (keep it) or nil (skip it)")
 	}
 	if c.Op != storage.OpDelete {
+		if err := lexicon.CheckRecordText(out); err != nil {
+			return c, false, fmt.Errorf("handle() returned a record that cannot be stored: %w", err)
+		}
 		c.Record = json.RawMessage(out)
 	}
 	return c, true, nil

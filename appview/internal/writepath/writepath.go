@@ -22,6 +22,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/fail"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -85,6 +86,9 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return Answer{}, errBadBody
+	}
+	if lexicon.CheckRecordText(body) != nil {
+		return Answer{}, errBadBody // not storable text: refused before the PDS sees it
 	}
 	rkey := replaceTarget(fields, caller.DID, collection)
 	if rkey != "" {

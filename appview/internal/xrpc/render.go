@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -80,6 +81,12 @@ func topLevelKeys(b []byte) (hasURI, hasType, plain bool) {
 // into the stored JSON without decoding it.
 func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, error) {
 	v := bytes.TrimSpace(rec.Value)
+	if !utf8.Valid(v) {
+		// Only a record stored before the writer refused invalid UTF-8
+		// can hold any; its invalid bytes are inside strings, so the
+		// repaired text is still its JSON.
+		v = bytes.ToValidUTF8(v, []byte("\uFFFD"))
+	}
 	hasURI, hasType, plain := topLevelKeys(v)
 	if plain && !hasURI && hasType && !bytes.Contains(v, tokMimeType) {
 		buf = append(buf, `{"uri":`...)

@@ -1,8 +1,10 @@
 package operator
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admins"
@@ -60,6 +62,11 @@ func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.
 		out.Records[i] = record{
 			URI: rec.URI, DID: rec.DID, Collection: rec.Collection, RKey: rec.RKey, CID: rec.CID,
 			IndexedAt: admin.Timestamp(rec.IndexedAt), Record: rec.Value,
+		}
+		if !utf8.Valid(rec.Value) {
+			// A record stored before the writer refused invalid UTF-8:
+			// its invalid bytes are inside strings, the repair keeps it JSON.
+			out.Records[i].Record = bytes.ToValidUTF8(rec.Value, []byte("\uFFFD"))
 		}
 	}
 	respond.JSON(w, http.StatusOK, out)

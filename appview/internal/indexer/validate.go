@@ -1,0 +1,197 @@
+package indexer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// prepare validates changes into a queue item (nil when nothing is left to
+// write).
+func (w *Writer) prepare(source string, changes []storage.Change, cursor *storage.StreamCursor) (*item, Result) {
+	snap := w.lexicons.Snapshot()
+	now := w.opt.Now()
+	var res Result
+	valid := make([]storage.Change, 0, len(changes))
+	for _, c := range changes {
+		label := collectionLabel(snap, c.Collection)
+		w.opt.Metrics.Received(source, label)
+		if c.Received.IsZero() {
+			c.Received = now
+		}
+		if err := w.validate(snap, c); err != nil {
+			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
+			w.reject(source, label, c, err)
+			continue
+		}
+		valid = append(valid, c)
+	}
+	res.Accepted = len(valid)
+	if len(valid) == 0 && cursor == nil {
+		return nil, res
+	}
+	return &item{source: source, changes: valid, cursor: cursor, done: make(chan struct{})}, res
+}
+
+// ErrMalformed is wrapped by the rejection of a change whose identifiers
+// or record text are malformed (as opposed to a record its lexicon
+// refuses): a DID, collection NSID, record key, CID or rev that does not
+// parse, or a record that is not storable Unicode text
+// (lexicon.CheckRecordText).
+var ErrMalformed = errors.New("malformed change")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+}
+
+// invalidCollection is the label (metrics, rejection counts) of changes
+// whose collection is not an NSID: their collection may be any string,
+// and labels must stay few.
+const invalidCollection = "(invalid)"
+
+// collectionLabel returns collection when it is an NSID (at once for the
+// collections of lexicons, which are), else invalidCollection.
+func collectionLabel(snap *lexicon.Snapshot, collection string) string {
+	if _, ok := snap.Get(collection); ok {
+		return collection
+	}
+	if err := lexicon.CheckNSID(collection); err != nil {
+		return invalidCollection
+	}
+	return collection
+}
+
+// validate checks a change before it is queued: its identifiers, then
+// (creates and updates) its record's text and its record against the
+// collection's lexicon.
+func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
+	if err := checkIdentifiers(c); err != nil {
+		return err
+	}
+	if c.Op == storage.OpDelete {
+		if l, ok := snap.Get(c.Collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		return nil
+	}
+	if c.Op != storage.OpCreate && c.Op != storage.OpUpdate {
+		return fmt.Errorf("unknown operation %q", c.Op)
+	}
+	if len(c.Record) == 0 {
+		return errors.New("write lacks a record")
+	}
+	if err := lexicon.CheckRecordText(c.Record); err != nil {
+		return malformed("%w", err)
+	}
+	return w.checkRecord(snap, c.Collection, c.Record)
+}
+
+// CheckRecord reports why a record of collection would be refused when
+// written (nil when it would not): the lexicon validation every write
+// meets, without writing. A procedure asks before the record reaches the
+// PDS.
+func (w *Writer) CheckRecord(collection string, record json.RawMessage) error {
+	return w.checkRecord(w.lexicons.Snapshot(), collection, record)
+}
+
+func (w *Writer) checkRecord(snap *lexicon.Snapshot, collection string, record json.RawMessage) error {
+	if w.opt.ValidationOff != nil && w.opt.ValidationOff(collection) {
+		if l, ok := snap.Get(collection); !ok || l.Kind != lexicon.KindRecord {
+			return lexicon.ErrNoRecordLexicon
+		}
+		if !json.Valid(record) {
+			return errors.New("record is not JSON")
+		}
+		return nil
+	}
+	return snap.ValidateRecord(collection, record)
+}
+
+// checkIdentifiers checks a change's DID, collection, record key and
+// (writes) CID with indigo's syntax rules (lexicon.CheckDID and the
+// others: indigo's checks behind a hand-written fast path), and its rev:
+// whatever the source, nothing that does not parse is stored or served.
+func checkIdentifiers(c storage.Change) error {
+	if c.DID == "" || c.Collection == "" || c.RKey == "" {
+		return malformed("the change lacks a DID, collection or record key")
+	}
+	if err := lexicon.CheckDID(c.DID); err != nil {
+		return malformed("invalid DID: %w", err)
+	}
+	if err := lexicon.CheckNSID(c.Collection); err != nil {
+		return malformed("invalid collection NSID: %w", err)
+	}
+	if err := lexicon.CheckRecordKey(c.RKey); err != nil {
+		return malformed("invalid record key: %w", err)
+	}
+	if !validRev(c.Rev) {
+		return malformed("invalid rev")
+	}
+	if c.Op == storage.OpDelete {
+		return nil
+	}
+	if c.CID == "" {
+		return malformed("the write lacks a CID")
+	}
+	if err := lexicon.CheckCID(c.CID); err != nil {
+		return malformed("invalid CID: %w", err)
+	}
+	return nil
+}
+
+// maxRev bounds a rev. Revs are TIDs (13 characters) on the network;
+// the check is looser (sources and tests use other sortable strings) but
+// keeps them short ASCII.
+const maxRev = 64
+
+// validRev reports whether rev is empty (unknown) or at most maxRev
+// characters of the record-key alphabet (A-Z a-z 0-9 . - _ : ~), which
+// holds every TID.
+func validRev(rev string) bool {
+	if len(rev) > maxRev {
+		return false
+	}
+	for i := 0; i < len(rev); i++ {
+		c := rev[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '-' || c == '_' || c == ':' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// reject counts a refused change under its collection's label and logs
+// it, at most once per label every ten seconds.
+func (w *Writer) reject(source, collection string, c storage.Change, err error) {
+	w.opt.Metrics.Rejected(source, collection)
+	w.mu.Lock()
+	w.rejected[collection]++
+	w.stats.Rejected++
+	now := w.opt.Now()
+	last, seen := w.logged[collection]
+	logIt := !seen || now.Sub(last) >= 10*time.Second
+	if logIt {
+		w.logged[collection] = now
+	}
+	w.mu.Unlock()
+	if logIt {
+		w.opt.Logger.Warn("record rejected by validation (further rejections in this collection are counted, logged every 10s)",
+			"source", source, "uri", c.URI(), "err", err)
+	}
+}
+
+// TakeRejections returns and resets the rejection counts per collection
+// since the last call. Changes whose collection is not an NSID are
+// counted under "(invalid)".
+func (w *Writer) TakeRejections() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.rejected
+	w.rejected = map[string]int{}
+	return out
+}
