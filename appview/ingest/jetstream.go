@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ type Jetstream struct {
 	// URL is the subscribe endpoint, e.g. wss://host/subscribe.
 	URL string
 	// HTTPClient dials the WebSocket; nil means a client that refuses private
-	// and loopback addresses other than the URL's own host.
+	// and loopback addresses other than the URL's own origin.
 	HTTPClient *http.Client
 	// Rewind is subtracted from the resume position so that nothing in
 	// flight is missed (writes are idempotent); default 3s.
@@ -72,13 +73,19 @@ func (j *Jetstream) Status() Status {
 	return st
 }
 
-func (j *Jetstream) setConnected(up bool, collections []string) {
+// setConnected records a connection going up (from position, the stored
+// position it resumes after: the status shows it until events move it)
+// or down.
+func (j *Jetstream) setConnected(up bool, collections []string, position int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.status.Connected = up
 	if up {
 		j.status.Collections = collections
 		j.status.Connections++
+		if position > j.status.Cursor {
+			j.status.Cursor = position
+		}
 	}
 }
 
@@ -117,7 +124,7 @@ func (j *Jetstream) defaults() {
 	}
 	if j.HTTPClient == nil {
 		// The operator chose the URL; its host may be on a private network.
-		j.HTTPClient = netguard.NewClient(netguard.Options{AllowHosts: []string{netguard.HostOf(j.URL)}}, 0)
+		j.HTTPClient = netguard.NewClient(netguard.Options{AllowOrigins: []string{j.URL}}, 0)
 	}
 }
 
@@ -212,6 +219,15 @@ func (j *Jetstream) resumeFrom(p position) int64 {
 	return from
 }
 
+// urlHint explains a failed handshake with a URL that lacks Jetstream's
+// endpoint path (a common slip: wss://host instead of wss://host/subscribe).
+func (j *Jetstream) urlHint() string {
+	if u, err := url.Parse(j.URL); err == nil && !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/subscribe") {
+		return " (Jetstream serves its stream at /subscribe: is the URL missing that path?)"
+	}
+	return ""
+}
+
 // subscribeURL builds the subscribe URL for collections from cursor (0:
 // live).
 func (j *Jetstream) subscribeURL(collections []string, cursor int64) (string, error) {
@@ -244,11 +260,11 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, pos *posi
 	conn, _, err := websocket.Dial(dialCtx, target, &websocket.DialOptions{HTTPClient: j.HTTPClient})
 	cancelDial()
 	if err != nil {
-		return fmt.Errorf("dial: %w", err)
+		return fmt.Errorf("dial: %w%s", err, j.urlHint())
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(j.MaxSkipSize) // read enforces MaxMessageSize itself
-	j.setConnected(true, collections)
+	j.setConnected(true, collections, pos.last)
 	detail := map[string]any{"url": j.URL, "collections": collections, "cursor": pos.last}
 	sink.StateChanged(ctx, true, detail)
 	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", pos.last)
@@ -273,7 +289,7 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, pos *posi
 		err = errResubscribe
 		conn.Close(websocket.StatusNormalClosure, "resubscribing")
 	}
-	j.setConnected(false, nil)
+	j.setConnected(false, nil, 0)
 	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": j.URL, "cursor": pos.last, "reason": errString(err)})
 	return err
 }

@@ -36,10 +36,6 @@ type Options struct {
 	// http://vm:2582 and nothing else on vm. Entries that are not absolute
 	// http, https, ws or wss URLs allow nothing.
 	AllowOrigins []string
-	// AllowHosts are host names (or host:port) that may resolve to
-	// non-public addresses; a bare host name allows every port and scheme
-	// on it. Prefer AllowOrigins.
-	AllowHosts []string
 	// DialTimeout bounds connection set-up; default 10s.
 	DialTimeout time.Duration
 }
@@ -52,16 +48,13 @@ func NewTransport(opt Options) http.RoundTripper {
 	if opt.DialTimeout <= 0 {
 		opt.DialTimeout = 10 * time.Second
 	}
-	g := &guard{origins: map[string]string{}, hosts: map[string]bool{}, allowAll: opt.AllowPrivate}
+	g := &guard{origins: map[string]string{}, allowAll: opt.AllowPrivate}
 	for _, raw := range opt.AllowOrigins {
 		if u, err := url.Parse(raw); err == nil {
 			if origin, addr, ok := originOf(u); ok {
 				g.origins[origin] = addr
 			}
 		}
-	}
-	for _, h := range opt.AllowHosts {
-		g.hosts[strings.ToLower(h)] = true
 	}
 	open := &net.Dialer{Timeout: opt.DialTimeout, KeepAlive: 30 * time.Second}
 	guarded := &net.Dialer{Timeout: opt.DialTimeout, KeepAlive: 30 * time.Second, Control: control}

@@ -15,7 +15,6 @@ import (
 type guard struct {
 	base     *http.Transport
 	origins  map[string]string // allowed origin -> its dial address
-	hosts    map[string]bool   // Options.AllowHosts, lower-cased
 	allowAll bool
 }
 
@@ -45,8 +44,7 @@ func (g *guard) CloseIdleConnections() { g.base.CloseIdleConnections() }
 
 // open reports whether a connection to address may skip the check of the
 // resolved IP: the guard is off, the request is to an allowed origin and
-// address is that origin's (not, say, a proxy's), or the host is in
-// AllowHosts.
+// address is that origin's (not, say, a proxy's).
 func (g *guard) open(ctx context.Context, address string) bool {
 	if g.allowAll {
 		return true
@@ -55,10 +53,8 @@ func (g *guard) open(ctx context.Context, address string) bool {
 	if err != nil {
 		return false
 	}
-	if want, _ := ctx.Value(allowedAddr{}).(string); want != "" && want == joinHostPort(host, port) {
-		return true
-	}
-	return g.hosts[strings.ToLower(host)] || g.hosts[strings.ToLower(address)]
+	want, _ := ctx.Value(allowedAddr{}).(string)
+	return want != "" && want == joinHostPort(host, port)
 }
 
 // defaultPorts maps the schemes an origin may have to the scheme a request
