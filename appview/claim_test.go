@@ -1,11 +1,9 @@
 package appview_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 const unclaimedMsg = "this instance has no admin yet: claim it with `appview admin bootstrap --did <your DID>`, " +
 	"or send the claim token printed at start-up in the X-Claim-Token header"
 
@@ -42,7 +22,7 @@ const unclaimedMsg = "this instance has no admin yet: claim it with `appview adm
 // the start-up log shows (or the operator runs admin bootstrap).
 func TestClaimNeedsTheToken(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		var logs syncBuffer
+		var logs testenv.LogBuffer
 		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		token := env.App.ClaimToken()
 		if !strings.HasPrefix(token, "hvclaim_") || !strings.Contains(logs.String(), token) ||
@@ -77,7 +57,7 @@ func TestClaimNeedsTheToken(t *testing.T) {
 			t.Fatalf("the super user afterwards: %d %s", r.Status, r.Raw)
 		}
 		// No claim message once claimed: a restart says nothing.
-		var again syncBuffer
+		var again testenv.LogBuffer
 		cfg := appview.Config{Store: env.Store, Logger: slog.New(slog.NewTextHandler(&again, nil)), JetstreamURL: "off",
 			TokenEncryptionKey: testenv.TokenKey, PLCURL: env.PLC.URL, AllowPrivateNetworks: true, RelayURL: "http://127.0.0.1:1"}
 		app, err := appview.New(cfg)

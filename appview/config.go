@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -188,11 +189,9 @@ func (c Config) InstanceDID() string {
 	return "did:web:" + strings.ReplaceAll(strings.ToLower(u.Host), ":", "%3A")
 }
 
-// publicURL is PublicURL or its default, http://Host:Port.
-func (c Config) publicURL() string {
-	if c.PublicURL != "" {
-		return c.PublicURL
-	}
+// listenAddr is host:port of Host and Port with their defaults (Port -1:
+// port 0, a free port).
+func (c Config) listenAddr() string {
 	host, port := c.Host, c.Port
 	if host == "" {
 		host = DefaultHost
@@ -203,7 +202,15 @@ func (c Config) publicURL() string {
 	case port < 0:
 		port = 0
 	}
-	return "http://" + host + ":" + strconv.Itoa(port)
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// publicURL is PublicURL or its default, http://Host:Port.
+func (c Config) publicURL() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	return "http://" + c.listenAddr()
 }
 
 // serviceAuthAudiences is the instance's DID and the configured audiences.

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/server"
@@ -25,17 +24,7 @@ func (a *App) Listen() (net.Listener, error) { return Listen(a.cfg) }
 // set cfg.Port to the listener's port, then pass the listener to Serve
 // (`appview serve` does this).
 func Listen(cfg Config) (net.Listener, error) {
-	host, port := cfg.Host, cfg.Port
-	if host == "" {
-		host = DefaultHost
-	}
-	switch {
-	case port == 0:
-		port = DefaultPort
-	case port < 0:
-		port = 0
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", cfg.listenAddr())
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/storage"
 )
@@ -50,29 +51,11 @@ func TestStatusShowsTheResumedPosition(t *testing.T) {
 	<-done
 }
 
-// lockedBuffer is a log sink safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestHandshakeErrorHintsAtThePath: a URL without /subscribe that fails
 // its handshake says what is probably wrong.
 func TestHandshakeErrorHintsAtThePath(t *testing.T) {
 	js := jetstreamtest.New(t)
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	j := &ingest.Jetstream{URL: strings.TrimSuffix(js.URL, "/subscribe"), MinBackoff: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -359,30 +358,9 @@ func TestActivation(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// take returns what was logged since the last call.
-func (b *syncBuffer) take() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	b.buf.Reset()
-	return s
-}
-
 func TestIdentification(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		logs := &syncBuffer{}
+		logs := &testenv.LogBuffer{}
 		env, su := newEnv(t, open, appview.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		r := su.Do(t, "POST", "/admin/api-clients", body(map[string]any{"client_uri": "https://home.app.test/about"}))
 		expect(t, r, 201, "")
@@ -402,21 +380,21 @@ func TestIdentification(t *testing.T) {
 		expect(t, env.Do(t, "GET", "/xrpc/app.test.ping?client_key="+key, nil, "X-Client-Key", "hvc_unknown"), 401, "Invalid client")
 
 		// Matching credentials log nothing.
-		logs.take()
+		logs.Take()
 		expect(t, ping(t, env, key, "Origin", "https://home.app.test"), 200, "")
 		expect(t, ping(t, env, key, "X-Client-Secret", secret), 200, "")
-		if s := logs.take(); strings.Contains(s, "mismatch") {
+		if s := logs.Take(); strings.Contains(s, "mismatch") {
 			t.Fatalf("matching credentials logged a warning: %s", s)
 		}
 		// Mismatches are logged, not refused.
 		expect(t, ping(t, env, key, "Origin", "https://evil.test"), 200, "")
-		if s := logs.take(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "API client origin mismatch") ||
+		if s := logs.Take(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "API client origin mismatch") ||
 			!strings.Contains(s, "https://evil.test") {
 			t.Fatalf("origin mismatch log: %q", s)
 		}
 		wrong := "hvs_definitely-not-the-secret"
 		expect(t, ping(t, env, key, "X-Client-Secret", wrong), 200, "")
-		s := logs.take()
+		s := logs.Take()
 		if !strings.Contains(s, "level=WARN") || !strings.Contains(s, "API client secret mismatch") {
 			t.Fatalf("secret mismatch log: %q", s)
 		}
@@ -425,7 +403,7 @@ func TestIdentification(t *testing.T) {
 		}
 		// Another client's secret is a mismatch too.
 		expect(t, ping(t, env, other, "X-Client-Secret", secret), 200, "")
-		if s := logs.take(); !strings.Contains(s, "API client secret mismatch") || strings.Contains(s, secret) {
+		if s := logs.Take(); !strings.Contains(s, "API client secret mismatch") || strings.Contains(s, secret) {
 			t.Fatalf("cross-client secret log: %q", s)
 		}
 	})
