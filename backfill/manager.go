@@ -42,11 +42,16 @@ import (
 type Store interface {
 	storage.BackfillStore
 	GetSetting(ctx context.Context, key string) (string, error)
+	// ListRecords reads the records Lexview holds (a repository's records
+	// of a collection, to find those the repository no longer holds).
+	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
 }
 
 // Writer commits record changes as bulk work, behind live ingestion, and
 // waits for the commit. Changes it refuses (validation) are its own
-// business; an error means the changes were not written.
+// business; an error means the changes were not written. A backfill hands
+// it creates, and deletes (carrying the repository revision the fetch
+// read) for the records a repository no longer holds.
 type Writer interface {
 	WriteBulk(ctx context.Context, source string, changes []storage.Change) error
 }
@@ -137,6 +142,9 @@ type Manager struct {
 
 	mu      sync.Mutex
 	current *active // the job being processed, if any
+	// deleted sums, per unfinished job, the records its earlier runs in
+	// this process removed (reconciliation), for its final audit entry.
+	deleted map[string]int64
 }
 
 // active is the job the worker is processing.
@@ -197,8 +205,9 @@ func New(cfg Config) (*Manager, error) {
 			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
 			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
 		},
-		broker: newBroker(),
-		wake:   make(chan struct{}, 1),
+		broker:  newBroker(),
+		wake:    make(chan struct{}, 1),
+		deleted: map[string]int64{},
 	}, nil
 }
 
@@ -379,7 +388,8 @@ func (m *Manager) settleStopped(ctx context.Context, id string) (storage.Backfil
 	return job, err
 }
 
-// finish moves a job to a final status and publishes job_completed.
+// finish moves a job to a final status and publishes job_completed. The
+// caller holds mu.
 func (m *Manager) finish(ctx context.Context, id string, from []string, status, stage, errMsg string) (storage.BackfillJob, error) {
 	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
@@ -387,6 +397,7 @@ func (m *Manager) finish(ctx context.Context, id string, from []string, status, 
 	if err != nil || !changed {
 		return job, err
 	}
+	delete(m.deleted, id)
 	m.broker.publish(Event{Type: EventJobStageChanged, JobID: id, Stage: stage})
 	m.broker.publish(CountersEvent(job))
 	m.broker.complete(CompletedEvent(job))
