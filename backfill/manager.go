@@ -260,28 +260,43 @@ func (m *Manager) Create(ctx context.Context, req Request) (storage.BackfillJob,
 	return job, nil
 }
 
+// CollectionJob is the network job CreateForCollection started or found.
+type CollectionJob struct {
+	Job storage.BackfillJob
+	// Created is false when an unfinished network job of the collection
+	// already existed: Job is that one, and nothing new was started.
+	Created bool
+	// RelayURL is where the job discovers repositories.
+	RelayURL string
+}
+
 // CreateForCollection starts a network backfill of a collection, as
 // uploading a record lexicon with backfill true does, unless an unfinished
-// network job for that collection already exists. The creation is audited
-// as backfill.created by actorDID.
-func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID string) error {
+// network job for that collection already exists (it is returned). A new
+// job is audited as backfill.created by actorDID, with a
+// backfill.network_crawl warning: it fetches the collection from every
+// repository of the network the relay knows.
+func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID string) (CollectionJob, error) {
 	jobs, err := m.cfg.Store.ListBackfillJobs(ctx)
 	if err != nil {
-		return fmt.Errorf("list backfill jobs: %w", err)
+		return CollectionJob{}, fmt.Errorf("list backfill jobs: %w", err)
 	}
 	for _, j := range jobs {
 		if j.Scope == storage.ScopeNetwork && j.Collection == collection && !j.Finished() {
-			return nil
+			return CollectionJob{Job: j, RelayURL: m.cfg.RelayURL}, nil
 		}
 	}
 	job, err := m.Create(ctx, Request{Collection: collection})
 	if err != nil {
-		return err
+		return CollectionJob{}, err
 	}
 	m.audit(ctx, AuditEntry{Type: "backfill.created", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
 		"collection": collection, "scope": job.Scope, "trigger": "lexicon",
 	}})
-	return nil
+	m.audit(ctx, AuditEntry{Type: "backfill.network_crawl", Severity: "warn", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
+		"collection": collection, "relay_url": m.cfg.RelayURL, "trigger": "lexicon",
+	}})
+	return CollectionJob{Job: job, Created: true, RelayURL: m.cfg.RelayURL}, nil
 }
 
 // Get returns one job or storage.ErrNotFound.

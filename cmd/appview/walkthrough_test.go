@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +23,9 @@ import (
 // TestREADMEWalkthrough runs the README's five-minute walkthrough against
 // the real binary, on SQLite and on PostgreSQL: bootstrap an admin key,
 // upload a record and a query lexicon, create an API client, import
-// records, query them with the client key, and run the bucket dry.
+// records, query them with the client key, and run the bucket dry. The
+// walkthrough is offline: PLC_URL and RELAY_URL point at a local stand-in
+// that counts the requests it gets, and it must get none.
 func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -41,8 +45,17 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 func walkthrough(t *testing.T, bin, dbURL string) {
 	dir := t.TempDir()
+	// The network: any request reaching it is a walkthrough that is not
+	// offline.
+	var outbound atomic.Int64
+	network := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		outbound.Add(1)
+		t.Logf("outbound request: %s %s", r.Method, r.URL)
+		http.Error(w, "offline", http.StatusServiceUnavailable)
+	}))
+	defer network.Close()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "JETSTREAM_URL=off", "PORT=0", "LOG_FORMAT=json",
-		"PLC_URL=http://127.0.0.1:1", "RELAY_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+		"PLC_URL="+network.URL, "RELAY_URL="+network.URL, "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Env, cmd.Dir = env, dir
@@ -71,7 +84,7 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 	defer serve.Process.Kill()
 	base := listenAddr(t, stderr)
 
-	call := func(method, path, auth string, body any, headers ...string) (int, map[string]any) {
+	request := func(method, path, auth string, body any, headers ...string) (int, []byte) {
 		t.Helper()
 		var rd io.Reader
 		if body != nil {
@@ -90,15 +103,22 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, raw
+	}
+	call := func(method, path, auth string, body any, headers ...string) (int, map[string]any) {
+		t.Helper()
+		status, raw := request(method, path, auth, body, headers...)
 		var m map[string]any
-		_ = json.NewDecoder(resp.Body).Decode(&m)
-		return resp.StatusCode, m
+		_ = json.Unmarshal(raw, &m)
+		return status, m
 	}
 
-	// 3. Upload a record lexicon and a query lexicon.
-	status, body := call("POST", "/admin/lexicons", adminKey, map[string]any{"lexicon_json": json.RawMessage(
+	// 3. Upload a record lexicon, without backfill (it would crawl the
+	// network for the collection's history), and a query lexicon.
+	status, body := call("POST", "/admin/lexicons", adminKey, map[string]any{"backfill": false, "lexicon_json": json.RawMessage(
 		`{"lexicon":1,"id":"com.example.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`)})
-	if status != 201 {
+	if status != 201 || len(body) != 2 || body["id"] != "com.example.note" || body["revision"] != float64(1) {
 		t.Fatalf("upload record lexicon: %d %v", status, body)
 	}
 	status, body = call("POST", "/admin/lexicons", adminKey, map[string]any{"target_collection": "com.example.note",
@@ -145,6 +165,11 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		t.Fatalf("bucket never emptied: last %d %v", status, body)
 	}
 
+	// No backfill job, no network.
+	if status, raw := request("GET", "/admin/backfill/status", adminKey, nil); status != 200 || strings.TrimSpace(string(raw)) != "[]" {
+		t.Fatalf("backfill jobs: %d %s", status, raw)
+	}
+
 	// 7. Stop gracefully.
 	serve.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -156,6 +181,9 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if n := outbound.Load(); n != 0 {
+		t.Fatalf("the offline walkthrough made %d requests to PLC_URL or RELAY_URL", n)
 	}
 }
 
