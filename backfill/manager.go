@@ -1,7 +1,10 @@
 // Package backfill runs backfill jobs: it discovers repositories (through
 // the relay, or from a list of accounts), resolves each to its PDS, fetches
 // the records of the wanted collections with com.atproto.repo.listRecords,
-// and writes them through the batch writer it is given (Writer).
+// and writes them through the batch writer it is given (Writer). Once a
+// collection's listing is complete it also deletes, through the same
+// writer, the records Lexview holds that the repository no longer holds
+// (see reconcile.go for the rule that spares records written live).
 //
 // Jobs follow the specification's state machine. Statuses: running,
 // pausing, paused, cancelling, cancelled, completed, failed. Stages:

@@ -111,9 +111,6 @@ func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Resu
 	if l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
 		s.startBackfill(ctx, actor, l, defaulted, &res)
 	}
-	for _, w := range res.Warnings {
-		s.opt.Logger.WarnContext(ctx, "lexicon upload: "+w, "lexicon", l.ID)
-	}
 	return res, nil
 }
 
@@ -122,9 +119,11 @@ func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Resu
 func (s *Service) startBackfill(ctx context.Context, actor string, l *lexicon.Lexicon, defaulted bool, res *Result) {
 	switch {
 	case defaulted:
-		res.Warnings = append(res.Warnings, fmt.Sprintf("no backfill job was started: this instance follows no live "+
-			"event stream (JETSTREAM_URL=off), so backfill defaults to false; send \"backfill\": true, or "+
-			"POST /admin/backfill, to fetch the history of %s", l.ID))
+		w := fmt.Sprintf("no backfill job was started: this instance follows no live event stream "+
+			"(JETSTREAM_URL=off), so backfill defaults to false; send \"backfill\": true, or POST /admin/backfill, "+
+			"to fetch the history of %s", l.ID)
+		res.Warnings = append(res.Warnings, w)
+		s.opt.Logger.InfoContext(ctx, "lexicon upload: "+w, "lexicon", l.ID)
 		return
 	case !l.Backfill:
 		return
@@ -140,10 +139,11 @@ func (s *Service) startBackfill(ctx context.Context, actor string, l *lexicon.Le
 	}
 	res.Backfill = &job
 	if job.Created {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("backfill job %s crawls the whole network: it lists every "+
-			"repository holding %s through the relay %s and fetches their records; cancel it with "+
-			"POST /admin/backfill/%s/cancel, or upload with \"backfill\": false to skip it",
-			job.Job.ID, l.ID, job.RelayURL, job.Job.ID))
+		w := fmt.Sprintf("backfill job %s crawls the whole network: it lists every repository holding %s "+
+			"through the relay %s and fetches their records; cancel it with POST /admin/backfill/%s/cancel, "+
+			"or upload with \"backfill\": false to skip it", job.Job.ID, l.ID, job.RelayURL, job.Job.ID)
+		res.Warnings = append(res.Warnings, w)
+		s.opt.Logger.WarnContext(ctx, "lexicon upload: "+w, "lexicon", l.ID, "job", job.Job.ID)
 	}
 }
 
