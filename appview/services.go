@@ -26,6 +26,7 @@ func (a *App) newServices() *server.Services {
 		Admins:  admins.New(a.store, a.events, a.cfg.Now, a.log, a.claimPolicy()),
 		Lexicons: lexicons.New(lexicons.Options{
 			Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
+			LiveIngestion: len(a.sources) > 0,
 		}),
 		Scripts:     scripts.New(a.store, a.scripts, a.events, a.log),
 		Variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),

@@ -23,7 +23,8 @@ const (
 //
 //	repo_discovered    did
 //	repo_resolved      did, pds_endpoint
-//	repo_fetched       did, pds_endpoint, records (number fetched), status ("fetched" or "failed"), error (string or null)
+//	repo_fetched       did, pds_endpoint, records (number fetched), records_deleted (stored records removed
+//	                   because the repository no longer holds them), status ("fetched" or "failed"), error (string or null)
 //	job_counters       status, stage, total_repos, resolved_repos, processed_repos, total_records (integers or null)
 //	job_stage_changed  stage
 //	job_completed      status ("completed", "failed" or "cancelled"), stage, error (string or null),
@@ -34,6 +35,7 @@ type Event struct {
 	DID         string
 	PDSEndpoint string
 	Records     int64
+	Deleted     int64 // repo_fetched: stored records removed (reconciliation)
 	Status      string
 	Stage       string
 	Error       string
@@ -57,7 +59,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventRepoResolved:
 		m["did"], m["pds_endpoint"] = e.DID, e.PDSEndpoint
 	case EventRepoFetched:
-		m["did"], m["pds_endpoint"], m["records"] = e.DID, e.PDSEndpoint, e.Records
+		m["did"], m["pds_endpoint"], m["records"], m["records_deleted"] = e.DID, e.PDSEndpoint, e.Records, e.Deleted
 		m["status"], m["error"] = e.Status, nullable(e.Error)
 	case EventJobStageChanged:
 		m["stage"] = e.Stage

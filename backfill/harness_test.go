@@ -59,6 +59,14 @@ func newHarness(t testing.TB, store storage.Store, p *backfilltest.PLC, relayURL
 // start builds a fresh writer and Manager and runs them.
 func (h *harness) start() *backfill.Manager {
 	h.t.Helper()
+	h.run(h.build())
+	return h.mgr
+}
+
+// build builds a fresh Manager without running it: jobs created on it wait
+// until run.
+func (h *harness) build() *backfill.Manager {
+	h.t.Helper()
 	cfg := backfill.Config{
 		Store: h.store, Writer: storeWriter{h.store}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
 		HTTPClient: http.DefaultClient, Events: storeAudit{h.store}, Logger: quiet,
@@ -72,13 +80,17 @@ func (h *harness) start() *backfill.Manager {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return mgr
+}
+
+// run runs a Manager from build until the test ends (or stop).
+func (h *harness) run(mgr *backfill.Manager) {
 	h.mgr = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.wg.Add(1)
 	go func() { defer h.wg.Done(); h.mgr.Run(ctx) }()
 	h.t.Cleanup(h.stop)
-	return h.mgr
 }
 
 // stop shuts the writer and Manager down, as App.Shutdown does.

@@ -73,6 +73,10 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.current = nil
+	deleted := m.deleted[job.ID] + r.deleted.Load()
+	if deleted > 0 {
+		m.deleted[job.ID] = deleted // kept while the job is paused; finish forgets it
+	}
 	if ctx.Err() != nil {
 		log.Info("backfill job interrupted by shutdown; it resumes at the next start")
 		return
@@ -90,7 +94,7 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 		done, ferr := m.finish(bg, job.ID, live, storage.BackfillFailed, storage.StageFailed, err.Error())
 		log.Error("backfill job failed", "err", err)
 		if ferr == nil && done.Status == storage.BackfillFailed {
-			m.audit(bg, AuditEntry{Type: "backfill.failed", Severity: "error", Subject: job.ID, Detail: summary(done)})
+			m.audit(bg, AuditEntry{Type: "backfill.failed", Severity: "error", Subject: job.ID, Detail: summary(done, deleted)})
 		}
 	default:
 		done, ferr := m.finish(bg, job.ID, live, storage.BackfillCompleted, storage.StageCompleted, "")
@@ -99,7 +103,7 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 			return
 		}
 		log.Info("backfill job completed", "repos", deref(done.ProcessedRepos), "records", deref(done.TotalRecords))
-		m.audit(bg, AuditEntry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done)})
+		m.audit(bg, AuditEntry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done, deleted)})
 	}
 }
 
@@ -110,10 +114,13 @@ func deref(p *int64) int64 {
 	return *p
 }
 
-// summary is the audit detail of a finished job.
-func summary(j storage.BackfillJob) map[string]any {
+// summary is the audit detail of a finished job; deleted counts the stored
+// records its runs in this process removed because their repositories no
+// longer hold them.
+func summary(j storage.BackfillJob, deleted int64) map[string]any {
 	return map[string]any{
 		"collection": nullable(j.Collection), "scope": j.Scope, "status": j.Status, "error": nullable(j.Error),
 		"total_repos": j.TotalRepos, "processed_repos": j.ProcessedRepos, "total_records": j.TotalRecords,
+		"records_deleted": deleted,
 	}
 }

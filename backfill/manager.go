@@ -1,7 +1,10 @@
 // Package backfill runs backfill jobs: it discovers repositories (through
 // the relay, or from a list of accounts), resolves each to its PDS, fetches
 // the records of the wanted collections with com.atproto.repo.listRecords,
-// and writes them through the batch writer it is given (Writer).
+// and writes them through the batch writer it is given (Writer). Once a
+// collection's listing is complete it also deletes, through the same
+// writer, the records Lexview holds that the repository no longer holds
+// (see reconcile.go for the rule that spares records written live).
 //
 // Jobs follow the specification's state machine. Statuses: running,
 // pausing, paused, cancelling, cancelled, completed, failed. Stages:
@@ -42,11 +45,16 @@ import (
 type Store interface {
 	storage.BackfillStore
 	GetSetting(ctx context.Context, key string) (string, error)
+	// ListRecords reads the records Lexview holds (a repository's records
+	// of a collection, to find those the repository no longer holds).
+	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
 }
 
 // Writer commits record changes as bulk work, behind live ingestion, and
 // waits for the commit. Changes it refuses (validation) are its own
-// business; an error means the changes were not written.
+// business; an error means the changes were not written. A backfill hands
+// it creates, and deletes (carrying the repository revision the fetch
+// read) for the records a repository no longer holds.
 type Writer interface {
 	WriteBulk(ctx context.Context, source string, changes []storage.Change) error
 }
@@ -137,6 +145,9 @@ type Manager struct {
 
 	mu      sync.Mutex
 	current *active // the job being processed, if any
+	// deleted sums, per unfinished job, the records its earlier runs in
+	// this process removed (reconciliation), for its final audit entry.
+	deleted map[string]int64
 }
 
 // active is the job the worker is processing.
@@ -197,8 +208,9 @@ func New(cfg Config) (*Manager, error) {
 			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
 			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
 		},
-		broker: newBroker(),
-		wake:   make(chan struct{}, 1),
+		broker:  newBroker(),
+		wake:    make(chan struct{}, 1),
+		deleted: map[string]int64{},
 	}, nil
 }
 
@@ -251,28 +263,43 @@ func (m *Manager) Create(ctx context.Context, req Request) (storage.BackfillJob,
 	return job, nil
 }
 
+// CollectionJob is the network job CreateForCollection started or found.
+type CollectionJob struct {
+	Job storage.BackfillJob
+	// Created is false when an unfinished network job of the collection
+	// already existed: Job is that one, and nothing new was started.
+	Created bool
+	// RelayURL is where the job discovers repositories.
+	RelayURL string
+}
+
 // CreateForCollection starts a network backfill of a collection, as
 // uploading a record lexicon with backfill true does, unless an unfinished
-// network job for that collection already exists. The creation is audited
-// as backfill.created by actorDID.
-func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID string) error {
+// network job for that collection already exists (it is returned). A new
+// job is audited as backfill.created by actorDID, with a
+// backfill.network_crawl warning: it fetches the collection from every
+// repository of the network the relay knows.
+func (m *Manager) CreateForCollection(ctx context.Context, collection, actorDID string) (CollectionJob, error) {
 	jobs, err := m.cfg.Store.ListBackfillJobs(ctx)
 	if err != nil {
-		return fmt.Errorf("list backfill jobs: %w", err)
+		return CollectionJob{}, fmt.Errorf("list backfill jobs: %w", err)
 	}
 	for _, j := range jobs {
 		if j.Scope == storage.ScopeNetwork && j.Collection == collection && !j.Finished() {
-			return nil
+			return CollectionJob{Job: j, RelayURL: m.cfg.RelayURL}, nil
 		}
 	}
 	job, err := m.Create(ctx, Request{Collection: collection})
 	if err != nil {
-		return err
+		return CollectionJob{}, err
 	}
 	m.audit(ctx, AuditEntry{Type: "backfill.created", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
 		"collection": collection, "scope": job.Scope, "trigger": "lexicon",
 	}})
-	return nil
+	m.audit(ctx, AuditEntry{Type: "backfill.network_crawl", Severity: "warn", ActorDID: actorDID, Subject: job.ID, Detail: map[string]any{
+		"collection": collection, "relay_url": m.cfg.RelayURL, "trigger": "lexicon",
+	}})
+	return CollectionJob{Job: job, Created: true, RelayURL: m.cfg.RelayURL}, nil
 }
 
 // Get returns one job or storage.ErrNotFound.
@@ -379,7 +406,8 @@ func (m *Manager) settleStopped(ctx context.Context, id string) (storage.Backfil
 	return job, err
 }
 
-// finish moves a job to a final status and publishes job_completed.
+// finish moves a job to a final status and publishes job_completed. The
+// caller holds mu.
 func (m *Manager) finish(ctx context.Context, id string, from []string, status, stage, errMsg string) (storage.BackfillJob, error) {
 	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
@@ -387,6 +415,7 @@ func (m *Manager) finish(ctx context.Context, id string, from []string, status, 
 	if err != nil || !changed {
 		return job, err
 	}
+	delete(m.deleted, id)
 	m.broker.publish(Event{Type: EventJobStageChanged, JobID: id, Stage: stage})
 	m.broker.publish(CountersEvent(job))
 	m.broker.complete(CompletedEvent(job))

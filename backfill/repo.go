@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -30,7 +31,7 @@ func (r *run) processRepo(ctx context.Context, repo storage.BackfillRepo) error 
 			return nil
 		}
 		if err != nil {
-			return r.finishRepo(ctx, repo, storage.RepoFailed, 0, err)
+			return r.finishRepo(ctx, repo, storage.RepoFailed, counts{}, err)
 		}
 		repo.PDSEndpoint, repo.Status = pds, storage.RepoResolved
 		if err := r.save(ctx, repo); err != nil {
@@ -63,25 +64,29 @@ func (r *run) fetchOne(ctx context.Context, repo storage.BackfillRepo) error {
 	if r.checkpoint(ctx) != nil {
 		return nil
 	}
-	records, err := r.fetchRepo(ctx, repo.DID, repo.PDSEndpoint)
-	var we *writeError
+	n, err := r.fetchRepo(ctx, repo.DID, repo.PDSEndpoint)
+	var se *systemicError
 	switch {
 	case ctx.Err() != nil, errors.Is(err, errStopped):
 		return nil
-	case errors.As(err, &we):
-		return we
+	case errors.As(err, &se):
+		return se
 	}
 	status := storage.RepoFetched
 	if err != nil {
 		status = storage.RepoFailed
 	}
-	return r.finishRepo(ctx, repo, status, records, err)
+	return r.finishRepo(ctx, repo, status, n, err)
 }
+
+// counts are what fetching a repository did: records fetched, and stored
+// records deleted because the repository no longer holds them.
+type counts struct{ fetched, deleted int64 }
 
 // finishRepo records a repository's final state, counts it and tells
 // subscribers.
-func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status string, records int64, cause error) error {
-	repo.Status, repo.RecordsFetched, repo.Error = status, records, ""
+func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status string, n counts, cause error) error {
+	repo.Status, repo.RecordsFetched, repo.Error = status, n.fetched, ""
 	if cause != nil {
 		repo.Error = cause.Error()
 		r.log.Warn("backfill: repository failed", "did", repo.DID, "pds", repo.PDSEndpoint, "err", cause)
@@ -90,11 +95,12 @@ func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status 
 		return err
 	}
 	if r.m.cfg.Metrics != nil {
-		r.m.cfg.Metrics.BackfillRepo(status, int(records))
+		r.m.cfg.Metrics.BackfillRepo(status, int(n.fetched))
 	}
+	r.deleted.Add(n.deleted)
 	r.m.broker.publish(Event{
 		Type: EventRepoFetched, JobID: r.id, DID: repo.DID, PDSEndpoint: repo.PDSEndpoint,
-		Records: records, Status: status, Error: repo.Error,
+		Records: n.fetched, Deleted: n.deleted, Status: status, Error: repo.Error,
 	})
 	return nil
 }
@@ -130,8 +136,11 @@ func (r *run) resolve(ctx context.Context, raw string) (string, error) {
 }
 
 // fetchRepo fetches and writes a repository's records of every wanted
-// collection, returning how many were fetched.
-func (r *run) fetchRepo(ctx context.Context, did, pds string) (int64, error) {
+// collection, and removes the stored records of each collection whose
+// listing completed that the repository no longer holds (reconcile.go).
+func (r *run) fetchRepo(ctx context.Context, did, pds string) (counts, error) {
+	// The wall clock, as records' indexed_at: before the rev is read.
+	started := time.Now()
 	// The repository's current rev, read before listing: records listed
 	// afterwards are at least that new, so live events with newer revs win
 	// and tombstones keep deleted records from coming back.
@@ -145,12 +154,19 @@ func (r *run) fetchRepo(ctx context.Context, did, pds string) (int64, error) {
 			rev = commit.Rev
 		}
 	} else if ctx.Err() != nil {
-		return 0, ctx.Err()
+		return counts{}, ctx.Err()
 	}
-	var total int64
+	var total counts
 	for _, c := range r.collections {
-		n, err := r.fetchCollection(ctx, did, pds, c, rev)
-		total += n
+		l := &listing{did: did, collection: c, rev: rev, started: started, keys: map[string]struct{}{}}
+		n, err := r.fetchCollection(ctx, pds, l)
+		total.fetched += n
+		if err != nil {
+			return total, err
+		}
+		// The listing is complete: reconcile the collection.
+		deleted, err := r.reconcile(ctx, l)
+		total.deleted += deleted
 		if err != nil {
 			return total, err
 		}
@@ -171,10 +187,13 @@ type recordPage struct {
 // enough for the concurrent repositories to fill the writer's batches.
 const writeWindow = 4
 
-// fetchCollection pages through listRecords for one collection. Writes of
-// earlier pages overlap the fetches of later ones, at most writeWindow at
-// a time.
-func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev string) (int64, error) {
+// fetchCollection pages through listRecords for the listing's collection,
+// noting the record keys listed in l. Writes of earlier pages overlap the
+// fetches of later ones, at most writeWindow at a time. It returns how
+// many records were listed, and nil only when the listing is complete and
+// every page was written.
+func (r *run) fetchCollection(ctx context.Context, pds string, l *listing) (int64, error) {
+	did, collection, rev := l.did, l.collection, l.rev
 	var n int64
 	var inflight []chan error
 	// drain waits for the oldest writes until at most keep are in flight.
@@ -203,8 +222,11 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 		}
 		changes := make([]storage.Change, 0, len(page.Records))
 		for _, rec := range page.Records {
-			if c, ok := toChange(did, collection, rev, rec.URI, rec.CID, rec.Value); ok {
-				changes = append(changes, c)
+			rkey, ok := l.see(rec.URI)
+			if ok && rec.CID != "" && len(rec.Value) > 0 {
+				changes = append(changes, storage.Change{
+					Op: storage.OpCreate, DID: did, Collection: collection, RKey: rkey, CID: rec.CID, Rev: rev, Record: rec.Value,
+				})
 			}
 		}
 		if err := drain(writeWindow - 1); err != nil {
@@ -216,30 +238,20 @@ func (r *run) fetchCollection(ctx context.Context, did, pds, collection, rev str
 			go func() {
 				err := r.m.cfg.Writer.WriteBulk(ctx, Source, changes)
 				if err != nil {
-					err = &writeError{err}
+					err = &systemicError{"write records", err}
 				}
 				done <- err
 			}()
 		}
 		n += int64(len(page.Records))
 		if page.Cursor == "" || len(page.Records) == 0 || page.Cursor == cursor {
+			if page.Cursor != "" && page.Cursor == cursor && len(page.Records) > 0 {
+				l.doubtful = true // the PDS repeated its cursor: the listing may be cut short
+			}
 			return n, drain(0)
 		}
 		cursor = page.Cursor
 	}
-}
-
-// toChange turns a listed record into a create, if its AT URI names the
-// repository and collection asked for and a valid record key.
-func toChange(did, collection, rev, uri, cid string, value json.RawMessage) (storage.Change, bool) {
-	rest, ok := strings.CutPrefix(uri, "at://"+did+"/"+collection+"/")
-	if !ok || !validRecordKey(rest) || cid == "" || len(value) == 0 {
-		return storage.Change{}, false
-	}
-	rkey := rest
-	return storage.Change{
-		Op: storage.OpCreate, DID: did, Collection: collection, RKey: rkey, CID: cid, Rev: rev, Record: value,
-	}, true
 }
 
 // validRecordKey checks the atproto record key syntax: 1 to 512 of

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lexview/lexview/lexicon"
@@ -19,13 +20,6 @@ import (
 
 // errStopped ends a run at a checkpoint after a pause or cancel request.
 var errStopped = errors.New("backfill: stopped at a checkpoint")
-
-// writeError marks a failure of the batch writer: systemic, not the fault
-// of one repository.
-type writeError struct{ err error }
-
-func (e *writeError) Error() string { return "write records: " + e.err.Error() }
-func (e *writeError) Unwrap() error { return e.err }
 
 // run is one processing of one job, from claim to finish or stop.
 type run struct {
@@ -37,7 +31,8 @@ type run struct {
 	collections []string
 	concurrency int
 	perHost     int
-	sched       *hostSched // during fetchAll
+	sched       *hostSched   // during fetchAll
+	deleted     atomic.Int64 // stored records removed by reconciliation in this run
 }
 
 func newRun(m *Manager, job storage.BackfillJob, act *active) *run {

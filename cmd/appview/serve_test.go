@@ -82,6 +82,16 @@ func listening(t *testing.T, stderr io.Reader) (addr, publicURL string) {
 // headers (name, value pairs) and decodes the JSON answer.
 func callJSON(t *testing.T, method, url string, body any, headers ...string) (int, map[string]any) {
 	t.Helper()
+	status, raw := callRaw(t, method, url, body, headers...)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return status, m
+}
+
+// callRaw sends a JSON request (headers are name, value pairs) and
+// returns the status and the body.
+func callRaw(t *testing.T, method, url string, body any, headers ...string) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -102,9 +112,11 @@ func callJSON(t *testing.T, method, url string, body any, headers ...string) (in
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&m)
-	return resp.StatusCode, m
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw
 }
 
 // TestServeFreePortPublicURL: with PORT=0 and no PUBLIC_URL, the default

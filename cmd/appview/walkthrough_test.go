@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +20,9 @@ import (
 // TestREADMEWalkthrough runs the README's five-minute walkthrough against
 // the real binary, on SQLite and on PostgreSQL: bootstrap an admin key,
 // upload a record and a query lexicon, create an API client, import
-// records, query them with the client key, and run the bucket dry.
+// records, query them with the client key, and run the bucket dry. The
+// walkthrough is offline: PLC_URL and RELAY_URL point at a local stand-in
+// that counts the requests it gets, and it must get none.
 func TestREADMEWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -34,8 +39,17 @@ func TestREADMEWalkthrough(t *testing.T) {
 
 func walkthrough(t *testing.T, bin, dbURL string) {
 	dir := t.TempDir()
+	// The network: any request reaching it is a walkthrough that is not
+	// offline.
+	var outbound atomic.Int64
+	network := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		outbound.Add(1)
+		t.Logf("outbound request: %s %s", r.Method, r.URL)
+		http.Error(w, "offline", http.StatusServiceUnavailable)
+	}))
+	defer network.Close()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "JETSTREAM_URL=off", "PORT=0", "LOG_FORMAT=json",
-		"PLC_URL=http://127.0.0.1:1", "RELAY_URL=http://127.0.0.1:1", "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+		"PLC_URL="+network.URL, "RELAY_URL="+network.URL, "TOKEN_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)
 		cmd.Env, cmd.Dir = env, dir
@@ -72,10 +86,11 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		return callJSON(t, method, base+path, body, headers...)
 	}
 
-	// 3. Upload a record lexicon and a query lexicon.
-	status, body := call("POST", "/admin/lexicons", adminKey, map[string]any{"lexicon_json": json.RawMessage(
+	// 3. Upload a record lexicon, without backfill (it would crawl the
+	// network for the collection's history), and a query lexicon.
+	status, body := call("POST", "/admin/lexicons", adminKey, map[string]any{"backfill": false, "lexicon_json": json.RawMessage(
 		`{"lexicon":1,"id":"com.example.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`)})
-	if status != 201 {
+	if status != 201 || len(body) != 2 || body["id"] != "com.example.note" || body["revision"] != float64(1) {
 		t.Fatalf("upload record lexicon: %d %v", status, body)
 	}
 	status, body = call("POST", "/admin/lexicons", adminKey, map[string]any{"target_collection": "com.example.note",
@@ -122,6 +137,11 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		t.Fatalf("bucket never emptied: last %d %v", status, body)
 	}
 
+	// No backfill job, no network.
+	if status, raw := callRaw(t, "GET", base+"/admin/backfill/status", nil, "Authorization", "Bearer "+adminKey); status != 200 || strings.TrimSpace(string(raw)) != "[]" {
+		t.Fatalf("backfill jobs: %d %s", status, raw)
+	}
+
 	// 7. Stop gracefully.
 	serve.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -133,5 +153,8 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if n := outbound.Load(); n != 0 {
+		t.Fatalf("the offline walkthrough made %d requests to PLC_URL or RELAY_URL", n)
 	}
 }

@@ -49,7 +49,8 @@ type renderedPage struct {
 }
 
 // PDS serves com.atproto.sync.getLatestCommit, com.atproto.repo.listRecords
-// (paged by record key) and com.atproto.sync.listRepos; any other method
+// (paged by record key) and com.atproto.sync.listRepos, over repositories
+// the test fills (AddRepo) and changes (DeleteRecord); any other method
 // answers 501 MethodNotImplemented, as the reference PDS does for
 // listReposByCollection. Configure it before requests arrive or through its
 // methods; all are safe for concurrent use.
@@ -63,8 +64,11 @@ type PDS struct {
 	delay     time.Duration   // before every answer
 	limitOnce bool            // answer the first listRecords with 429 Retry-After: 1
 	failing   map[string]bool // DIDs whose listRecords answer 500
-	filler    string          // appended to every record's text
-	fields    map[string]any  // added to every record
+	failLater map[string]bool // DIDs whose listRecords answer 500 after the first page
+	noCommit  map[string]bool // DIDs whose getLatestCommit answers 500
+	onList    func(did, collection, cursor string)
+	filler    string         // appended to every record's text
+	fields    map[string]any // added to every record
 
 	pages      map[string]renderedPage // rendered listRecords answers
 	firstPages map[string]int          // listRecords without a cursor, per "DID collection"
@@ -83,7 +87,8 @@ func NewPDS(t testing.TB) *PDS {
 func StartPDS() *PDS {
 	p := &PDS{
 		repos: map[string]map[string][]record{}, inactive: map[string]bool{}, revs: map[string]string{},
-		failing: map[string]bool{}, firstPages: map[string]int{}, pages: map[string]renderedPage{},
+		failing: map[string]bool{}, failLater: map[string]bool{}, noCommit: map[string]bool{},
+		firstPages: map[string]int{}, pages: map[string]renderedPage{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /xrpc/com.atproto.sync.getLatestCommit", p.latestCommit)
@@ -112,15 +117,47 @@ func (p *PDS) AddRepo(did, collection string, n int, rev string) {
 		p.repos[did] = map[string][]record{}
 	}
 	recs := p.repos[did][collection]
+	next := 0 // after the last key, even when records were deleted
+	if len(recs) > 0 {
+		fmt.Sscanf(recs[len(recs)-1].RKey, "3k%d", &next)
+		next++
+	}
 	for i := range n {
 		value := make(map[string]any, len(p.fields)+2)
 		maps.Copy(value, p.fields)
 		value["$type"], value["text"] = collection, fmt.Sprintf("record %d of %s", i, did)+p.filler
-		recs = append(recs, record{RKey: fmt.Sprintf("3k%011d", len(recs)), Value: value})
+		recs = append(recs, record{RKey: fmt.Sprintf("3k%011d", next+i), Value: value})
 	}
 	p.repos[did][collection] = recs
 	p.revs[did] = rev
 	clear(p.pages)
+}
+
+// DeleteRecord removes the record rkey from did's collection, as
+// com.atproto.repo.deleteRecord does, and sets the repository's rev (the
+// commit that deleted it). It reports whether the record existed.
+func (p *PDS) DeleteRecord(did, collection, rkey, rev string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recs := p.repos[did][collection]
+	i := slices.IndexFunc(recs, func(r record) bool { return r.RKey == rkey })
+	if i < 0 {
+		return false
+	}
+	p.repos[did][collection] = slices.Delete(recs, i, i+1)
+	p.revs[did] = rev
+	clear(p.pages)
+	return true
+}
+
+// OnListRecords calls fn with each listRecords request's repository,
+// collection and cursor before it is answered (nil removes it). A test uses
+// it to act while a listing is under way, for instance to index a record
+// live in the middle of a backfill.
+func (p *PDS) OnListRecords(fn func(did, collection, cursor string)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onList = fn
 }
 
 // SetInactive lists did in listRepos as deactivated (active false).
@@ -135,6 +172,23 @@ func (p *PDS) SetFailing(did string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failing[did] = true
+}
+
+// SetFailingAfterFirstPage makes listRecords of did answer its first page,
+// then 500 to every request for a later page: a listing that breaks off
+// part-way.
+func (p *PDS) SetFailingAfterFirstPage(did string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failLater[did] = true
+}
+
+// SetNoLatestCommit makes getLatestCommit of did answer 500, so that the
+// repository's revision is unknown to the backfill.
+func (p *PDS) SetNoLatestCommit(did string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noCommit[did] = true
 }
 
 // SetDelay makes every answer wait d.
@@ -224,7 +278,12 @@ func (p *PDS) latestCommit(w http.ResponseWriter, r *http.Request) {
 	did := r.URL.Query().Get("did")
 	p.mu.Lock()
 	rev, ok := p.revs[did]
+	noCommit := p.noCommit[did]
 	p.mu.Unlock()
+	if noCommit {
+		xrpcError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")
+		return
+	}
 	if !ok {
 		xrpcError(w, http.StatusBadRequest, "RepoNotFound", "Could not find repo for DID: "+did)
 		return
@@ -249,9 +308,13 @@ func (p *PDS) listRecords(w http.ResponseWriter, r *http.Request) {
 		xrpcError(w, http.StatusTooManyRequests, "RateLimitExceeded", "Rate Limit Exceeded")
 		return
 	}
-	failing := p.failing[did]
+	failing := p.failing[did] || p.failLater[did] && cursor != ""
 	_, ok := p.repos[did]
+	onList := p.onList
 	p.mu.Unlock()
+	if onList != nil {
+		onList(did, collection, cursor)
+	}
 	switch {
 	case failing:
 		xrpcError(w, http.StatusInternalServerError, "InternalServerError", "Internal Server Error")

@@ -7,10 +7,12 @@ package lexicons
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -21,9 +23,9 @@ type ScriptChecker interface {
 }
 
 // BackfillStarter starts the network backfill of a collection unless one
-// is already unfinished (the backfill job manager).
+// is already unfinished, and returns the job (the backfill job manager).
 type BackfillStarter interface {
-	CreateForCollection(ctx context.Context, collection, actorDID string) error
+	CreateForCollection(ctx context.Context, collection, actorDID string) (backfill.CollectionJob, error)
 }
 
 // Options are what the service works with. Registry and Events are
@@ -33,8 +35,14 @@ type Options struct {
 	Registry *lexicon.Registry
 	Scripts  ScriptChecker
 	Backfill BackfillStarter
-	Events   *eventlog.Log
-	Logger   *slog.Logger
+	// LiveIngestion tells whether the instance follows a live event
+	// stream. Without one (JETSTREAM_URL=off and no Config.EventSource)
+	// an upload that does not say backfill stores it as false and starts
+	// no job: an instance that does not follow the network does not start
+	// crawling it unasked.
+	LiveIngestion bool
+	Events        *eventlog.Log
+	Logger        *slog.Logger
 }
 
 // Service manages lexicons.
@@ -57,6 +65,13 @@ type Result struct {
 	// stored all the same: calling its method answers 500 `script
 	// execution failed` until the script is fixed.
 	ScriptErrors map[string]string
+	// Backfill is the network backfill job of a record lexicon uploaded
+	// with backfill true: started by this upload, or already unfinished.
+	Backfill *backfill.CollectionJob
+	// Warnings are what the uploader should know: a whole-network crawl
+	// started, no job started because backfill defaulted to false, or a
+	// job that could not be created.
+	Warnings []string
 }
 
 // Put uploads a lexicon on behalf of actor (a DID; "" for the instance
@@ -64,9 +79,15 @@ type Result struct {
 // swaps the routes in at once, records lexicon.created or
 // lexicon.updated, notes attached scripts that do not compile
 // (lexicon.script_invalid, warn), and for a record lexicon with backfill
-// on starts a backfill job of its collection. A document that does not
-// parse is an Invalid error.
+// on starts a network backfill job of its collection, with a warning in
+// the result. Backfill left unset means true on an instance with live
+// ingestion and false without (Options.LiveIngestion). A document that
+// does not parse is an Invalid error.
 func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Result, error) {
+	defaulted := u.Backfill == nil && !s.opt.LiveIngestion
+	if defaulted {
+		u.Backfill = new(false)
+	}
 	l, created, err := s.opt.Registry.Put(ctx, u)
 	if lexicon.IsParseError(err) {
 		return Result{}, fail.Wrap(fail.Invalid, err.Error(), err)
@@ -87,14 +108,43 @@ func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Resu
 		s.opt.Events.Record(ctx, eventlog.Entry{Type: "lexicon.script_invalid", Severity: eventlog.Warn, ActorDID: actor,
 			Subject: l.ID, Detail: map[string]any{"revision": l.Revision, "errors": errs}})
 	}
-	if l.Kind == lexicon.KindRecord && l.Backfill && s.opt.Backfill != nil {
-		// The lexicon is stored either way; a job that cannot be created
-		// is logged, and an operator can start one with POST /admin/backfill.
-		if err := s.opt.Backfill.CreateForCollection(ctx, l.ID, actor); err != nil {
-			s.opt.Logger.ErrorContext(ctx, "creating the backfill job of a new record lexicon failed", "collection", l.ID, "err", err)
-		}
+	if l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
+		s.startBackfill(ctx, actor, l, defaulted, &res)
 	}
 	return res, nil
+}
+
+// startBackfill starts (or finds) the network backfill job of an uploaded
+// record lexicon, or explains in the result why there is none.
+func (s *Service) startBackfill(ctx context.Context, actor string, l *lexicon.Lexicon, defaulted bool, res *Result) {
+	switch {
+	case defaulted:
+		w := fmt.Sprintf("no backfill job was started: this instance follows no live event stream "+
+			"(JETSTREAM_URL=off), so backfill defaults to false; send \"backfill\": true, or POST /admin/backfill, "+
+			"to fetch the history of %s", l.ID)
+		res.Warnings = append(res.Warnings, w)
+		s.opt.Logger.InfoContext(ctx, "lexicon upload: "+w, "lexicon", l.ID)
+		return
+	case !l.Backfill:
+		return
+	}
+	// The lexicon is stored either way; a job that cannot be created is
+	// logged, and an operator can start one with POST /admin/backfill.
+	job, err := s.opt.Backfill.CreateForCollection(ctx, l.ID, actor)
+	if err != nil {
+		s.opt.Logger.ErrorContext(ctx, "creating the backfill job of a record lexicon failed", "collection", l.ID, "err", err)
+		res.Warnings = append(res.Warnings, "the backfill job could not be created (see the server log); "+
+			"start one with POST /admin/backfill")
+		return
+	}
+	res.Backfill = &job
+	if job.Created {
+		w := fmt.Sprintf("backfill job %s crawls the whole network: it lists every repository holding %s "+
+			"through the relay %s and fetches their records; cancel it with POST /admin/backfill/%s/cancel, "+
+			"or upload with \"backfill\": false to skip it", job.Job.ID, l.ID, job.RelayURL, job.Job.ID)
+		res.Warnings = append(res.Warnings, w)
+		s.opt.Logger.WarnContext(ctx, "lexicon upload: "+w, "lexicon", l.ID, "job", job.Job.ID)
+	}
 }
 
 // checkScripts compiles the lexicon's attached sources.

@@ -9,7 +9,9 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -229,29 +231,49 @@ func TestStateTransitions(t *testing.T) {
 	})
 }
 
-// Uploading a record lexicon with backfill true starts a network backfill
-// of its collection; here RELAY_URL is a single PDS (listRepos).
+// Uploading a record lexicon with backfill true (the default on an
+// instance that follows a live stream) starts a network backfill of its
+// collection, and says so: the answer names the job and warns of the
+// whole-network crawl, and so does the event log. Here RELAY_URL is a
+// single PDS (listRepos).
 func TestLexiconUploadStartsBackfill(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		w := setup(t, open(t), "")
+		w := setupWith(t, open(t), "", appview.Config{EventSource: quietSource{}})
 		w.account(t, 4)
 		w.account(t, 3)
 		const likeDoc = `{"lexicon":1,"id":"app.test.like","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
-		if r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(likeDoc), "backfill": false}); r.Status != 201 {
-			t.Fatalf("upload: %d %s", r.Status, r.Raw)
+		r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(likeDoc), "backfill": false})
+		if r.Status != 201 || len(r.Object(t)) != 2 {
+			t.Fatalf("upload without backfill: %d %s", r.Status, r.Raw)
 		}
-		if r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(`{"lexicon":1,"id":"app.test.list","defs":{"main":{"type":"query"}}}`)}); r.Status != 201 {
+		if r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(`{"lexicon":1,"id":"app.test.list","defs":{"main":{"type":"query"}}}`)}); r.Status != 201 || len(r.Object(t)) != 2 {
 			t.Fatalf("upload: %d %s", r.Status, r.Raw)
 		}
 		if jobs := w.jobs(t); len(jobs) != 0 {
 			t.Fatalf("jobs without backfill: %+v", jobs)
 		}
-		if r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(recordLexicon(postNSID))}); r.Status != 200 {
+		r = w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(recordLexicon(postNSID))})
+		if r.Status != 200 {
 			t.Fatalf("upload: %d %s", r.Status, r.Raw)
 		}
 		jobs := w.jobs(t)
 		if len(jobs) != 1 || jobs[0].Scope != "network" || jobs[0].Collection == nil || *jobs[0].Collection != postNSID {
 			t.Fatalf("jobs: %+v", jobs)
+		}
+		var answer struct {
+			BackfillJob *struct {
+				ID, Scope, Status string
+				Created           bool
+			} `json:"backfill_job"`
+			Warnings []string `json:"warnings"`
+		}
+		r.JSON(t, &answer)
+		if j := answer.BackfillJob; j == nil || j.ID != jobs[0].ID || j.Scope != "network" || j.Status != "running" || !j.Created {
+			t.Fatalf("answer: %s", r.Raw)
+		}
+		if len(answer.Warnings) != 1 || !strings.Contains(answer.Warnings[0], "crawls the whole network") ||
+			!strings.Contains(answer.Warnings[0], w.pds.URL()) || !strings.Contains(answer.Warnings[0], "/admin/backfill/"+jobs[0].ID+"/cancel") {
+			t.Fatalf("warnings: %q", answer.Warnings)
 		}
 		done := w.wait(t, jobs[0].ID, "completed")
 		if n(done.TotalRepos) != 2 || n(done.TotalRecords) != 7 {
@@ -260,6 +282,63 @@ func TestLexiconUploadStartsBackfill(t *testing.T) {
 		events, _, _ := w.env.Store.ListEvents(t.Context(), storage.EventFilter{Type: "backfill.created", Limit: 5})
 		if len(events) != 1 || events[0].ActorDID != w.su.Account.DID.String() {
 			t.Fatalf("audit: %+v", events)
+		}
+		events, _, _ = w.env.Store.ListEvents(t.Context(), storage.EventFilter{Type: "backfill.network_crawl", Limit: 5})
+		if len(events) != 1 || events[0].Severity != "warn" || events[0].Subject != jobs[0].ID ||
+			events[0].ActorDID != w.su.Account.DID.String() || !strings.Contains(string(events[0].Detail), w.pds.URL()) {
+			t.Fatalf("network crawl event: %+v", events)
+		}
+	})
+}
+
+// An instance that follows no live stream (JETSTREAM_URL=off) does not
+// start crawling the network when a record lexicon is uploaded without
+// saying backfill: the relay is not contacted, the lexicon is stored with
+// backfill false, and the answer says why. An explicit backfill true still
+// starts the job.
+func TestLexiconUploadOffline(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		relay := backfilltest.NewRelay(t)
+		w := setup(t, open(t), relay.URL())
+		relay.Add(postNSID, w.account(t, 2))
+		r := w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(recordLexicon(postNSID))})
+		if r.Status != 200 {
+			t.Fatalf("upload: %d %s", r.Status, r.Raw)
+		}
+		var answer map[string]any
+		r.JSON(t, &answer)
+		warnings, _ := answer["warnings"].([]any)
+		if answer["backfill_job"] != nil || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "backfill defaults to false") {
+			t.Fatalf("answer: %s", r.Raw)
+		}
+		if jobs := w.jobs(t); len(jobs) != 0 {
+			t.Fatalf("jobs: %+v", jobs)
+		}
+		var list []map[string]any
+		w.su.Do(t, "GET", "/admin/lexicons", nil).JSON(t, &list)
+		if len(list) != 1 || list[0]["backfill"] != false {
+			t.Fatalf("lexicons: %v", list)
+		}
+		// The walkthrough's upload: backfill false, said explicitly.
+		r = w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(recordLexicon(postNSID)), "backfill": false})
+		if r.Status != 200 || len(r.Object(t)) != 2 {
+			t.Fatalf("upload with backfill false: %d %s", r.Status, r.Raw)
+		}
+		if calls, _ := relay.Calls(); calls != 0 {
+			t.Fatalf("the relay was contacted %d times", calls)
+		}
+
+		r = w.su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(recordLexicon(postNSID)), "backfill": true})
+		r.JSON(t, &answer)
+		job, _ := answer["backfill_job"].(map[string]any)
+		if r.Status != 200 || job == nil || job["created"] != true {
+			t.Fatalf("upload with backfill true: %d %s", r.Status, r.Raw)
+		}
+		if done := w.wait(t, job["id"].(string), "completed"); n(done.TotalRecords) != 2 {
+			t.Fatalf("job: %+v", done)
+		}
+		if calls, _ := relay.Calls(); calls == 0 {
+			t.Fatal("the explicit backfill did not use the relay")
 		}
 	})
 }

@@ -123,5 +123,31 @@ func TestReferencePDS(t *testing.T) {
 		if n(done.TotalRepos) != 3 || n(done.ProcessedRepos) != 3 || n(done.TotalRecords) != int64(len(want)) {
 			t.Fatalf("network job: %+v", done)
 		}
+
+		// deleteRecord on the PDS: the next backfill of the account, and
+		// the next network backfill, remove the record. (Each record is
+		// created and deleted here, so the PDS ends as it began.)
+		held := func(uri string) bool {
+			_, err := store.GetRecord(t.Context(), uri)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				t.Fatal(err)
+			}
+			return err == nil
+		}
+		for _, scope := range []map[string]any{{"collection": postNSID, "did": alice.DID}, {"collection": postNSID}} {
+			uri, _ := alice.CreateRecord(t, postNSID, map[string]any{"text": "short-lived", "createdAt": time.Now().UTC().Format(time.RFC3339)})
+			w.wait(t, w.create(t, scope), "completed")
+			if !held(uri) {
+				t.Fatalf("%v: new record not backfilled", scope)
+			}
+			alice.DeleteRecord(t, postNSID, uri[strings.LastIndexByte(uri, '/')+1:])
+			w.wait(t, w.create(t, scope), "completed")
+			if held(uri) {
+				t.Fatalf("%v: a record deleted from the PDS is still served after a backfill", scope)
+			}
+			if n, _ := store.CountRecords(t.Context(), postNSID); n != int64(len(want)) {
+				t.Fatalf("%v: %d records, want %d", scope, n, len(want))
+			}
+		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
@@ -71,6 +72,17 @@ func (d *directory) Lookup(ctx context.Context, a syntax.AtIdentifier) (*identit
 }
 
 func (d *directory) Purge(context.Context, syntax.AtIdentifier) error { return nil }
+
+// quietSource is a live event source that delivers nothing: an instance
+// with it follows a live stream, as one with Jetstream does.
+type quietSource struct{}
+
+func (quietSource) Name() string          { return "quiet" }
+func (quietSource) Status() ingest.Status { return ingest.Status{} }
+func (quietSource) Run(ctx context.Context, _ func() []string, _ <-chan struct{}, _ ingest.Sink) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
 
 // world is a started instance with a PDS stand-in and a super user.
 type world struct {

@@ -47,13 +47,29 @@ type detail struct {
 	IndexHook   *string         `json:"index_hook"`
 }
 
-// uploaded is the answer to an upload. ScriptErrors is an addition to the
-// specification's {id, revision}: the compile error of each attached
-// source that does not compile, by field, present only then.
+// uploaded is the answer to an upload. Three additions to the
+// specification's {id, revision}, each present only when it has something
+// to say: ScriptErrors, the compile error of each attached source that does
+// not compile, by field; BackfillJob, the network backfill job of a record
+// lexicon uploaded with backfill true (started by this upload, or already
+// unfinished); Warnings, sentences for the uploader (a whole-network crawl
+// started, no job because backfill defaulted to false, a job that could not
+// be created).
 type uploaded struct {
 	ID           string            `json:"id"`
 	Revision     int               `json:"revision"`
 	ScriptErrors map[string]string `json:"script_errors,omitempty"`
+	BackfillJob  *backfillJob      `json:"backfill_job,omitempty"`
+	Warnings     []string          `json:"warnings,omitempty"`
+}
+
+// backfillJob names the backfill job of an upload: its id, scope
+// (network), status, and whether this upload created it.
+type backfillJob struct {
+	ID      string `json:"id"`
+	Scope   string `json:"scope"`
+	Status  string `json:"status"`
+	Created bool   `json:"created"`
 }
 
 func optional(s string) *string {
@@ -109,7 +125,11 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Princ
 	if res.Created {
 		status = http.StatusCreated
 	}
-	respond.JSON(w, status, uploaded{ID: res.Lexicon.ID, Revision: res.Lexicon.Revision, ScriptErrors: res.ScriptErrors})
+	out := uploaded{ID: res.Lexicon.ID, Revision: res.Lexicon.Revision, ScriptErrors: res.ScriptErrors, Warnings: res.Warnings}
+	if j := res.Backfill; j != nil {
+		out.BackfillJob = &backfillJob{ID: j.Job.ID, Scope: j.Job.Scope, Status: j.Job.Status, Created: j.Created}
+	}
+	respond.JSON(w, status, out)
 	return nil
 }
 
