@@ -112,8 +112,8 @@ func walkthrough(t *testing.T, bin, dbURL string) {
 
 	// 5. Store records.
 	var lines strings.Builder
-	for i := range 3 {
-		fmt.Fprintf(&lines, `{"uri":"at://did:plc:walkthrough/com.example.note/3kwalk%04d","cid":%q,"record":{"$type":"com.example.note","text":"note %d"}}`+"\n", i, testCID, i)
+	for i := 2; i <= 4; i++ { // record keys are TIDs, as the README's are
+		fmt.Fprintf(&lines, `{"uri":"at://did:plc:walkthrough/com.example.note/3ldemoaaaa%d22","cid":%q,"record":{"$type":"com.example.note","text":"note %d"}}`+"\n", i, testCID, i)
 	}
 	records := filepath.Join(dir, "notes.jsonl")
 	os.WriteFile(records, []byte(lines.String()), 0o600)
