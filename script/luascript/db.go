@@ -226,7 +226,14 @@ func (v *vm) dbRaw(L *lua.LState) int {
 			}
 		}
 	}
-	res, err := v.run.inv.Host.RawQuery(v.run.ctx, query, args, v.e.limits.MaxRawRows)
+	// The storage stops reading once the rows pass the memory left (it
+	// counts less than the Lua values cost, so a result it returns may
+	// still not fit, below).
+	res, err := v.run.inv.Host.RawQuery(v.run.ctx, query, args, v.e.limits.MaxRawRows, max(v.run.mem.left(), 1))
+	if errors.Is(err, storage.ErrRawTooLarge) {
+		v.run.mem.hit = true
+		v.hostErr("db.raw", fmt.Errorf("%w: %w", v.memoryErr(), err))
+	}
 	if err != nil {
 		v.hostErr("db.raw", err)
 	}

@@ -116,7 +116,7 @@ func newMemHost() memHost {
 	return h
 }
 
-func (h memHost) RawQuery(_ context.Context, _ string, args []any, _ int) (storage.RawResult, error) {
+func (h memHost) RawQuery(_ context.Context, _ string, args []any, _ int, _ int64) (storage.RawResult, error) {
 	n := 0
 	if len(args) > 0 {
 		switch x := args[0].(type) {
