@@ -129,7 +129,7 @@ func (v *vm) parseFilter(val lua.LValue, depth int) (storage.Filter, error) {
 		if !ok || lt.Len() == 0 {
 			return nil, errors.New("AND and OR take a non-empty list of conditions")
 		}
-		out := make([]storage.Filter, 0, lt.Len())
+		out := make([]storage.Filter, 0, min(lt.Len(), storage.MaxFilterConditions))
 		for i := 1; i <= lt.Len(); i++ {
 			f, err := v.parseFilter(lt.RawGetInt(i), depth+1)
 			if err != nil {
@@ -402,9 +402,10 @@ func (v *vm) recordNew(L *lua.LState) int {
 	return 1
 }
 
-// copyCost is what a copy of table t's entries costs.
+// copyCost is what a copy of table t's entries costs: the copy's array
+// part reaches t's last element, gaps included (tables.go).
 func copyCost(t *lua.LTable) int64 {
-	return tableCost + hashCost + int64(countKeys(t)+1)*fieldCost
+	return addSize(tableCost+hashCost+int64(countKeys(t)+1)*fieldCost, mulSize(int64(t.MaxN()), elemCost))
 }
 
 // recordTarget returns the collection and rkey a Record object writes to.
