@@ -158,6 +158,15 @@ const MaxGetRecords = 1000
 // function outside the raw-SQL allow-list).
 var ErrInvalidQuery = errors.New("invalid query")
 
+// ErrRawTooLarge is the error of a raw statement whose result passed the
+// byte bound of RawQuery, or that made a string or blob longer than the
+// backend allows a raw statement.
+var ErrRawTooLarge = errors.New("raw result too large")
+
+// MaxRawValue is the longest string or blob a raw statement may make on
+// SQLite, in its result or along the way.
+const MaxRawValue = 16 << 20
+
 // Filter is a condition on record fields: a leaf (Field, Op, Value) or a
 // group (And or Or, non-empty); exactly one of the three is set. Field is a
 // path into the record value: names of letters, digits, '_', '$' and '-'
@@ -258,5 +267,13 @@ type QueryStore interface {
 	// columns) or nil: times become RFC 3339 strings, PostgreSQL numerics
 	// int64 or float64, and other PostgreSQL types (json, uuid, ...) their
 	// text.
-	RawQuery(ctx context.Context, sql string, args []any, maxRows int) (RawResult, error)
+	//
+	// maxBytes bounds the size of the rows read, counted as the length of
+	// each string and []byte value and 8 bytes for any other (nil counts
+	// 0): once the rows read pass it, checked after each row, the call
+	// fails with an error wrapping ErrRawTooLarge; <= 0 means no bound. On
+	// SQLite a statement that makes a string or blob longer than
+	// MaxRawValue, in its result or along the way, fails inside SQLite
+	// with ErrRawTooLarge too. A row is read whole before it is counted.
+	RawQuery(ctx context.Context, sql string, args []any, maxRows int, maxBytes int64) (RawResult, error)
 }

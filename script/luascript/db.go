@@ -129,7 +129,7 @@ func (v *vm) parseFilter(val lua.LValue, depth int) (storage.Filter, error) {
 		if !ok || lt.Len() == 0 {
 			return nil, errors.New("AND and OR take a non-empty list of conditions")
 		}
-		out := make([]storage.Filter, 0, lt.Len())
+		out := make([]storage.Filter, 0, min(lt.Len(), storage.MaxFilterConditions))
 		for i := 1; i <= lt.Len(); i++ {
 			f, err := v.parseFilter(lt.RawGetInt(i), depth+1)
 			if err != nil {
@@ -226,7 +226,14 @@ func (v *vm) dbRaw(L *lua.LState) int {
 			}
 		}
 	}
-	res, err := v.run.inv.Host.RawQuery(v.run.ctx, query, args, v.e.limits.MaxRawRows)
+	// The storage stops reading once the rows pass the memory left (it
+	// counts less than the Lua values cost, so a result it returns may
+	// still not fit, below).
+	res, err := v.run.inv.Host.RawQuery(v.run.ctx, query, args, v.e.limits.MaxRawRows, max(v.run.mem.left(), 1))
+	if errors.Is(err, storage.ErrRawTooLarge) {
+		v.run.mem.hit = true
+		v.hostErr("db.raw", fmt.Errorf("%w: %w", v.memoryErr(), err))
+	}
 	if err != nil {
 		v.hostErr("db.raw", err)
 	}
@@ -395,9 +402,10 @@ func (v *vm) recordNew(L *lua.LState) int {
 	return 1
 }
 
-// copyCost is what a copy of table t's entries costs.
+// copyCost is what a copy of table t's entries costs: the copy's array
+// part reaches t's last element, gaps included (tables.go).
 func copyCost(t *lua.LTable) int64 {
-	return tableCost + hashCost + int64(countKeys(t)+1)*fieldCost
+	return addSize(tableCost+hashCost+int64(countKeys(t)+1)*fieldCost, mulSize(int64(t.MaxN()), elemCost))
 }
 
 // recordTarget returns the collection and rkey a Record object writes to.

@@ -31,8 +31,9 @@ type Limits struct {
 	// MaxAllocated is the memory ceiling of one execution: the bytes of
 	// the strings, decoded JSON, host results (records, rows, responses)
 	// and variable-length value lists a script makes, in total (see
-	// memory.go; what the VM makes in one instruction is bounded by the
-	// instruction budget, the call stack by CallStack); default 256 MiB.
+	// memory.go; what the VM makes in one instruction, no more than a
+	// table constructor's fields, is bounded by the instruction budget,
+	// the call stack by CallStack); default 256 MiB.
 	MaxAllocated int64
 	// CallStack is the deepest Lua call nesting; default 200.
 	CallStack int
@@ -124,14 +125,15 @@ type program struct {
 	proto *lua.FunctionProto
 }
 
-// Compile parses and compiles source. Concatenations are rewritten into
-// calls of the guarded concatenation first.
+// Compile parses and compiles source. The operations that make memory
+// the VM cannot account for are rewritten into calls of guards first
+// (rewrite.go).
 func (e *Engine) Compile(name, source string) (script.Program, error) {
 	chunk, err := parse.Parse(strings.NewReader(source), name)
 	if err != nil {
 		return nil, &script.Error{Kind: script.ErrSyntax, Msg: err.Error()}
 	}
-	rewriteConcat(chunk)
+	chunk = rewrite(chunk)
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
 		return nil, &script.Error{Kind: script.ErrSyntax, Msg: err.Error()}

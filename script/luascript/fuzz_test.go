@@ -27,6 +27,7 @@ func FuzzScript(f *testing.F) {
 		`function handle() while true do end end`,
 		`return 1`,
 		`goto x ::x::`,
+		`function handle() local t, k = {}, 1 t[k], t[k + 1] = 1, 2 t[#t + 1] = {[k] = t} return t end`,
 	} {
 		f.Add(seed)
 	}
@@ -96,6 +97,10 @@ var memCalls = []string{
 	`$S = $S:sub($N)`,
 	`$S, $R = $R, $S`,
 	`$T = {}`,
+	`$T[$N] = 1`,
+	`rawset($T, $N, 1)`,
+	`table.insert($T, $N, 1)`,
+	`$T = {[$N] = $S}`,
 }
 
 // memHost answers db.raw with one row whose value is as long as the
@@ -116,7 +121,7 @@ func newMemHost() memHost {
 	return h
 }
 
-func (h memHost) RawQuery(_ context.Context, _ string, args []any, _ int) (storage.RawResult, error) {
+func (h memHost) RawQuery(_ context.Context, _ string, args []any, _ int, _ int64) (storage.RawResult, error) {
 	n := 0
 	if len(args) > 0 {
 		switch x := args[0].(type) {
@@ -171,6 +176,7 @@ func FuzzMemoryCap(f *testing.F) {
 		{0, 1, 5, 4, 1, 16, 5, 0, 5, 5, 0, 13, 3, 1, 0, 28, 0, 0},                     // format, encode
 		{0, 0, 7, 33, 0, 0, 33, 0, 0, 34, 0, 0, 34, 0, 0},                             // caught errors
 		{0, 2, 6, 35, 0, 0, 36, 0, 6, 21, 0, 0, 22, 0, 0, 23, 0, 14},                  // Record, sub, print, log, tostring
+		{39, 0, 9, 40, 0, 12, 41, 0, 13, 42, 0, 9, 39, 0, 3, 35, 0, 0, 39, 0, 16},     // stores far past the end of an array part, a copy
 	} {
 		f.Add(seed)
 	}

@@ -24,7 +24,7 @@ func (nopHost) CountMatching(context.Context, storage.RecordQuery) (int64, error
 func (nopHost) GetRecords(context.Context, []string) (map[string]storage.Record, error) {
 	return nil, errNoHost
 }
-func (nopHost) RawQuery(context.Context, string, []any, int) (storage.RawResult, error) {
+func (nopHost) RawQuery(context.Context, string, []any, int, int64) (storage.RawResult, error) {
 	return storage.RawResult{}, errNoHost
 }
 func (nopHost) GetRecord(context.Context, string) (storage.Record, error) {

@@ -69,7 +69,7 @@ func (v *vm) installLazy() {
 	getmt := orig("getmetatable")
 	v.base.RawSetString("next", plainFirst(1, next))
 	v.base.RawSetString("rawget", plainFirst(1, orig("rawget")))
-	v.base.RawSetString("rawset", plainFirst(1, orig("rawset")))
+	// rawset materializes too (tables.go).
 	// A lazy record used as a metatable would hide its fields from the
 	// metamethod lookups, which are raw.
 	v.base.RawSetString("setmetatable", plainFirst(2, orig("setmetatable")))
@@ -128,11 +128,11 @@ func (v *vm) lazyIndex(L *lua.LState) int {
 }
 
 // lazyNewIndex is the lazy metatable's __newindex: materialize, then
-// assign (with the checks of an ordinary assignment).
+// assign (with the checks of an ordinary assignment, tables.go).
 func (v *vm) lazyNewIndex(L *lua.LState) int {
 	t := L.CheckTable(1)
 	v.plain(t)
-	L.SetTable(t, L.Get(2), L.Get(3))
+	v.store(t, L.Get(2), L.Get(3))
 	return 0
 }
 

@@ -20,11 +20,13 @@ import (
 // total that nothing gives back (a pcall does not reset it).
 //
 // What the VM does without calling Go (a table constructor with fixed
-// fields, an assignment) is not counted: gopher-lua offers no hook for
-// it. Mostly the instruction budget bounds it, but not an assignment to
-// an integer key far past the end of a table's array part: gopher-lua
-// fills the gap with nils, so t[1e7] = 1 allocates 160 MB in one
-// instruction.
+// fields, a store within or just past the end of an array part) is not
+// counted: gopher-lua offers no hook for it, and the instruction budget
+// bounds it (an instruction makes no more than a constructor's fields).
+// A store to an integer key far past the end of an array part would make
+// far more (gopher-lua fills the gap with nils: t[1e7] = 1 allocates
+// 160 MB), so every such store is a call the rewriter puts in, or a
+// library function, that charges the gap first (tables.go).
 
 // What values cost when the host makes them, in bytes: what gopher-lua
 // keeps for them on amd64, rounded up.
@@ -173,7 +175,7 @@ func (v *vm) guardBase() {
 	})))
 }
 
-// values is the guard rewriteConcat puts around the last field of a table
+// values is the guard the rewriter puts around the last field of a table
 // constructor when that field is a call or `...` ({...}, {f()}): it
 // charges an array slot for each value and returns them all.
 func (v *vm) values(L *lua.LState) int {

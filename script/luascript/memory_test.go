@@ -162,8 +162,8 @@ type rawHost struct {
 	store *sqlite.Store
 }
 
-func (h rawHost) RawQuery(ctx context.Context, sql string, args []any, maxRows int) (storage.RawResult, error) {
-	return h.store.RawQuery(ctx, sql, args, maxRows)
+func (h rawHost) RawQuery(ctx context.Context, sql string, args []any, maxRows int, maxBytes int64) (storage.RawResult, error) {
+	return h.store.RawQuery(ctx, sql, args, maxRows, maxBytes)
 }
 
 func openSQLite(t *testing.T) *sqlite.Store {
@@ -177,8 +177,8 @@ func openSQLite(t *testing.T) *sqlite.Store {
 }
 
 // Finding 4.5: the rows of db.raw were not counted. A recursive query
-// repeats a 64 KiB parameter into 64 MiB of rows. (The heap is not
-// checked: the storage reads the rows before the script sees them.)
+// repeats a 64 KiB parameter into 64 MiB of rows; the storage stops
+// reading them once they pass the memory left.
 func TestMemoryDBRawRows(t *testing.T) {
 	host := rawHost{store: openSQLite(t)}
 	res := runCapped(t, host, 0, `function handle()
@@ -186,13 +186,37 @@ func TestMemoryDBRawRows(t *testing.T) {
 			{("x"):rep(2^16)})
 		return #rows
 	end`)
-	if kindOf(res.err) != script.ErrMemory || !strings.Contains(res.err.Error(), "memory limit exceeded") {
-		t.Fatalf("got %q, %v", res.out, res.err)
+	wantMemoryError(t, res)
+	if !strings.Contains(res.err.Error(), "db.raw: memory limit exceeded") {
+		t.Fatal(res.err)
 	}
 	// Small results still come through.
 	res = runCapped(t, host, 0, `function handle() return db.raw("SELECT ? AS a, 2 AS b", {"x"}) end`)
 	if res.err != nil || res.out != `[{"a":"x","b":2}]` {
 		t.Fatalf("%s %v", res.out, res.err)
+	}
+}
+
+// One value SQLite would make far past the memory left fails inside
+// SQLite (its length limit) instead of being built and copied; so does a
+// value made along the way. Both are memory errors that can be caught.
+func TestMemoryDBRawValueTooLong(t *testing.T) {
+	host := rawHost{store: openSQLite(t)}
+	for _, q := range []string{
+		`db.raw("SELECT randomblob(?) AS b", {2e8})`,
+		`db.raw("SELECT length(randomblob(?)) AS n", {2e8})`,
+		`db.raw("SELECT length(group_concat(v)) AS n FROM (WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) SELECT printf('%.*c', 100000, 'x') AS v FROM c)")`,
+	} {
+		res := runCapped(t, host, 0, `function handle() return `+q+` end`)
+		wantMemoryError(t, res)
+		res = runCapped(t, host, 0, `function handle()
+			local ok, err = pcall(function() return `+q+` end)
+			assert(not ok and err:find("memory limit exceeded"), err)
+			return db.raw("SELECT 1 AS one")
+		end`)
+		if res.err != nil || res.out != `[{"one":1}]` {
+			t.Fatalf("%s: %s %v", q, res.out, res.err)
+		}
 	}
 }
 

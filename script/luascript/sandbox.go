@@ -54,7 +54,10 @@ type run struct {
 	// rkeys are the record keys given to Record(collection, fields, rkey).
 	rkeys  map[*lua.LTable]string
 	budget budget // the LState's context while the script runs
-	logs   int    // log() calls so far
+	// extents are the lengths up to which tables' array parts were
+	// charged (tables.go).
+	extents map[*lua.LTable]int
+	logs    int // log() calls so far
 }
 
 // Base functions scripts keep. Everything else in gopher-lua's base
@@ -115,6 +118,7 @@ func newVM(e *Engine) *vm {
 	// the table.
 	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
 	v.guardStrings(str)
+	v.guardTables(str)
 	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
 		mt.RawSetString("__metatable", lua.LFalse)
 	}

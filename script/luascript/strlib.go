@@ -84,7 +84,7 @@ func (v *vm) guardResults(orig *lua.LFunction, msg string) lua.LGFunction {
 	}
 }
 
-// concat implements `a .. b` (see rewriteConcat).
+// concat implements `a .. b` (see rewrite.go).
 func (v *vm) concat(L *lua.LState) int {
 	a, b := L.Get(1), L.Get(2)
 	if lua.LVCanConvToString(a) && lua.LVCanConvToString(b) {

@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/internal/sqlstore"
 )
 
@@ -15,13 +17,18 @@ func (dialect) RawSyntax() sqlstore.Syntax { return sqlstore.SyntaxSQLite }
 
 // RunRaw runs fn in a transaction on a connection of pool (the query-only
 // readers for a read, the writer for a write) while a SQLite authorizer
-// holds the statement to the raw-SQL allow-list. SQLite consults the
-// authorizer when it compiles a statement, so the authorizer is installed
-// after BEGIN and removed before COMMIT or ROLLBACK, once fn has closed
-// its statement; the connection goes back to the pool without it, even
-// when fn fails or panics. No statement cache is configured on the
-// connections (go-sqlite3's _stmt_cache_size): a statement compiled
-// earlier without the authorizer could otherwise be reused.
+// holds the statement to the raw-SQL allow-list, and while the
+// connection's length limit (SQLITE_LIMIT_LENGTH) is storage.MaxRawValue:
+// a string or blob longer than that, in the result or along the way
+// (randomblob(2e8), group_concat over many rows), fails the statement
+// inside SQLite before it is allocated, with storage.ErrRawTooLarge.
+// SQLite consults the authorizer when it compiles a statement, so the
+// authorizer is installed after BEGIN and removed, and the previous limit
+// restored, before COMMIT or ROLLBACK, once fn has closed its statement;
+// the connection goes back to the pool without them, even when fn fails
+// or panics. No statement cache is configured on the connections
+// (go-sqlite3's _stmt_cache_size): a statement compiled earlier without
+// the authorizer could otherwise be reused.
 func (dialect) RunRaw(ctx context.Context, pool *sql.DB, write bool, fn func(tx *sql.Tx) error) error {
 	conn, err := pool.Conn(ctx)
 	if err != nil {
@@ -43,6 +50,11 @@ func (dialect) RunRaw(ctx context.Context, pool *sql.DB, write bool, fn func(tx 
 	}
 	err = func() error {
 		defer func() { _ = setAuthorizer(conn, nil) }()
+		limit, err := setLengthLimit(conn, storage.MaxRawValue)
+		if err != nil {
+			return err
+		}
+		defer func() { _, _ = setLengthLimit(conn, limit) }()
 		return fn(tx)
 	}()
 	if err != nil {
@@ -50,6 +62,9 @@ func (dialect) RunRaw(ctx context.Context, pool *sql.DB, write bool, fn func(tx 
 		// statement failed because of it.
 		if auth.refusal != "" {
 			return sqlstore.RawRefused("%s", auth.refusal)
+		}
+		if se := (sqlite3.Error{}); errors.As(err, &se) && se.Code == sqlite3.ErrTooBig {
+			return fmt.Errorf("%w: a string or blob would pass %d bytes", storage.ErrRawTooLarge, storage.MaxRawValue)
 		}
 		return err
 	}
@@ -72,6 +87,20 @@ func setAuthorizer(conn *sql.Conn, fn func(op int, arg1, arg2, db string) int) e
 		c.RegisterAuthorizer(fn)
 		return nil
 	})
+}
+
+// setLengthLimit sets the connection's SQLITE_LIMIT_LENGTH and returns
+// the previous value.
+func setLengthLimit(conn *sql.Conn, limit int) (previous int, err error) {
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("sqlite: unexpected driver connection %T", dc)
+		}
+		previous = c.SetLimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+		return nil
+	})
+	return previous, err
 }
 
 // sqliteRecursive is SQLITE_RECURSIVE (a recursive common table

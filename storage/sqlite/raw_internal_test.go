@@ -5,14 +5,18 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"testing"
+
+	"github.com/lexview/lexview/storage"
 )
 
-// TestRawAuthorizerIsScoped: the raw-SQL authorizer holds a statement run
-// through RunRaw, and the connection (the only one of each pool here) goes
-// back to the pool without it, whether fn returns, fails, panics or its
-// context ends; and without an open transaction.
+// TestRawAuthorizerIsScoped: the raw-SQL authorizer and the length limit
+// hold a statement run through RunRaw, and the connection (the only one
+// of each pool here) goes back to the pool without them, whether fn
+// returns, fails, panics or its context ends; and without an open
+// transaction.
 func TestRawAuthorizerIsScoped(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "raw.db"), Options{Readers: 1})
@@ -44,8 +48,26 @@ func TestRawAuthorizerIsScoped(t *testing.T) {
 				t.Fatalf("%s %s: the connection is still in a transaction: %v", pool.name, when, err)
 			}
 			_ = tx.Rollback()
+			var n int64
+			if err := pool.db.QueryRowContext(ctx, `SELECT length(zeroblob(?))`, storage.MaxRawValue+1).Scan(&n); err != nil {
+				t.Fatalf("%s %s: the connection kept the length limit: %v", pool.name, when, err)
+			}
 		}
 		d := dialect{}
+		tooLong := func(tx *sql.Tx) error {
+			var n int64
+			return tx.QueryRowContext(ctx, `SELECT length(randomblob(?))`, storage.MaxRawValue+1).Scan(&n)
+		}
+		if err := d.RunRaw(ctx, pool.db, pool.write, tooLong); !errors.Is(err, storage.ErrRawTooLarge) {
+			t.Fatalf("%s: a blob past the limit: %v", pool.name, err)
+		}
+		unrestricted("after a value too long")
+		if err := d.RunRaw(ctx, pool.db, pool.write, func(tx *sql.Tx) error {
+			var n int64
+			return tx.QueryRowContext(ctx, `SELECT length(randomblob(?))`, storage.MaxRawValue).Scan(&n)
+		}); err != nil {
+			t.Fatalf("%s: a blob at the limit: %v", pool.name, err)
+		}
 		err := d.RunRaw(ctx, pool.db, pool.write, func(tx *sql.Tx) error { return catalog(ctx, tx) })
 		if err == nil || !strings.Contains(err.Error(), "sqlite_master") {
 			t.Fatalf("%s: catalog read under the authorizer: %v", pool.name, err)
@@ -76,4 +98,34 @@ func TestRawAuthorizerIsScoped(t *testing.T) {
 		})
 		unrestricted("after a cancelled context")
 	}
+}
+
+// TestRawValueTooLongIsNotBuilt: a raw statement asking SQLite for a
+// 200 MB blob fails inside SQLite: neither SQLite nor the driver builds
+// it (the Go heap grows by far less).
+func TestRawValueTooLongIsNotBuilt(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "raw.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := heapAllocs()
+	_, err = s.RawQuery(ctx, `SELECT randomblob(?)`, []any{int64(2e8)}, 10, 0)
+	if allocated := heapAllocs() - before; allocated > 16<<20 {
+		t.Fatalf("the heap allocated %d MiB", allocated>>20)
+	}
+	if !errors.Is(err, storage.ErrRawTooLarge) {
+		t.Fatal(err)
+	}
+}
+
+// heapAllocs reads the bytes the Go heap has allocated so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

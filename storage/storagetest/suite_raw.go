@@ -35,7 +35,7 @@ func ph(s storage.Store, n int) string {
 
 func rawT(t *testing.T, s storage.Store, stmt string, args ...any) storage.RawResult {
 	t.Helper()
-	res, err := s.RawQuery(context.Background(), stmt, args, 100)
+	res, err := s.RawQuery(context.Background(), stmt, args, 100, 0)
 	if err != nil {
 		t.Fatalf("RawQuery(%s): %v", stmt, err)
 	}
@@ -56,7 +56,7 @@ func testRawReads(t *testing.T, s storage.Store) {
 		!slices.Equal(res.Rows[0], []any{int64(8), 2.5, "x", nil}) {
 		t.Fatalf("types: %#v", res.Rows)
 	}
-	res, err := s.RawQuery(ctx, `SELECT uri FROM records ORDER BY uri`, nil, 3)
+	res, err := s.RawQuery(ctx, `SELECT uri FROM records ORDER BY uri`, nil, 3, 0)
 	if err != nil || len(res.Rows) != 3 {
 		t.Fatalf("maxRows: %d rows, %v", len(res.Rows), err)
 	}
@@ -65,7 +65,7 @@ func testRawReads(t *testing.T, s storage.Store) {
 		t.Fatalf("with: %v", res.Rows)
 	}
 	for _, table := range rawReadable {
-		if _, err := s.RawQuery(ctx, `SELECT * FROM `+table, nil, 10); err != nil {
+		if _, err := s.RawQuery(ctx, `SELECT * FROM `+table, nil, 10, 0); err != nil {
 			t.Errorf("read %s: %v", table, err)
 		}
 	}
@@ -109,7 +109,7 @@ func testRawRefusals(t *testing.T, s storage.Store) {
 	}
 	refused := func(stmt string) {
 		t.Helper()
-		res, err := s.RawQuery(ctx, stmt, nil, 10)
+		res, err := s.RawQuery(ctx, stmt, nil, 10, 0)
 		if !errors.Is(err, storage.ErrInvalidQuery) || !strings.Contains(err.Error(), "raw SQL refused") {
 			t.Errorf("%s: %v, want a refusal", stmt, err)
 		}
@@ -230,7 +230,7 @@ func testRawWrites(t *testing.T, s storage.Store) {
 		t.Fatalf("%d records left", n)
 	}
 	// A read never writes, whatever it calls.
-	if _, err := s.RawQuery(ctx, `SELECT * FROM records WHERE uri IN (SELECT uri FROM records) FOR UPDATE`, nil, 10); err == nil {
+	if _, err := s.RawQuery(ctx, `SELECT * FROM records WHERE uri IN (SELECT uri FROM records) FOR UPDATE`, nil, 10, 0); err == nil {
 		t.Fatal("SELECT FOR UPDATE accepted")
 	}
 }
@@ -239,7 +239,7 @@ func testRawDeadline(t *testing.T, s storage.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := s.RawQuery(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c`, nil, 10)
+	_, err := s.RawQuery(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c`, nil, 10, 0)
 	if err == nil {
 		t.Fatal("endless query returned")
 	}
@@ -250,4 +250,36 @@ func testRawDeadline(t *testing.T, s storage.Store) {
 		t.Fatalf("refused instead of run: %v", err)
 	}
 	t.Logf("stopped after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// testRawMaxBytes: RawQuery stops reading once the rows pass maxBytes
+// (strings and bytes by their length, other values 8 bytes, nil nothing)
+// and fails with ErrRawTooLarge; a result within the bound, or with no
+// bound, comes back whole.
+func testRawMaxBytes(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	stmt := `SELECT CAST(` + ph(s, 1) + ` AS TEXT) AS s, 7 AS n, NULL AS z UNION ALL SELECT CAST(` + ph(s, 2) + ` AS TEXT), 8, NULL`
+	args := []any{strings.Repeat("a", 1000), strings.Repeat("b", 2000)}
+	for _, tc := range []struct {
+		maxBytes int64
+		ok       bool
+	}{{0, true}, {-1, true}, {3016, true}, {1 << 20, true}, {3015, false}, {1008, false}, {999, false}, {1, false}} {
+		res, err := s.RawQuery(ctx, stmt, args, 10, tc.maxBytes)
+		switch {
+		case tc.ok && (err != nil || len(res.Rows) != 2 || res.Rows[1][0] != args[1]):
+			t.Fatalf("maxBytes %d: %+v %v", tc.maxBytes, res.Rows, err)
+		case !tc.ok && !errors.Is(err, storage.ErrRawTooLarge):
+			t.Fatalf("maxBytes %d: %d rows, %v", tc.maxBytes, len(res.Rows), err)
+		case !tc.ok && errors.Is(err, storage.ErrInvalidQuery):
+			t.Fatalf("maxBytes %d: %v", tc.maxBytes, err)
+		}
+	}
+	// Rows past maxRows are not read, so they do not count.
+	if res, err := s.RawQuery(ctx, stmt, args, 1, 1008); err != nil || len(res.Rows) != 1 {
+		t.Fatalf("first row only: %+v %v", res.Rows, err)
+	}
+	// A write counts nothing.
+	if _, err := s.RawQuery(ctx, `DELETE FROM records WHERE uri = `+ph(s, 1), []any{"at://none"}, 10, 1); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -40,6 +40,7 @@ func RunScripts(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"RawRefusesAllButTheAllowList", testRawRefusals},
 		{"RawWrites", testRawWrites},
 		{"RawDeadline", testRawDeadline},
+		{"RawMaxBytes", testRawMaxBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

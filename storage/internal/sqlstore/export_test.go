@@ -10,5 +10,5 @@ import (
 // dialect's own enforcement of the allow-list only: the tests of that
 // enforcement use it.
 func RunRawUnguarded(ctx context.Context, db *DB, stmt string, write bool) (storage.RawResult, error) {
-	return db.runRaw(ctx, stmt, nil, 100, write)
+	return db.runRaw(ctx, stmt, nil, rawLimits{rows: 100}, write)
 }

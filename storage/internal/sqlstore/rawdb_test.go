@@ -223,10 +223,10 @@ func TestRawWithoutRestrictedRole(t *testing.T) {
 	if got := currentUser(); got != user {
 		t.Fatalf("raw statements run as %s, want %s (no role)", got, user)
 	}
-	if _, err := s.RawQuery(ctx, `SELECT COUNT(*) FROM records`, nil, 10); err != nil {
+	if _, err := s.RawQuery(ctx, `SELECT COUNT(*) FROM records`, nil, 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RawQuery(ctx, `SELECT script FROM lexicons`, nil, 10); !errors.Is(err, storage.ErrInvalidQuery) {
+	if _, err := s.RawQuery(ctx, `SELECT script FROM lexicons`, nil, 10, 0); !errors.Is(err, storage.ErrInvalidQuery) {
 		t.Fatalf("the guard let lexicons through: %v", err)
 	}
 
@@ -248,7 +248,7 @@ END $$`); err != nil {
 	if _, err := sqlstore.RunRawUnguarded(ctx, s.DB, `SELECT script FROM lexicons`, false); !errors.Is(err, storage.ErrInvalidQuery) {
 		t.Fatalf("the role read lexicons: %v", err)
 	}
-	if _, err := s.RawQuery(ctx, `UPDATE records SET cid = 'x' WHERE uri = 'none'`, nil, 10); err != nil {
+	if _, err := s.RawQuery(ctx, `UPDATE records SET cid = 'x' WHERE uri = 'none'`, nil, 10, 0); err != nil {
 		t.Fatalf("write as the role: %v", err)
 	}
 }

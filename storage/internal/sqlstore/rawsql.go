@@ -1,11 +1,11 @@
 package sqlstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -22,18 +22,28 @@ const defaultRawRows = 1000
 // reader pool, writes in a transaction on the writer. The statement is
 // prepared on its own, so a driver never runs a second statement hidden in
 // the text.
-func (db *DB) RawQuery(ctx context.Context, stmt string, args []any, maxRows int) (storage.RawResult, error) {
+func (db *DB) RawQuery(ctx context.Context, stmt string, args []any, maxRows int, maxBytes int64) (storage.RawResult, error) {
 	write, err := guardRaw(stmt, db.dialect.RawSyntax())
 	if err != nil {
 		return storage.RawResult{}, err
 	}
-	return db.runRaw(ctx, stmt, args, maxRows, write)
+	return db.runRaw(ctx, stmt, args, rawLimits{rows: maxRows, bytes: maxBytes}, write)
+}
+
+// rawLimits bound what a raw read returns (RawQuery's maxRows and
+// maxBytes).
+type rawLimits struct {
+	rows  int
+	bytes int64
 }
 
 // runRaw runs a statement that passed guardRaw.
-func (db *DB) runRaw(ctx context.Context, stmt string, args []any, maxRows int, write bool) (storage.RawResult, error) {
-	if maxRows <= 0 {
-		maxRows = defaultRawRows
+func (db *DB) runRaw(ctx context.Context, stmt string, args []any, lim rawLimits, write bool) (storage.RawResult, error) {
+	if lim.rows <= 0 {
+		lim.rows = defaultRawRows
+	}
+	if lim.bytes <= 0 {
+		lim.bytes = math.MaxInt64
 	}
 	stmt, err := db.rebindRaw(stmt)
 	if err != nil {
@@ -46,11 +56,11 @@ func (db *DB) runRaw(ctx context.Context, stmt string, args []any, maxRows int, 
 	var res storage.RawResult
 	err = db.dialect.RunRaw(ctx, pool, write, func(tx *sql.Tx) error {
 		var err error
-		res, err = db.execRaw(ctx, tx, stmt, args, maxRows, write)
+		res, err = db.execRaw(ctx, tx, stmt, args, lim, write)
 		return err
 	})
 	if err != nil {
-		if errors.Is(err, storage.ErrInvalidQuery) {
+		if errors.Is(err, storage.ErrInvalidQuery) || errors.Is(err, storage.ErrRawTooLarge) {
 			return storage.RawResult{}, err
 		}
 		return storage.RawResult{}, fmt.Errorf("raw query: %w", err)
@@ -59,7 +69,7 @@ func (db *DB) runRaw(ctx context.Context, stmt string, args []any, maxRows int, 
 }
 
 // execRaw prepares and runs the statement in tx and reads its result.
-func (db *DB) execRaw(ctx context.Context, tx *sql.Tx, stmt string, args []any, maxRows int, write bool) (storage.RawResult, error) {
+func (db *DB) execRaw(ctx context.Context, tx *sql.Tx, stmt string, args []any, lim rawLimits, write bool) (storage.RawResult, error) {
 	prepared, err := tx.PrepareContext(ctx, stmt)
 	if err != nil {
 		return storage.RawResult{}, err
@@ -101,7 +111,8 @@ func (db *DB) execRaw(ctx context.Context, tx *sql.Tx, stmt string, args []any, 
 		}
 	}
 	res := storage.RawResult{Columns: cols, Rows: [][]any{}}
-	for len(res.Rows) < maxRows && rows.Next() {
+	var size int64
+	for len(res.Rows) < lim.rows && rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
 		for i := range vals {
@@ -112,10 +123,28 @@ func (db *DB) execRaw(ctx context.Context, tx *sql.Tx, stmt string, args []any, 
 		}
 		for i, v := range vals {
 			vals[i] = rawValue(v, binary[i], numeric[i])
+			n := rawSize(vals[i])
+			if n > lim.bytes-size {
+				return storage.RawResult{}, fmt.Errorf("%w: the rows passed %d bytes", storage.ErrRawTooLarge, lim.bytes)
+			}
+			size += n
 		}
 		res.Rows = append(res.Rows, vals)
 	}
 	return res, rows.Err()
+}
+
+// rawSize is what a value counts against RawQuery's maxBytes.
+func rawSize(v any) int64 {
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case string:
+		return int64(len(x))
+	case []byte:
+		return int64(len(x))
+	}
+	return 8
 }
 
 // rawValue converts a scanned value to string, int64, float64, bool,
@@ -125,9 +154,10 @@ func rawValue(v any, binary, numeric bool) any {
 	case nil, string, int64, float64, bool:
 		return x
 	case []byte:
+		// database/sql's Scan into *any copies a []byte already.
 		switch {
 		case binary:
-			return bytes.Clone(x)
+			return x
 		case numeric:
 			if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
 				return n

@@ -56,7 +56,9 @@ type Dialect interface {
 	// records table. It commits a write once fn succeeds, and returns the
 	// connection to the pool without the restrictions whatever happens (an
 	// error, a panic, a cancelled context). A statement the database
-	// refuses under the allow-list fails with a RawRefused error.
+	// refuses under the allow-list fails with a RawRefused error; one that
+	// makes a string or blob longer than storage.MaxRawValue, where the
+	// database can stop it (SQLite), with storage.ErrRawTooLarge.
 	RunRaw(ctx context.Context, pool *sql.DB, write bool, fn func(tx *sql.Tx) error) error
 }
 
