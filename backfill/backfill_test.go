@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,6 +307,19 @@ func TestOneJobAtATime(t *testing.T) {
 		h := newHarness(t, open(t), p, "")
 		h.setting(backfill.SettingConcurrency, "2")
 		mgr := h.start()
+		// The first job's last accounts wait at their listing until the
+		// summary has been checked, so it cannot finish before (on a slow
+		// machine it otherwise might).
+		gate := make(chan struct{})
+		var once sync.Once
+		release := func() { once.Do(func() { close(gate) }) }
+		defer release()
+		held := map[string]bool{did(6): true, did(7): true}
+		a.OnListRecords(func(d, _, _ string) {
+			if held[d] {
+				<-gate
+			}
+		})
 		first, err := mgr.Create(t.Context(), backfill.Request{Accounts: slowAccounts(p, a, 0, 8)})
 		if err != nil {
 			t.Fatal(err)
@@ -321,6 +335,7 @@ func TestOneJobAtATime(t *testing.T) {
 		} else if raw, _ := json.Marshal(sum); !strings.Contains(string(raw), `"current":{`) || !strings.Contains(string(raw), `"waiting":1`) {
 			t.Fatalf("summary JSON: %s", raw)
 		}
+		release()
 		for {
 			j2 := h.job(second.ID) // read first: if it started, the first job must have finished before
 			j1 := h.job(first.ID)
