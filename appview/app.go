@@ -196,6 +196,9 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.svc.Instance.RunScheduledVacuum(ctx); err != nil {
 		return fmt.Errorf("scheduled vacuum: %w", err)
 	}
+	if err := a.svc.Domains.EnsurePrimary(ctx); err != nil {
+		return fmt.Errorf("primary domain: %w", err)
+	}
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
 		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),

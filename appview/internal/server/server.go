@@ -16,6 +16,7 @@ import (
 	adminbackfill "github.com/lexview/lexview/appview/internal/admin/backfill"
 	admindeadletters "github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/events"
+	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
@@ -26,6 +27,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/instance"
@@ -62,6 +64,7 @@ type Services struct {
 	Profiles    *profiles.Service
 	Clients     *clients.Manager
 	Events      *eventlog.Log
+	Domains     *domains.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -158,5 +161,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	apiclients.Mount(m, svc.Clients)
 	authkeys.Mount(m, svc.ClientKeys)
 	adminbackfill.Mount(m, svc.Backfill, p.StreamKeepalive)
+	adminidentity.MountDomains(m, svc.Domains)
 	return m
 }
