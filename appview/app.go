@@ -196,10 +196,13 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.svc.Instance.RunScheduledVacuum(ctx); err != nil {
 		return fmt.Errorf("scheduled vacuum: %w", err)
 	}
+	if err := a.svc.Domains.EnsurePrimary(ctx); err != nil {
+		return fmt.Errorf("primary domain: %w", err)
+	}
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
 		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),
-		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.serviceAuthAudiences()},
+		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
 	}
 	a.surfaces = a.routes()
@@ -274,6 +277,15 @@ func (a *App) Writer() *Writer { return a.writer }
 // Clients manages the instance's API clients (the admin API uses the same
 // code).
 func (a *App) Clients() *clients.Manager { return a.clientManager }
+
+// InstanceDID is the instance's DID now: did:web of the primary domain's
+// host (the primary domain is PUBLIC_URL's origin on first boot, and can be
+// changed with POST /admin/domains/{id}/primary); "" when there is none.
+// Service-auth JWTs naming it (or it with a service fragment) in `aud` are
+// accepted.
+func (a *App) InstanceDID(ctx context.Context) string { return a.svc.Identity.DID(ctx) }
+
+func (a *App) instanceDID() string { return a.InstanceDID(context.Background()) }
 
 // Config returns the effective configuration, defaults filled in.
 func (a *App) Config() Config { return a.cfg }

@@ -116,8 +116,8 @@ func TestServiceAuthNamesThisService(t *testing.T) {
 		status int
 		msg    string
 	}{
-		{"this instance's DID", map[string]any{"aud": env.App.Config().InstanceDID()}, 200, ""},
-		{"a service of it", map[string]any{"aud": env.App.Config().InstanceDID() + "#bsky_appview"}, 200, ""},
+		{"this instance's DID", map[string]any{"aud": env.App.InstanceDID(context.Background())}, 200, ""},
+		{"a service of it", map[string]any{"aud": env.App.InstanceDID(context.Background()) + "#bsky_appview"}, 200, ""},
 		{"an added audience", map[string]any{"aud": testenv.TestAudience}, 200, ""},
 		{"another service", map[string]any{"aud": "did:web:whatever.example"}, 401,
 			`invalid service auth token: audience "did:web:whatever.example" is not this service`},
@@ -145,7 +145,7 @@ func TestXRPCServiceAuthMethod(t *testing.T) {
 	client, _ := env.NewClient(t, clients.NewClient{})
 	acct := env.PLC.NewAccount(t, false, "https://pds.test")
 	token := func(lxm string) string {
-		c := map[string]any{"iss": acct.DID.String(), "aud": env.App.Config().InstanceDID(), "exp": time.Now().Add(time.Minute).Unix()}
+		c := map[string]any{"iss": acct.DID.String(), "aud": env.App.InstanceDID(context.Background()), "exp": time.Now().Add(time.Minute).Unix()}
 		if lxm != "" {
 			c["lxm"] = lxm
 		}

@@ -145,7 +145,7 @@ type Config struct {
 
 	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
 	// (admin API and XRPC) besides the instance's own DID, which is always
-	// accepted (see InstanceDID): service DIDs, each also accepted with a
+	// accepted (see App.InstanceDID): service DIDs, each also accepted with a
 	// service fragment (did:web:example.com#bsky_appview). AnyAudience
 	// accepts every audience, as the interface specification's rule reads;
 	// a token minted for another service then works here too.
@@ -179,8 +179,9 @@ const (
 	ClaimByCommand ClaimMode = "command"
 )
 
-// InstanceDID is the instance's DID: did:web of the host of PublicURL
-// (a port is percent-encoded, as did:web requires).
+// InstanceDID is the DID PublicURL names: did:web of its host (a port is
+// percent-encoded, as did:web requires). It is the instance's DID until an
+// operator makes another domain primary; App.InstanceDID is the live one.
 func (c Config) InstanceDID() string {
 	u, err := url.Parse(c.publicURL())
 	if err != nil || u.Host == "" {
@@ -211,15 +212,6 @@ func (c Config) publicURL() string {
 		return c.PublicURL
 	}
 	return "http://" + c.listenAddr()
-}
-
-// serviceAuthAudiences is the instance's DID and the configured audiences.
-func (c Config) serviceAuthAudiences() []string {
-	auds := []string{}
-	if did := c.InstanceDID(); did != "" {
-		auds = append(auds, did)
-	}
-	return append(auds, c.ServiceAuthAudiences...)
 }
 
 // withStorageDefaults fills in what opening the database needs: its URL,

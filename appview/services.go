@@ -5,6 +5,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/backfilljobs"
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/profiles"
@@ -12,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/server"
+	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/writepath"
 )
@@ -20,6 +22,7 @@ import (
 // (admin API, XRPC, the command, the library API) call exists once, in
 // one of these services.
 func (a *App) newServices() *server.Services {
+	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	return &server.Services{
 		Clients: a.clientManager,
 		Events:  a.events,
@@ -48,5 +51,7 @@ func (a *App) newServices() *server.Services {
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),
+		Domains:  doms,
+		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now}),
 	}
 }

@@ -30,6 +30,7 @@ type Store interface {
 	ScriptStore
 	DeadLetterStore
 	QueryStore
+	IdentityStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -31,12 +31,13 @@ func Suites() []Suite {
 		{"Backfill", RunBackfill},
 		{"OAuth", RunOAuth},
 		{"Scripts", RunScripts},
+		{"Identity", RunIdentity},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
-// Scripts), each of its tests on a fresh store. A storage.Store
+// Scripts, Identity), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {

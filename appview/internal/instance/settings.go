@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -72,7 +73,7 @@ func CheckSettingKey(key string) error {
 	if !settingKey.MatchString(key) {
 		return fail.New(fail.Invalid, "invalid setting key: use 1 to 100 characters of a-z, 0-9, _, . and -")
 	}
-	if reservedKeys[key] {
+	if reservedKeys[key] || strings.HasPrefix(key, "identity.") {
 		return fail.New(fail.Invalid, "reserved setting key")
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	adminbackfill "github.com/lexview/lexview/appview/internal/admin/backfill"
 	admindeadletters "github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/events"
+	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
@@ -26,6 +27,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/deadletters"
+	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/instance"
@@ -36,6 +38,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/scripts"
+	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/thirdparty"
 	"github.com/lexview/lexview/appview/internal/userauth"
@@ -62,6 +65,8 @@ type Services struct {
 	Profiles    *profiles.Service
 	Clients     *clients.Manager
 	Events      *eventlog.Log
+	Domains     *domains.Service
+	Identity    *serviceid.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -127,6 +132,14 @@ func New(svc Services, p Parts) *Surfaces {
 	oauthapi.New(oauthapi.Options{Store: p.OAuthStore, Clients: svc.Clients, Sealer: p.Sealer, PublicURL: p.PublicURL,
 		Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys, Now: p.Now, Logger: log}).Mount(pub)
 	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)
+	pub.HandleFunc("GET /.well-known/did.json", func(w http.ResponseWriter, r *http.Request) {
+		doc, err := svc.Identity.DocumentFor(r.Context(), r.Host)
+		if err != nil {
+			respond.Fail(w, r, log, err)
+			return
+		}
+		respond.JSON(w, http.StatusOK, doc)
+	})
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -158,5 +171,7 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	apiclients.Mount(m, svc.Clients)
 	authkeys.Mount(m, svc.ClientKeys)
 	adminbackfill.Mount(m, svc.Backfill, p.StreamKeepalive)
+	adminidentity.MountDomains(m, svc.Domains)
+	adminidentity.MountIdentity(m, svc.Identity)
 	return m
 }

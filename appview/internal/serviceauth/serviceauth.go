@@ -39,6 +39,9 @@ type Verifier struct {
 	// AnyAudience accepts every token whatever its audience; an empty list
 	// accepts none.
 	Audiences []string
+	// Self, when set, returns the service's own DID now (it follows the
+	// configured identity); it is accepted like an entry of Audiences.
+	Self func() string
 
 	mu        sync.Mutex
 	refreshed map[syntax.DID]time.Time // last forced refresh per issuer
@@ -53,7 +56,10 @@ func (v *Verifier) acceptsAudience(aud string) bool {
 		return true
 	}
 	did, fragment, hasFragment := strings.Cut(aud, "#")
-	return aud != "" && (!hasFragment || fragment != "") && slices.Contains(v.Audiences, did)
+	if aud == "" || hasFragment && fragment == "" {
+		return false
+	}
+	return slices.Contains(v.Audiences, did) || v.Self != nil && did == v.Self() && did != ""
 }
 
 // Claims are the verified claims of a token.

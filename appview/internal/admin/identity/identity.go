@@ -1,0 +1,114 @@
+package identity
+
+import (
+	"net/http"
+
+	"github.com/lexview/lexview/appview/internal/admin"
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/appview/internal/serviceid"
+	"github.com/lexview/lexview/storage"
+)
+
+// MountIdentity registers the service-identity and verification-method
+// endpoints.
+func MountIdentity(m *admin.Mux, svc *serviceid.Service) {
+	h := identityHandlers{svc}
+	m.HandleFunc("GET /admin/service-identity", h.get)
+	m.HandleFunc("PUT /admin/service-identity", h.put)
+	m.HandleFunc("GET /admin/verification-methods", h.listMethods)
+	m.HandleFunc("POST /admin/verification-methods", h.addMethod)
+	m.HandleFunc("DELETE /admin/verification-methods/{fragment}", h.deleteMethod)
+}
+
+type identityHandlers struct{ svc *serviceid.Service }
+
+func identityJSON(id serviceid.Identity) map[string]any {
+	out := map[string]any{"mode": id.Mode, "did": nil, "primary_domain": nil, "document_url": nil}
+	if id.PrimaryDomain != "" {
+		out["primary_domain"] = id.PrimaryDomain
+	}
+	if id.DID != "" {
+		out["did"] = id.DID
+		out["document_url"] = id.PrimaryDomain + "/.well-known/did.json"
+	}
+	return out
+}
+
+func (h identityHandlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	id, err := h.svc.Get(r.Context())
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, identityJSON(id))
+	return nil
+}
+
+func (h identityHandlers) put(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
+	}
+	id, err := h.svc.SetMode(r.Context(), p.DID(), req.Mode)
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, identityJSON(id))
+	return nil
+}
+
+// methodJSON is a verification method: never its private key.
+type methodJSON struct {
+	FragmentID         string `json:"fragment_id"`
+	Type               string `json:"type"`
+	KeyType            string `json:"key_type"`
+	PublicKeyMultibase string `json:"public_key_multibase"`
+	Generated          bool   `json:"generated"`
+	CreatedAt          string `json:"created_at"`
+}
+
+func toMethodJSON(m storage.VerificationMethod) methodJSON {
+	return methodJSON{FragmentID: "#" + m.Fragment, Type: "Multikey", KeyType: m.KeyType, PublicKeyMultibase: m.PublicKeyMultibase,
+		Generated: m.SealedPrivateKey != "", CreatedAt: admin.Timestamp(m.CreatedAt)}
+}
+
+func (h identityHandlers) listMethods(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	list, err := h.svc.Methods(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]methodJSON, len(list))
+	for i, m := range list {
+		out[i] = toMethodJSON(m)
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"verification_methods": out})
+	return nil
+}
+
+func (h identityHandlers) addMethod(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	var req struct {
+		FragmentID         string `json:"fragment_id"`
+		PublicKeyMultibase string `json:"public_key_multibase"`
+		Generate           bool   `json:"generate"`
+		KeyType            string `json:"key_type"`
+	}
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
+	}
+	m, err := h.svc.AddMethod(r.Context(), p.DID(), serviceid.NewMethod(req))
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusCreated, toMethodJSON(m))
+	return nil
+}
+
+func (h identityHandlers) deleteMethod(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.DeleteMethod(r.Context(), p.DID(), r.PathValue("fragment")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
