@@ -93,7 +93,7 @@ func Example() {
 	fmt.Println(resp.StatusCode, string(body))
 	// Output:
 	// accepted: 1
-	// 200 {"records":[{"uri":"at://did:plc:example/com.example.note/3kexample0001","$type":"com.example.note","text":"hello"}]}
+	// 200 {"records":[{"uri":"at://did:plc:example/com.example.note/3kexample0001","cid":"bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm","$type":"com.example.note","text":"hello"}]}
 }
 
 // Register a lexicon: its routes exist at once, and the upload is audited

@@ -134,7 +134,7 @@ func TestDefaultQueries(t *testing.T) {
 				}
 				for _, r := range records {
 					m := r.(map[string]any)
-					if m["$type"] != "app.test.post" || m["text"] == nil {
+					if m["$type"] != "app.test.post" || m["text"] == nil || m["cid"] != recs[0].CID {
 						t.Fatalf("record fields missing: %v", m)
 					}
 					got = append(got, m["uri"].(string))
@@ -201,7 +201,7 @@ func TestDefaultQueries(t *testing.T) {
 				t.Fatalf("%d %v", status, body)
 			}
 			rec := body["record"].(map[string]any)
-			if rec["uri"] != r.URI || rec["$type"] != "app.test.post" || rec["text"] != "post 7" {
+			if rec["uri"] != r.URI || rec["cid"] != r.CID || rec["$type"] != "app.test.post" || rec["text"] != "post 7" {
 				t.Fatalf("record: %v", rec)
 			}
 			for q, want := range map[string]int{

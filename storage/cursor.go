@@ -26,7 +26,7 @@ const (
 func EncodeCursor(scope string, p Position) string {
 	buf := make([]byte, 0, 1+binary.MaxVarintLen64+len(p.URI)+cursorCheckLen)
 	buf = append(buf, cursorVersion)
-	buf = binary.AppendVarint(buf, p.IndexedAt.UnixMicro())
+	buf = binary.AppendVarint(buf, p.Time.UnixMicro())
 	buf = append(buf, p.URI...)
 	buf = append(buf, cursorCheck(scope, buf)...)
 	return base64.RawURLEncoding.EncodeToString(buf)
@@ -53,7 +53,7 @@ func DecodeCursor(scope, cursor string) (Position, error) {
 	if !utf8.Valid(uri) {
 		return Position{}, ErrInvalidCursor
 	}
-	return Position{IndexedAt: time.UnixMicro(micros).UTC(), URI: string(uri)}, nil
+	return Position{Time: time.UnixMicro(micros).UTC(), URI: string(uri)}, nil
 }
 
 // cursorCheck binds a cursor body to its scope and detects corruption. It is

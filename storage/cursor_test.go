@@ -6,10 +6,10 @@ import (
 )
 
 func TestCursorRoundTripAndScope(t *testing.T) {
-	p := Position{IndexedAt: time.Date(2026, 5, 6, 7, 8, 9, 123456000, time.UTC), URI: "at://did:plc:x/app.test.post/3k"}
+	p := Position{Time: time.Date(2026, 5, 6, 7, 8, 9, 123456000, time.UTC), URI: "at://did:plc:x/app.test.post/3k"}
 	c := EncodeCursor("a", p)
 	got, err := DecodeCursor("a", c)
-	if err != nil || !got.IndexedAt.Equal(p.IndexedAt) || got.URI != p.URI {
+	if err != nil || !got.Time.Equal(p.Time) || got.URI != p.URI {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 	if _, err := DecodeCursor("b", c); err != ErrInvalidCursor {
@@ -25,7 +25,7 @@ func TestCursorRoundTripAndScope(t *testing.T) {
 }
 
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add("records", EncodeCursor("records", Position{IndexedAt: time.Unix(1, 0), URI: "at://did:plc:a/b.c.d/e"}))
+	f.Add("records", EncodeCursor("records", Position{Time: time.Unix(1, 0), URI: "at://did:plc:a/b.c.d/e"}))
 	f.Add("records", "")
 	f.Add("", "AQ")
 	f.Fuzz(func(t *testing.T, scope, cursor string) {
@@ -37,7 +37,7 @@ func FuzzDecodeCursor(f *testing.F) {
 			return
 		}
 		again, err := DecodeCursor(scope, EncodeCursor(scope, p))
-		if err != nil || !again.IndexedAt.Equal(p.IndexedAt) || again.URI != p.URI {
+		if err != nil || !again.Time.Equal(p.Time) || again.URI != p.URI {
 			t.Fatalf("re-encoding a decoded cursor changed it: %+v vs %+v (%v)", p, again, err)
 		}
 	})

@@ -101,10 +101,10 @@ func Example() {
 // refused under any other.
 func ExampleEncodeCursor() {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 678000, time.UTC)
-	cursor := storage.EncodeCursor("posts", storage.Position{IndexedAt: at, URI: "at://did:plc:alice/com.example.post/3k2"})
+	cursor := storage.EncodeCursor("posts", storage.Position{Time: at, URI: "at://did:plc:alice/com.example.post/3k2"})
 
 	pos, err := storage.DecodeCursor("posts", cursor)
-	fmt.Println(pos.IndexedAt.Format(time.RFC3339Nano), pos.URI, err)
+	fmt.Println(pos.Time.Format(time.RFC3339Nano), pos.URI, err)
 	_, err = storage.DecodeCursor("likes", cursor)
 	fmt.Println(errors.Is(err, storage.ErrInvalidCursor))
 	// Output:

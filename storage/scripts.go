@@ -199,8 +199,8 @@ type RecordQuery struct {
 	Collection string
 	DID        string
 	Filter     *Filter
-	// Sort is "" to order by indexing time (newest first by default), then
-	// URI, with keyset pagination. Otherwise it is a field path (as in
+	// Sort is "" to order by creation time (Record.CreatedAt, newest first
+	// by default), then URI, with keyset pagination. Otherwise it is a field path (as in
 	// Filter) and records are ordered by that field: numbers first
 	// (numerically), then strings (bytewise), then booleans (false first);
 	// records where the field is absent, null, an object or an array come

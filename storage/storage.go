@@ -51,6 +51,10 @@ type Record struct {
 	Rev        string          // repository revision (TID) that wrote it; may be empty
 	Value      json.RawMessage // the record's JSON
 	IndexedAt  time.Time       // when Lexview indexed this version
+	// CreatedAt is the time listings order the record by:
+	// CreationTime(RKey, Value, IndexedAt), computed and stored by the
+	// store when the record is written (ApplyBatch ignores the field).
+	CreatedAt time.Time
 }
 
 // RecordOp is one change to apply to the record index: an upsert of Record,
@@ -81,14 +85,16 @@ type StreamCursor struct {
 	Value int64
 }
 
-// Position is a keyset position in a newest-first record listing.
+// Position is a keyset position in a listing ordered by a time, ties
+// broken by a unique key. In record listings Time is the record's
+// CreatedAt and URI its AT URI.
 type Position struct {
-	IndexedAt time.Time
-	URI       string
+	Time time.Time
+	URI  string
 }
 
-// ListQuery selects a page of records, newest first: of one collection, or
-// of every collection when Collection is empty.
+// ListQuery selects a page of records, newest created first: of one
+// collection, or of every collection when Collection is empty.
 type ListQuery struct {
 	Collection string    // optional: "" lists every collection
 	DID        string    // optional: only this repository's records
@@ -107,14 +113,16 @@ type RecordStore interface {
 	// ApplyBatch applies record changes (and an optional stream cursor) in
 	// one transaction. Upserts are idempotent: writing the same record twice
 	// leaves one row. A write carrying an older Rev than the stored row does
-	// not overwrite it.
+	// not overwrite it. A write with the stored CID keeps the stored
+	// IndexedAt and CreatedAt: a record's place in listings moves only when
+	// the record changes.
 	ApplyBatch(ctx context.Context, b Batch) error
 	// GetRecord returns the record at uri or ErrNotFound.
 	GetRecord(ctx context.Context, uri string) (Record, error)
 	// ListRecords returns a page of a collection, or of every collection
-	// when q.Collection is empty, newest first (IndexedAt, then URI,
-	// descending). With a DID it returns that repository's records by URI
-	// descending instead: record-key order within a collection, and
+	// when q.Collection is empty, newest created first (CreatedAt, then
+	// URI, descending). With a DID it returns that repository's records by
+	// URI descending instead: record-key order within a collection, and
 	// collection then record key without one.
 	ListRecords(ctx context.Context, q ListQuery) (Page, error)
 	// CountRecords counts the records of a collection ("" counts all).

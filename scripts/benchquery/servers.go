@@ -57,11 +57,11 @@ func newLexviewHandler(ctx context.Context, path string) (http.Handler, func(), 
 }
 
 // listSQL is exactly the statement Lexview runs for a first page.
-const listSQL = `SELECT uri, did, collection, rkey, cid, rev, record, indexed_at FROM records WHERE collection = ? ORDER BY indexed_at DESC, uri DESC LIMIT ?`
+const listSQL = `SELECT uri, did, collection, rkey, cid, rev, record, indexed_at, created_at FROM records WHERE collection = ? ORDER BY created_at DESC, uri DESC LIMIT ?`
 
 // newBareHandler is the baseline: a hand-written handler running the same
 // SQL on the same file, with a read pool and DSN like Lexview's readers,
-// and the usual decode-into-a-map, add uri, encoding/json response.
+// and the usual decode-into-a-map, add uri and cid, encoding/json response.
 func newBareHandler(_ context.Context, path string) (http.Handler, func(), error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-16000&_query_only=true"
@@ -110,8 +110,8 @@ func newBareHandler(_ context.Context, path string) (http.Handler, func(), error
 		for rows.Next() {
 			var uri, did, collection, rkey, cid, rev string
 			var record []byte
-			var indexedAt int64
-			if err := rows.Scan(&uri, &did, &collection, &rkey, &cid, &rev, &record, &indexedAt); err != nil {
+			var indexedAt, createdAt int64
+			if err := rows.Scan(&uri, &did, &collection, &rkey, &cid, &rev, &record, &indexedAt, &createdAt); err != nil {
 				writeErr(w, http.StatusInternalServerError, "internal server error")
 				return
 			}
@@ -124,9 +124,9 @@ func newBareHandler(_ context.Context, path string) (http.Handler, func(), error
 				writeErr(w, http.StatusInternalServerError, "internal server error")
 				return
 			}
-			fields["uri"] = uri
+			fields["uri"], fields["cid"] = uri, cid
 			resp.Records = append(resp.Records, fields)
-			lastAt, lastURI = indexedAt, uri
+			lastAt, lastURI = createdAt, uri
 		}
 		if err := rows.Err(); err != nil {
 			writeErr(w, http.StatusInternalServerError, "internal server error")

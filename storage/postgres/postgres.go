@@ -92,28 +92,32 @@ func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 }
 
 // upsertRecords writes a whole batch in one statement from parallel arrays.
-const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at)
-	SELECT u, d, c, k, ci, rv, rec::jsonb, timestamptz 'epoch' + us * interval '1 microsecond'
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
-		AS t(u, d, c, k, ci, rv, rec, us)
+const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
+	SELECT u, d, c, k, ci, rv, rec::jsonb, timestamptz 'epoch' + us * interval '1 microsecond',
+		timestamptz 'epoch' + cus * interval '1 microsecond'
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
+		AS t(u, d, c, k, ci, rv, rec, us, cus)
 	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
 		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
-		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END
+		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
+		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
 	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
 		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	n := len(recs)
 	uris, dids, cols, rkeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	cids, revs, values, times := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	cids, revs, values := make([]string, n), make([]string, n), make([]string, n)
+	times, created := make([]int64, n), make([]int64, n)
 	for i, r := range recs {
 		uris[i], dids[i], cols[i], rkeys[i] = r.URI, r.DID, r.Collection, r.RKey
-		cids[i], revs[i], values[i], times[i] = r.CID, r.Rev, string(r.Value), r.IndexedAt.UnixMicro()
+		cids[i], revs[i], values[i] = r.CID, r.Rev, string(r.Value)
+		times[i], created[i] = r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()
 	}
 	_, err := tx.ExecContext(ctx, upsertRecords, pq.Array(uris), pq.Array(dids), pq.Array(cols), pq.Array(rkeys),
-		pq.Array(cids), pq.Array(revs), pq.Array(values), pq.Array(times))
+		pq.Array(cids), pq.Array(revs), pq.Array(values), pq.Array(times), pq.Array(created))
 	return err
 }
 

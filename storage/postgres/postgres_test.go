@@ -27,6 +27,7 @@ func TestNativeColumnTypes(t *testing.T) {
 	want := map[string]string{
 		"records.record":        "jsonb",
 		"records.indexed_at":    "timestamp with time zone",
+		"records.created_at":    "timestamp with time zone",
 		"lexicons.created_at":   "timestamp with time zone",
 		"lexicons.lexicon_json": "json",
 	}
@@ -41,7 +42,7 @@ func TestNativeColumnTypes(t *testing.T) {
 }
 
 // TestEveryCollectionPlans: listing every collection seeks
-// records_collection_newest and never scans records, with sequential scans
+// records_collection_created and never scans records, with sequential scans
 // priced out as on a large table.
 func TestEveryCollectionPlans(t *testing.T) {
 	s := storagetest.Postgres(t).(*postgres.Store)
@@ -79,7 +80,7 @@ func TestEveryCollectionPlans(t *testing.T) {
 		}
 		rows.Close()
 		joined := strings.Join(plan, "\n")
-		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, "using records_collection_newest") {
+		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, "using records_collection_created") {
 			t.Errorf("%s: plan scans records or misses the index:\n%s", name, joined)
 		}
 	}

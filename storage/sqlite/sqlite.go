@@ -176,13 +176,14 @@ func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 	return nil // the writer pool has one connection and takes immediate locks
 }
 
-const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
 	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
 	ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
 		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
-		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END
+		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
+		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
 	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
 		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
 
@@ -194,7 +195,7 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	defer stmt.Close()
 	for _, r := range recs {
 		if _, err := stmt.ExecContext(ctx, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev,
-			string(r.Value), r.IndexedAt.UnixMicro()); err != nil {
+			string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()); err != nil {
 			return fmt.Errorf("%s: %w", r.URI, err)
 		}
 	}

@@ -52,11 +52,12 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	s := storagetest.SQLite(t).(*sqlite.Store)
 	ctx := context.Background()
 	cases := map[string]string{
-		"collection page":              "SELECT uri FROM records WHERE collection = ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
-		"collection deep page":         "SELECT uri FROM records WHERE collection = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
-		"did page":                     "SELECT uri FROM records WHERE collection = ? AND did = ? AND (indexed_at < ? OR (indexed_at = ? AND uri < ?)) ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"collection page":              "SELECT uri FROM records WHERE collection = ? ORDER BY created_at DESC, uri DESC LIMIT 21",
+		"collection deep page":         "SELECT uri FROM records WHERE collection = ? AND created_at <= ? AND (created_at < ? OR uri < ?) ORDER BY created_at DESC, uri DESC LIMIT 21",
+		"query page, oldest first":     "SELECT uri FROM records WHERE collection = ? AND created_at >= ? AND (created_at > ? OR uri > ?) ORDER BY created_at ASC, uri ASC LIMIT 21",
+		"did page":                     "SELECT uri FROM records WHERE collection = ? AND did = ? AND (created_at < ? OR (created_at = ? AND uri < ?)) ORDER BY created_at DESC, uri DESC LIMIT 21",
 		"by uri":                       "SELECT uri FROM records WHERE uri = ?",
-		"filtered query page":          "SELECT uri FROM records WHERE collection = ? AND (CASE WHEN json_type(record, ?) = 'text' THEN json_extract(record, ?) END) LIKE ? ESCAPE ? ORDER BY indexed_at DESC, uri DESC LIMIT 21",
+		"filtered query page":          "SELECT uri FROM records WHERE collection = ? AND (CASE WHEN json_type(record, ?) = 'text' THEN json_extract(record, ?) END) LIKE ? ESCAPE ? ORDER BY created_at DESC, uri DESC LIMIT 21",
 		"dead letters":                 "SELECT id FROM dead_letters WHERE created_at <= ? AND (created_at < ? OR id < ?) ORDER BY created_at DESC, id DESC LIMIT 51",
 		"dead letters of a collection": "SELECT id FROM dead_letters WHERE collection = ? AND resolved_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 51",
 		"unresolved dead letters":      "SELECT id FROM dead_letters WHERE resolved_at IS NULL ORDER BY created_at, id LIMIT 100",
@@ -84,7 +85,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 }
 
 // TestEveryCollectionPlans: listing every collection seeks
-// records_collection_newest, once per collection, and never scans records.
+// records_collection_created, once per collection, and never scans records.
 // (Its sorts are of at most a page per collection.)
 func TestEveryCollectionPlans(t *testing.T) {
 	s := storagetest.SQLite(t).(*sqlite.Store)
@@ -108,7 +109,7 @@ func TestEveryCollectionPlans(t *testing.T) {
 		}
 		rows.Close()
 		joined := strings.Join(plan, "; ")
-		if strings.Contains(joined, "SCAN records") || !strings.Contains(joined, "SEARCH records USING COVERING INDEX records_collection_newest") {
+		if strings.Contains(joined, "SCAN records") || !strings.Contains(joined, "SEARCH records USING COVERING INDEX records_collection_created") {
 			t.Errorf("%s: plan scans records or misses the index: %s", name, joined)
 		}
 	}

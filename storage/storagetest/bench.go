@@ -313,7 +313,7 @@ func (fx *listFixture) build(t testing.TB, open func(testing.TB) storage.Store) 
 	// Newest first, rank r is record ListFixtureRecords-1-r.
 	deepIdx := ListFixtureRecords - 1 - deepRank
 	deep := BenchRecord(BenchCollection, deepIdx)
-	pos := storage.Position{IndexedAt: deep.IndexedAt, URI: deep.URI}
+	pos := storage.Position{Time: deep.IndexedAt, URI: deep.URI} // its TID key's time
 	page, err := s.ListRecords(ctx, storage.ListQuery{Collection: BenchCollection, Limit: 1, After: &pos})
 	if want := BenchRecord(BenchCollection, deepIdx-1).URI; err != nil || len(page.Records) != 1 || page.Records[0].URI != want {
 		t.Fatalf("deep page check: %v, %d records, want %s first", err, len(page.Records), want)

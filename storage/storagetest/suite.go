@@ -75,6 +75,11 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"ListEveryCollection", testListEveryCollection},
 		{"ListEveryCollectionManyCollections", testListEveryCollectionMany},
 		{"ListByDIDEveryCollection", testListByDIDEveryCollection},
+		{"ListByCreationTime", testListByCreationTime},
+		{"CreationTimeSources", testCreationTimeSources},
+		{"ListKeysetMixedCreationSources", testListKeysetMixed},
+		{"ListCursorStableWhileAdding", testCursorStableWhileAdding},
+		{"EditKeepsCreationTime", testEditKeepsCreationTime},
 		{"StreamCursorWithBatch", testStreamCursor},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
@@ -245,7 +250,9 @@ func testRevOrdering(t *testing.T, s storage.Store) {
 
 // testReplayKeepsSortKey: events replayed after a reconnect (the same rev
 // and CID) change nothing, so a client walking a list by cursor meanwhile
-// loses nothing; a record's indexed_at moves only when its CID does.
+// loses nothing; a record's indexed_at moves only when its CID does, and
+// with it the creation time of a record that states none (these records
+// have neither TID keys nor createdAt).
 func testReplayKeepsSortKey(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	var recs []storage.Record
@@ -434,7 +441,8 @@ func testListByDIDKeyOrder(t *testing.T, s storage.Store) {
 	}
 }
 
-// newestFirst sorts records as listings without a DID order them:
+// newestFirst sorts records as listings without a DID order them, for
+// records created when indexed (neither a TID key nor createdAt):
 // IndexedAt, then URI, descending. It returns their URIs.
 func newestFirst(recs []storage.Record) []string {
 	recs = slices.Clone(recs)

@@ -95,13 +95,13 @@ func (s *Service) List(ctx context.Context, f Filter, limit int, cursor string) 
 		if err != nil || pos.URI == "" {
 			return nil, "", fail.New(fail.Invalid, "invalid cursor")
 		}
-		q.After = &storage.DeadLetterPosition{CreatedAt: pos.IndexedAt, ID: pos.URI}
+		q.After = &storage.DeadLetterPosition{CreatedAt: pos.Time, ID: pos.URI}
 	}
 	list, next, err := s.store.ListDeadLetters(ctx, q)
 	if err != nil || next == nil {
 		return list, "", err
 	}
-	return list, storage.EncodeCursor(scope, storage.Position{IndexedAt: next.CreatedAt, URI: next.ID}), nil
+	return list, storage.EncodeCursor(scope, storage.Position{Time: next.CreatedAt, URI: next.ID}), nil
 }
 
 // Count counts the dead letters of a filter.

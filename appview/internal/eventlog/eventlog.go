@@ -140,5 +140,5 @@ func (l *Log) List(ctx context.Context, q Query) ([]storage.Event, string, error
 		return list, "", err
 	}
 	last := list[len(list)-1]
-	return list, storage.EncodeCursor(cursorScope, storage.Position{IndexedAt: last.CreatedAt, URI: last.ID}), nil
+	return list, storage.EncodeCursor(cursorScope, storage.Position{Time: last.CreatedAt, URI: last.ID}), nil
 }

@@ -1,7 +1,7 @@
 // Package reads is the service behind queries' default behaviour: one
 // record of a query's target collection by AT URI, or a page of it,
-// newest first (or, for one account, in record-key order), with opaque
-// cursors bound to the listing they page through.
+// newest created first (or, for one account, in record-key order), with
+// opaque cursors bound to the listing they page through.
 package reads
 
 import (
@@ -53,8 +53,12 @@ var (
 	errBadCursor = fail.New(fail.Invalid, "invalid cursor")
 )
 
-// scope binds cursors to the listing they page through.
-func scope(q storage.ListQuery) string { return "records\x00" + q.Collection + "\x00" + q.DID }
+// scope binds cursors to the listing they page through. Lists go by
+// creation time since storage migration 12 ("/created"); cursors of the
+// earlier order by indexing time (scope "records") are refused.
+func scope(q storage.ListQuery) string {
+	return "records/created\x00" + q.Collection + "\x00" + q.DID
+}
 
 // List returns a page of collection selected by the query parameters
 // `limit` (1 to 100, default 20), `did` and `cursor`, and the cursor of

@@ -51,13 +51,14 @@ type Query struct {
 
 // scope binds admin record cursors to one collection (or all, "") and DID
 // filter. It differs from the XRPC listing's scope, so cursors do not
-// cross over.
+// cross over. Lists go by creation time since storage migration 12
+// ("/created"); cursors of the earlier order are refused.
 func scope(q storage.ListQuery) string {
-	return "admin-records\x00" + q.Collection + "\x00" + q.DID
+	return "admin-records/created\x00" + q.Collection + "\x00" + q.DID
 }
 
 // List returns a page of records: those of one collection, or of every
-// collection, newest first; with a DID, that repository's records in AT
+// collection, newest created first (storage.Record.CreatedAt); with a DID, that repository's records in AT
 // URI order (collection, then record key), highest first. It returns the
 // cursor of the next page ("" on the last one).
 func (s *Service) List(ctx context.Context, in Query) ([]storage.Record, string, error) {

@@ -26,10 +26,11 @@ type Identities interface {
 var tokMimeType = []byte(`"mimeType"`)
 
 // topLevelKeys scans a JSON object without decoding it and reports
-// whether its own (top-level) keys include "uri" and "$type". plain is
-// false when the value is not an object this scanner is sure about (for
-// example a key with escape sequences); callers then take the slow path.
-func topLevelKeys(b []byte) (hasURI, hasType, plain bool) {
+// whether its own (top-level) keys include "uri" or "cid" (which serving
+// overrides), and "$type". plain is false when the value is not an object
+// this scanner is sure about (for example a key with escape sequences);
+// callers then take the slow path.
+func topLevelKeys(b []byte) (hasServed, hasType, plain bool) {
 	if len(b) < 2 || b[0] != '{' {
 		return false, false, false
 	}
@@ -60,8 +61,8 @@ func topLevelKeys(b []byte) (hasURI, hasType, plain bool) {
 					return false, false, false
 				}
 				switch string(b[i+1 : j]) {
-				case "uri":
-					hasURI = true
+				case "uri", "cid":
+					hasServed = true
 				case "$type":
 					hasType = true
 				}
@@ -70,15 +71,17 @@ func topLevelKeys(b []byte) (hasURI, hasType, plain bool) {
 			i = j
 		}
 	}
-	return hasURI, hasType, depth == 0
+	return hasServed, hasType, depth == 0
 }
 
 // appendRecord appends the served form of rec to buf: the record's fields
-// plus `uri`, a `$type` (the collection, when the record lacks one), and a
-// `url` on every blob pointing at the author's PDS.
+// plus `uri` and `cid` (which replace top-level record fields of those
+// names: together they are the strong reference a client likes or replies
+// with), a `$type` (the collection, when the record lacks one), and a `url`
+// on every blob pointing at the author's PDS.
 //
 // Most records need no rewriting, and take a fast path that splices `uri`
-// into the stored JSON without decoding it.
+// and `cid` into the stored JSON without decoding it.
 func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, error) {
 	v := bytes.TrimSpace(rec.Value)
 	if !utf8.Valid(v) {
@@ -87,10 +90,12 @@ func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, err
 		// repaired text is still its JSON.
 		v = bytes.ToValidUTF8(v, []byte("\uFFFD"))
 	}
-	hasURI, hasType, plain := topLevelKeys(v)
-	if plain && !hasURI && hasType && !bytes.Contains(v, tokMimeType) {
+	hasServed, hasType, plain := topLevelKeys(v)
+	if plain && !hasServed && hasType && !bytes.Contains(v, tokMimeType) {
 		buf = append(buf, `{"uri":`...)
 		buf = appendJSONString(buf, rec.URI)
+		buf = append(buf, `,"cid":`...)
+		buf = appendJSONString(buf, rec.CID)
 		rest := bytes.TrimSpace(v[1:])
 		if len(rest) > 0 && rest[0] != '}' {
 			buf = append(buf, ',')
@@ -103,7 +108,7 @@ func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, err
 	if err := dec.Decode(&fields); err != nil || fields == nil {
 		return buf, fmt.Errorf("record %s: stored value is not a JSON object: %v", rec.URI, err)
 	}
-	fields["uri"] = rec.URI
+	fields["uri"], fields["cid"] = rec.URI, rec.CID
 	if _, ok := fields["$type"]; !ok {
 		fields["$type"] = rec.Collection
 	}

@@ -9,21 +9,23 @@ import (
 
 func TestTopLevelKeys(t *testing.T) {
 	cases := []struct {
-		in              string
-		uri, typ, plain bool
+		in                 string
+		served, typ, plain bool
 	}{
 		{`{"$type":"a.b.c","text":"hi"}`, false, true, true},
 		{`{"$type":"a.b.c","reply":{"root":{"uri":"at://x","cid":"y"}}}`, false, true, true},
 		{`{"text":"{\"uri\": 1}","facets":[{"features":[{"$type":"x"}]}]}`, false, false, true},
 		{`{"uri":"mine","$type":"a.b.c"}`, true, true, true},
+		{`{"$type":"a.b.c","cid":"mine"}`, true, true, true},
+		{`{"$type":"a.b.c","subject":{"uri":"at://x","cid":"y"}}`, false, true, true},
 		{`{"\u0075ri":"escaped"}`, false, false, false},
 		{`{"a":"unterminated`, false, false, false},
 		{`[1,2]`, false, false, false},
 	}
 	for _, c := range cases {
-		uri, typ, plain := topLevelKeys([]byte(c.in))
-		if uri != c.uri || typ != c.typ || plain != c.plain {
-			t.Errorf("%s: got %v %v %v, want %v %v %v", c.in, uri, typ, plain, c.uri, c.typ, c.plain)
+		served, typ, plain := topLevelKeys([]byte(c.in))
+		if served != c.served || typ != c.typ || plain != c.plain {
+			t.Errorf("%s: got %v %v %v, want %v %v %v", c.in, served, typ, plain, c.served, c.typ, c.plain)
 		}
 	}
 }
@@ -33,9 +35,12 @@ func TestAppendRecordShapes(t *testing.T) {
 		`{"$type":"app.test.post","reply":{"root":{"uri":"at://did:plc:x/app.test.post/1","cid":"c"}}}`,
 		`{"text":"no top-level type","facets":[{"features":[{"$type":"app.test.facet"}]}]}`,
 		`{"$type":"app.test.post","uri":"the record's own uri field"}`,
+		`{"$type":"app.test.post","cid":"the record's own cid field"}`,
 		`{"$type":"app.test.post"}`,
+		` {"$type":"app.test.post","text":"spaces"} `,
 	} {
-		rec := storage.Record{URI: "at://did:plc:a/app.test.post/k", DID: "did:plc:a", Collection: "app.test.post", Value: json.RawMessage(raw)}
+		rec := storage.Record{URI: "at://did:plc:a/app.test.post/k", DID: "did:plc:a", Collection: "app.test.post",
+			CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Value: json.RawMessage(raw)}
 		out, err := appendRecord(nil, rec, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
@@ -44,13 +49,14 @@ func TestAppendRecordShapes(t *testing.T) {
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("%s: output is not JSON: %s", raw, out)
 		}
-		if got["uri"] != rec.URI || got["$type"] == nil {
+		// uri and cid, the strong reference, are the record's own.
+		if got["uri"] != rec.URI || got["cid"] != rec.CID || got["$type"] == nil {
 			t.Errorf("%s: served %s", raw, out)
 		}
 		var orig map[string]any
 		json.Unmarshal([]byte(raw), &orig)
 		for k := range orig {
-			if k != "uri" && got[k] == nil {
+			if k != "uri" && k != "cid" && got[k] == nil {
 				t.Errorf("%s: lost field %s", raw, k)
 			}
 		}

@@ -19,8 +19,52 @@ type Migration struct {
 	SQL     string
 }
 
+// StepMarker starts a line of a migration file that runs a Go step at that
+// point: "-- lexview:step NAME". The SQL before the line runs first, then
+// the step (see migrationStep), then the SQL after it, all in the
+// migration's transaction. Steps do what SQL cannot do the same way on
+// both databases, such as computing a value with the Go code that
+// computes it at write time.
+const StepMarker = "-- lexview:step "
+
+// migrationStep returns the Go step of a migration named name, or nil.
+func migrationStep(name string) func(ctx context.Context, db *DB, tx *sql.Tx) error {
+	switch name {
+	case "fill-created-at":
+		return fillCreatedAt
+	}
+	return nil
+}
+
+// migrationPart is a stretch of a migration's SQL and the step after it
+// ("" for none).
+type migrationPart struct {
+	sql, step string
+}
+
+// parts splits m at its step markers.
+func (m Migration) parts() ([]migrationPart, error) {
+	var out []migrationPart
+	var b strings.Builder
+	for line := range strings.Lines(m.SQL) {
+		name, ok := strings.CutPrefix(line, StepMarker)
+		if !ok {
+			b.WriteString(line)
+			continue
+		}
+		name = strings.TrimSpace(name)
+		if migrationStep(name) == nil {
+			return nil, fmt.Errorf("migration %q: unknown step %q", m.Name, name)
+		}
+		out = append(out, migrationPart{sql: b.String(), step: name})
+		b.Reset()
+	}
+	return append(out, migrationPart{sql: b.String()}), nil
+}
+
 // LoadMigrations reads files named NNNN_name.sql from fsys, in version
-// order. Versions must be unique and positive.
+// order. Versions must be unique and positive, and the steps they name
+// must exist.
 func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -46,7 +90,11 @@ func LoadMigrations(fsys fs.FS) ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %q: %w", name, err)
 		}
-		out = append(out, Migration{Version: v, Name: name, SQL: string(body)})
+		m := Migration{Version: v, Name: name, SQL: string(body)}
+		if _, err := m.parts(); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
@@ -103,8 +151,21 @@ func (db *DB) applyMigration(ctx context.Context, m Migration) error {
 		if n > 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return fmt.Errorf("apply migration %s: %w", m.Name, err)
+		parts, err := m.parts()
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if strings.TrimSpace(p.sql) != "" {
+				if _, err := tx.ExecContext(ctx, p.sql); err != nil {
+					return fmt.Errorf("apply migration %s: %w", m.Name, err)
+				}
+			}
+			if p.step != "" {
+				if err := migrationStep(p.step)(ctx, db, tx); err != nil {
+					return fmt.Errorf("apply migration %s, step %s: %w", m.Name, p.step, err)
+				}
+			}
 		}
 		_, err = tx.ExecContext(ctx, Bind(db.dialect, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`),
 			m.Version, m.Name, time.Now().Unix())

@@ -50,7 +50,9 @@ func (db *DB) prepareQuery(q storage.RecordQuery) (*recordQuery, error) {
 	if q.Ascending {
 		dir = "asc"
 	}
-	rq.scope = strings.Join([]string{"records-query", q.Collection, q.DID, q.Sort, dir, string(filter)}, "\x00")
+	// "records-query/created": pages by creation time since migration 12;
+	// cursors of the earlier order (by indexing time) are refused.
+	rq.scope = strings.Join([]string{"records-query/created", q.Collection, q.DID, q.Sort, dir, string(filter)}, "\x00")
 	return rq, nil
 }
 
@@ -62,8 +64,8 @@ func queryLimit(n int) int {
 	return min(n, storage.MaxQueryLimit)
 }
 
-// QueryRecords implements storage.QueryStore. Sorting by indexing time uses
-// keyset cursors (the position of the last record); sorting by a field
+// QueryRecords implements storage.QueryStore. Sorting by creation time
+// (Record.CreatedAt) uses keyset cursors (the position of the last record); sorting by a field
 // uses offset cursors. Both are bound to the query's scope.
 func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.RecordQueryPage, error) {
 	rq, err := db.prepareQuery(q)
@@ -79,17 +81,17 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	var orderArgs []any
 	offset := 0
 	if q.Sort == "" {
-		order = `indexed_at ` + dir + `, uri ` + dir
+		order = `created_at ` + dir + `, uri ` + dir
 		if q.Cursor != "" {
 			pos, err := storage.DecodeCursor(rq.scope, q.Cursor)
 			if err != nil || pos.URI == "" {
 				return storage.RecordQueryPage{}, badCursor()
 			}
-			t := db.dialect.Time(pos.IndexedAt)
+			t := db.dialect.Time(pos.Time)
 			if q.Ascending {
-				rq.where = append(rq.where, `indexed_at >= ? AND (indexed_at > ? OR uri > ?)`)
+				rq.where = append(rq.where, `created_at >= ? AND (created_at > ? OR uri > ?)`)
 			} else {
-				rq.where = append(rq.where, `indexed_at <= ? AND (indexed_at < ? OR uri < ?)`)
+				rq.where = append(rq.where, `created_at <= ? AND (created_at < ? OR uri < ?)`)
 			}
 			rq.args = append(rq.args, t, t, pos.URI)
 		}
@@ -102,10 +104,10 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 		order, orderArgs = keys.SQL, keys.Args
 		if q.Cursor != "" {
 			pos, err := storage.DecodeCursor(rq.scope, q.Cursor)
-			if err != nil || pos.URI != "" || pos.IndexedAt.UnixMicro() <= 0 || pos.IndexedAt.UnixMicro() > maxQueryOffset {
+			if err != nil || pos.URI != "" || pos.Time.UnixMicro() <= 0 || pos.Time.UnixMicro() > maxQueryOffset {
 				return storage.RecordQueryPage{}, badCursor()
 			}
-			offset = int(pos.IndexedAt.UnixMicro())
+			offset = int(pos.Time.UnixMicro())
 		}
 	}
 	stmt := `SELECT ` + recordColumns + ` FROM records WHERE ` + strings.Join(rq.where, ` AND `) +
@@ -135,9 +137,9 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 		page.Records = page.Records[:limit]
 		if q.Sort == "" {
 			last := page.Records[limit-1]
-			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{IndexedAt: last.IndexedAt, URI: last.URI})
+			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{Time: last.CreatedAt, URI: last.URI})
 		} else {
-			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{IndexedAt: time.UnixMicro(int64(offset + limit))})
+			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{Time: time.UnixMicro(int64(offset + limit))})
 		}
 	}
 	return page, nil

@@ -12,12 +12,21 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at`
+const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at, created_at`
+
+// afterPosition is the keyset condition of a newest-first listing
+// continued after a position (its time twice, then its URI): the bare <=
+// bounds the index range.
+const afterPosition = ` AND created_at <= ? AND (created_at < ? OR uri < ?)`
+
+// newestFirst is the order of the listings without a DID.
+const newestFirst = `created_at DESC, uri DESC`
 
 // queries are the hot statements, bound once for the dialect.
 type queries struct {
 	getRecord string
-	// list[after] selects a page of a collection, newest first; listByKey
+	// list[after] selects a page of a collection, newest created first
+	// (records_collection_created); listByKey
 	// a page of one repository's records, in a collection or in all, by
 	// URI (that is, record key) descending, through the primary key.
 	list                      [2]string
@@ -32,10 +41,10 @@ func newQueries(d Dialect) queries {
 	for after := range 2 {
 		where := `collection = ?`
 		if after == 1 {
-			where += ` AND indexed_at <= ? AND (indexed_at < ? OR uri < ?)` // the bare <= bounds the index range
+			where += afterPosition
 		}
 		q.list[after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
-			` ORDER BY indexed_at DESC, uri DESC LIMIT ?`)
+			` ORDER BY `+newestFirst+` LIMIT ?`)
 	}
 	q.listByKey = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
@@ -93,6 +102,7 @@ func collapse(ops []storage.RecordOp) (upserts, deletes []storage.Record) {
 			r.IndexedAt = time.Now()
 		}
 		r.IndexedAt = r.IndexedAt.UTC().Truncate(time.Microsecond)
+		r.CreatedAt = storage.CreationTime(r.RKey, r.Value, r.IndexedAt)
 		upserts = append(upserts, r)
 	}
 	return upserts, deletes
@@ -161,7 +171,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 		after := 0
 		if q.After != nil {
 			after = 1
-			t := db.dialect.Time(q.After.IndexedAt)
+			t := db.dialect.Time(q.After.Time)
 			args = append(args, t, t, q.After.URI)
 		}
 		args = append(args, q.Limit+1)
@@ -176,7 +186,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 	if len(recs) > q.Limit {
 		page.Records = recs[:q.Limit]
 		last := page.Records[q.Limit-1]
-		page.Next = &storage.Position{IndexedAt: last.IndexedAt, URI: last.URI}
+		page.Next = &storage.Position{Time: last.CreatedAt, URI: last.URI}
 	}
 	return page, nil
 }
@@ -186,7 +196,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 const collectionsPerStatement = 100
 
 // CollectionsQuery lists the collections holding records by a skip scan:
-// one seek of records_collection_newest per collection (collections are
+// one seek of records_collection_created per collection (collections are
 // NSIDs, never empty, so the empty string sorts before them all).
 const CollectionsQuery = `WITH RECURSIVE c (collection) AS (
 		SELECT CAST('' AS TEXT)
@@ -197,15 +207,16 @@ const CollectionsQuery = `WITH RECURSIVE c (collection) AS (
 	SELECT collection FROM c WHERE collection IS NOT NULL AND collection <> ''`
 
 // MergedHeadsQuery is the statement, with ? placeholders, that selects the
-// next page (newest first) of the records of n collections: the head of
-// each collection's keyset listing, a range of records_collection_newest,
+// next page (newest created first) of the records of n collections: the
+// head of each collection's keyset listing, a range of
+// records_collection_created,
 // merged, then the page's records fetched by URI. Its parameters are, per
 // collection, the collection, then (when after) the position's time twice
 // and URI, then the page size plus one; and last the page size plus one.
 func MergedHeadsQuery(n int, after bool) string {
 	head := ""
 	if after {
-		head = ` AND indexed_at <= ? AND (indexed_at < ? OR uri < ?)` // the bare <= bounds the index range
+		head = afterPosition
 	}
 	var b strings.Builder
 	b.WriteString(`SELECT ` + recordColumns + ` FROM records WHERE uri IN (SELECT uri FROM (`)
@@ -213,15 +224,15 @@ func MergedHeadsQuery(n int, after bool) string {
 		if i > 0 {
 			b.WriteString(` UNION ALL `)
 		}
-		fmt.Fprintf(&b, `SELECT indexed_at, uri FROM (SELECT indexed_at, uri FROM records WHERE collection = ?%s
-			ORDER BY indexed_at DESC, uri DESC LIMIT ?) AS c%d`, head, i)
+		fmt.Fprintf(&b, `SELECT created_at, uri FROM (SELECT created_at, uri FROM records WHERE collection = ?%s
+			ORDER BY `+newestFirst+` LIMIT ?) AS c%d`, head, i)
 	}
-	b.WriteString(` ORDER BY indexed_at DESC, uri DESC LIMIT ?) AS heads) ORDER BY indexed_at DESC, uri DESC`)
+	b.WriteString(` ORDER BY ` + newestFirst + ` LIMIT ?) AS heads) ORDER BY ` + newestFirst)
 	return b.String()
 }
 
 // listEveryCollection returns up to q.Limit+1 records of every collection,
-// newest first. No index orders all records by (indexed_at, uri): it would
+// newest created first. No index orders all records by (created_at, uri): it would
 // cost every record write one more B-tree insert (a quarter to a third of
 // SQLite's batched insert throughput, measured with BenchmarkWriteBatch)
 // for the sake of an admin listing. Instead the heads of the collections' own listings are merged
@@ -235,7 +246,7 @@ func (db *DB) listEveryCollection(ctx context.Context, q storage.ListQuery) ([]s
 	}
 	var head []any
 	if q.After != nil {
-		t := db.dialect.Time(q.After.IndexedAt)
+		t := db.dialect.Time(q.After.Time)
 		head = []any{t, t, q.After.URI}
 	}
 	out := make([]storage.Record, 0, min(q.Limit+1, 128))
@@ -258,7 +269,7 @@ func (db *DB) listEveryCollection(ctx context.Context, q storage.ListQuery) ([]s
 	// Each statement returned its chunk's records in order; merge them.
 	// (A URI names its collection, so no record comes twice.)
 	slices.SortFunc(out, func(a, b storage.Record) int {
-		if c := b.IndexedAt.Compare(a.IndexedAt); c != 0 {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(b.URI, a.URI)
@@ -335,14 +346,14 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanRecord(row rowScanner) (storage.Record, error) {
 	var r storage.Record
 	var value []byte
-	var at Time
-	if err := row.Scan(&r.URI, &r.DID, &r.Collection, &r.RKey, &r.CID, &r.Rev, &value, &at); err != nil {
+	var at, created Time
+	if err := row.Scan(&r.URI, &r.DID, &r.Collection, &r.RKey, &r.CID, &r.Rev, &value, &at, &created); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
 		}
 		return r, fmt.Errorf("scan record: %w", err)
 	}
 	r.Value = value
-	r.IndexedAt = at.T
+	r.IndexedAt, r.CreatedAt = at.T, created.T
 	return r, nil
 }

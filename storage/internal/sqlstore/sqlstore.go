@@ -37,8 +37,9 @@ type Dialect interface {
 	// with a newer non-empty rev than the incoming one are kept, and so are
 	// tombstones newer than it: the write is skipped. A row at the same
 	// rev and CID is left as it is (a replayed event), and a row with the
-	// same CID keeps its indexed_at: a record's sort key moves only when
-	// the record changes.
+	// same CID keeps its indexed_at and created_at: a record's sort key
+	// moves only when the record changes. created_at is the record's
+	// CreatedAt, which the caller has computed.
 	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error
 	// DeleteRecords removes records (at most one per URI) inside tx. A
 	// delete carrying a rev removes only rows at that rev or older, and

@@ -128,8 +128,8 @@ func TestEventLog(t *testing.T) {
 			}
 		}
 
-		otherScope := storage.EncodeCursor("records\x00app.test.post\x00", storage.Position{IndexedAt: base, URI: "1"})
-		nonNumeric := storage.EncodeCursor("events", storage.Position{IndexedAt: base, URI: "abc"})
+		otherScope := storage.EncodeCursor("records\x00app.test.post\x00", storage.Position{Time: base, URI: "1"})
+		nonNumeric := storage.EncodeCursor("events", storage.Position{Time: base, URI: "abc"})
 		for query, msg := range map[string]string{
 			"severity=fatal":                     "severity must be info, warn or error",
 			"severity=INFO":                      "severity must be info, warn or error",

@@ -26,6 +26,7 @@ type record struct {
 	RKey       string          `json:"rkey"`
 	CID        string          `json:"cid"`
 	IndexedAt  string          `json:"indexed_at"`
+	CreatedAt  string          `json:"created_at"` // what listings order it by
 	Record     json.RawMessage `json:"record"`
 }
 
@@ -37,7 +38,7 @@ type recordPage struct {
 
 // listRecords answers GET /admin/records?collection=&did=&limit=&cursor=:
 // the records of one collection, or of every collection when collection is
-// absent or empty, newest first; with did, that repository's records in AT
+// absent or empty, newest created first; with did, that repository's records in AT
 // URI order (collection, then record key), highest first.
 func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
 	params := r.URL.Query()
@@ -61,7 +62,7 @@ func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.
 	for i, rec := range list {
 		out.Records[i] = record{
 			URI: rec.URI, DID: rec.DID, Collection: rec.Collection, RKey: rec.RKey, CID: rec.CID,
-			IndexedAt: admin.Timestamp(rec.IndexedAt), Record: rec.Value,
+			IndexedAt: admin.Timestamp(rec.IndexedAt), CreatedAt: admin.Timestamp(rec.CreatedAt), Record: rec.Value,
 		}
 		if !utf8.Valid(rec.Value) {
 			// A record stored before the writer refused invalid UTF-8:

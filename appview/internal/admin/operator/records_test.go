@@ -59,6 +59,7 @@ type recordsPage struct {
 		RKey       string         `json:"rkey"`
 		CID        string         `json:"cid"`
 		IndexedAt  string         `json:"indexed_at"`
+		CreatedAt  string         `json:"created_at"`
 		Record     map[string]any `json:"record"`
 	} `json:"records"`
 	Cursor *string `json:"cursor"`
@@ -175,7 +176,9 @@ func TestListRecords(t *testing.T) {
 			su.Do(t, "GET", "/admin/records?collection=app.test.post&did=did:plc:alice&limit=1", nil).JSON(t, &p)
 			aliceCursor = *p.Cursor
 		}
-		xrpcCursor := storage.EncodeCursor("records\x00app.test.post\x00", storage.Position{IndexedAt: base, URI: alice[0]})
+		xrpcCursor := storage.EncodeCursor("records/created\x00app.test.post\x00", storage.Position{Time: base, URI: alice[0]})
+		// A cursor of the order by indexing time (before created_at).
+		oldCursor := storage.EncodeCursor("admin-records\x00app.test.post\x00", storage.Position{Time: base, URI: alice[0]})
 		for query, msg := range map[string]string{
 			"collection=notansid":                                                               "invalid collection NSID",
 			"collection=app.test.post&did=alice":                                                "invalid did",
@@ -185,6 +188,7 @@ func TestListRecords(t *testing.T) {
 			"collection=app.test.post&cursor=" + url.QueryEscape(aliceCursor):                   "invalid cursor",
 			"collection=app.test.like&did=did:plc:alice&cursor=" + url.QueryEscape(aliceCursor): "invalid cursor",
 			"collection=app.test.post&cursor=" + url.QueryEscape(xrpcCursor):                    "invalid cursor",
+			"collection=app.test.post&cursor=" + url.QueryEscape(oldCursor):                     "invalid cursor",
 		} {
 			r := su.Do(t, "GET", "/admin/records?"+query, nil)
 			if r.Status != 400 || r.Error(t) != msg {
@@ -221,7 +225,8 @@ func pageAll(t *testing.T, su *testenv.Admin, query string) []string {
 }
 
 // TestListRecordsEveryCollection: without collection, GET /admin/records
-// lists every collection newest first (indexed_at, then URI, descending),
+// lists every collection newest created first (created_at, then URI,
+// descending; these records state no creation time, so it is indexed_at),
 // with cursors of its own; with did alone, one repository's records of
 // every collection in AT URI order.
 func TestListRecordsEveryCollection(t *testing.T) {
@@ -254,7 +259,8 @@ func TestListRecordsEveryCollection(t *testing.T) {
 			t.Fatalf("all: %d %s", r.Status, r.Raw)
 		}
 		if first := p.Records[0]; first.URI != follows[1] || first.Collection != "app.test.follow" || first.DID != "did:plc:alice" ||
-			first.RKey != "f1" || first.IndexedAt != "2026-03-04T05:06:10.001Z" || first.Record["$type"] != "app.test.follow" {
+			first.RKey != "f1" || first.IndexedAt != "2026-03-04T05:06:10.001Z" || first.CreatedAt != first.IndexedAt ||
+			first.Record["$type"] != "app.test.follow" {
 			t.Fatalf("first record: %+v", first)
 		}
 		for _, query := range []string{"/admin/records?limit=2", "/admin/records?collection=&limit=3", "/admin/records?limit=100"} {
