@@ -75,9 +75,10 @@ func topLevelKeys(b []byte) (hasServed, hasType, plain bool) {
 }
 
 // appendRecord appends the served form of rec to buf: the record's fields
-// plus `uri` and `cid` (which replace top-level record fields of those
-// names: together they are the strong reference a client likes or replies
-// with), a `$type` (the collection, when the record lacks one), and a `url`
+// plus `uri` (which replaces a top-level record field of that name) and
+// `cid` (unless the record has a top-level `cid` of its own, which is
+// record data and is kept): together they are the strong reference a
+// client likes or replies with; a `$type` (the collection, when the record lacks one), and a `url`
 // on every blob pointing at the author's PDS.
 //
 // Most records need no rewriting, and take a fast path that splices `uri`
@@ -108,7 +109,10 @@ func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, err
 	if err := dec.Decode(&fields); err != nil || fields == nil {
 		return buf, fmt.Errorf("record %s: stored value is not a JSON object: %v", rec.URI, err)
 	}
-	fields["uri"], fields["cid"] = rec.URI, rec.CID
+	fields["uri"] = rec.URI
+	if _, own := fields["cid"]; !own {
+		fields["cid"] = rec.CID
+	}
 	if _, ok := fields["$type"]; !ok {
 		fields["$type"] = rec.Collection
 	}
