@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,7 +71,11 @@ func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		err = a.Shutdown(short)
-		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "writer still running") ||
+		// On a loaded machine other components may miss the 100 ms too;
+		// the writer must be among those still running.
+		_, running, _ := strings.Cut(fmt.Sprint(err), "shutdown incomplete: ")
+		running, _, _ = strings.Cut(running, " still running")
+		if err == nil || !errors.Is(err, context.DeadlineExceeded) || !slices.Contains(strings.Split(running, ", "), "writer") ||
 			!strings.Contains(err.Error(), "store was left open") {
 			t.Fatalf("Shutdown past its deadline = %v", err)
 		}
