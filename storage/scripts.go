@@ -236,8 +236,11 @@ type RawResult struct {
 
 // QueryStore serves the record queries of scripts.
 type QueryStore interface {
-	// QueryRecords runs a filtered, sorted listing. Invalid filters and
-	// cursors return an error wrapping ErrInvalidQuery.
+	// QueryRecords runs a filtered, sorted listing. Its records are read
+	// for serving: each has its URI (and the DID, collection and record
+	// key it names), CID, Value and CreatedAt, not its Rev or IndexedAt.
+	// Invalid filters and cursors return an error wrapping
+	// ErrInvalidQuery.
 	QueryRecords(ctx context.Context, q RecordQuery) (RecordQueryPage, error)
 	// CountMatching counts the records a query selects (Limit, Sort and
 	// Cursor are ignored).

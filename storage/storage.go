@@ -57,6 +57,15 @@ type Record struct {
 	CreatedAt time.Time
 }
 
+// RecordView is the part of a stored record that serving it needs, read
+// without copying: its slices point into buffers the store reuses, valid
+// only until the callback that receives it returns.
+type RecordView struct {
+	URI   []byte // at://did/collection/rkey
+	CID   []byte // CID of the record block
+	Value []byte // the record's JSON
+}
+
 // RecordOp is one change to apply to the record index: an upsert of Record,
 // or, when Delete is set, the removal of Record.URI. A delete with a Rev
 // removes only a stored version at that rev or older, and keeps a tombstone
@@ -125,6 +134,13 @@ type RecordStore interface {
 	// URI descending instead: record-key order within a collection, and
 	// collection then record key without one.
 	ListRecords(ctx context.Context, q ListQuery) (Page, error)
+	// ScanRecords is ListRecords for serving a page: it calls fn with each
+	// record of the page in order, reading only what serving needs and
+	// copying nothing, and returns the position after the page (nil on the
+	// last). An error from fn stops the scan and is returned.
+	ScanRecords(ctx context.Context, q ListQuery, fn func(RecordView) error) (*Position, error)
+	// ScanRecord calls fn with the record at uri, or returns ErrNotFound.
+	ScanRecord(ctx context.Context, uri string, fn func(RecordView) error) error
 	// CountRecords counts the records of a collection ("" counts all).
 	CountRecords(ctx context.Context, collection string) (int64, error)
 	// DeleteRecordsByDID removes every record of one repository.

@@ -11,13 +11,12 @@ import (
 
 // loader drives GET requests over a fixed number of keep-alive connections.
 type loader struct {
-	url    string
 	conns  int
 	client *http.Client
 	tr     *http.Transport
 }
 
-func newLoader(url string, conns int) *loader {
+func newLoader(conns int) *loader {
 	tr := &http.Transport{
 		MaxIdleConns:        conns,
 		MaxIdleConnsPerHost: conns,
@@ -25,7 +24,7 @@ func newLoader(url string, conns int) *loader {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &loader{url: url, conns: conns, tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &loader{conns: conns, tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 func (l *loader) close() { l.tr.CloseIdleConnections() }
@@ -57,10 +56,11 @@ func (r *result) pct(p float64) time.Duration {
 	return r.lat[min(max(i, 0), len(r.lat)-1)]
 }
 
-// run sends requests from l.conns goroutines, each one request at a time,
-// until d has passed. Latencies of successful (200) responses are kept;
-// anything else counts as an error.
-func (l *loader) run(d time.Duration) *result {
+// run sends GET requests for urls from l.conns goroutines, each one
+// request at a time, until d has passed; the goroutines share the URLs out
+// and each cycles through its share. Latencies of successful (200)
+// responses are kept; anything else counts as an error.
+func (l *loader) run(d time.Duration, urls []string) *result {
 	type worker struct {
 		lat      []time.Duration
 		errors   int
@@ -77,17 +77,19 @@ func (l *loader) run(d time.Duration) *result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, err := http.NewRequest(http.MethodGet, l.url, nil)
+			reqs, err := requests(urls, i, l.conns)
 			if err != nil {
 				w.errors, w.firstErr = 1, err.Error()
 				return
 			}
-			req.Header.Set("X-Client-Key", clientKey)
+			next := 0
 			for {
 				t0 := time.Now()
 				if !t0.Before(deadline) {
 					return
 				}
+				req := reqs[next]
+				next = (next + 1) % len(reqs)
 				resp, err := l.client.Do(req)
 				if err != nil {
 					w.errors++
@@ -135,4 +137,26 @@ func (l *loader) run(d time.Duration) *result {
 	}
 	slices.Sort(res.lat)
 	return res
+}
+
+// requests builds worker w's share of urls (every n-th from w, or one URL
+// when there are fewer than n), each with the client key.
+func requests(urls []string, w, n int) ([]*http.Request, error) {
+	var share []string
+	for i := w; i < len(urls); i += n {
+		share = append(share, urls[i])
+	}
+	if len(share) == 0 {
+		share = []string{urls[w%len(urls)]}
+	}
+	out := make([]*http.Request, len(share))
+	for i, u := range share {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("X-Client-Key", clientKey)
+		out[i] = req
+	}
+	return out, nil
 }

@@ -4,42 +4,120 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
-	"github.com/lexview/lexview/storage/sqlite"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
 const seedBatch = 10_000
 
-// recordLexicon describes the seeded records (storagetest.BenchRecord).
-const recordLexicon = `{"lexicon":1,"id":"` + benchCollection + `","defs":{"main":{"type":"record","key":"tid",
+// recordLexicon describes the seeded records (storagetest.BenchRecord) of
+// collection.
+func recordLexicon(collection string) string {
+	return `{"lexicon":1,"id":"` + collection + `","defs":{"main":{"type":"record","key":"tid",
 "record":{"type":"object","required":["text","createdAt"],"properties":{
 "text":{"type":"string","maxLength":3000},
 "createdAt":{"type":"string","format":"datetime"},
 "langs":{"type":"array","items":{"type":"string","format":"language"}}}}}}}`
+}
 
-// queryLexicon is the list query served with Lexview's default behaviour.
-const queryLexicon = `{"lexicon":1,"id":"` + benchQuery + `","defs":{"main":{"type":"query",
+// queryLexicon is a list query served with Lexview's default behaviour.
+func queryLexicon(nsid string) string {
+	return `{"lexicon":1,"id":"` + nsid + `","defs":{"main":{"type":"query",
 "parameters":{"type":"params","properties":{
 "limit":{"type":"integer","minimum":1,"maximum":100},
 "cursor":{"type":"string"},
-"did":{"type":"string","format":"did"}}},
+"did":{"type":"string","format":"did"},
+"uri":{"type":"string","format":"at-uri"}}},
 "output":{"encoding":"application/json"}}}}`
+}
 
-// prepare seeds path with records records (unless it exists already) and
-// registers the lexicons. It returns the collection's record count.
-func prepare(ctx context.Context, path string, records int, shape string) (int64, error) {
-	_, statErr := os.Stat(path)
-	fresh := os.IsNotExist(statErr)
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+// scriptSource serves a page through Lua: one db.query call, returned.
+const scriptSource = `function handle() return db.query{limit = tonumber(params.limit) or 20} end`
+
+// database is one benchmark database and how to remove it.
+type database struct {
+	url     string
+	cleanup func()
+}
+
+// createDatabase returns a database for backend: the SQLite file at path
+// or a new database on the PostgreSQL server at APPVIEW_TEST_POSTGRES_URL
+// (reuse, when not empty, names an existing database to keep). fresh
+// reports whether it has to be seeded.
+func createDatabase(ctx context.Context, backend, dir, name, reuse string) (db database, fresh bool, err error) {
+	if reuse != "" {
+		if backend == "sqlite" {
+			_, statErr := os.Stat(reuse)
+			return database{url: "sqlite://" + reuse, cleanup: func() {}}, os.IsNotExist(statErr), nil
+		}
+		return database{url: reuse, cleanup: func() {}}, !hasRecords(ctx, reuse), nil
+	}
+	if backend == "sqlite" {
+		path := filepath.Join(dir, name+".db")
+		return database{url: "sqlite://" + path, cleanup: func() {}}, true, nil
+	}
+	base := os.Getenv("APPVIEW_TEST_POSTGRES_URL")
+	if base == "" {
+		return db, false, errors.New("APPVIEW_TEST_POSTGRES_URL is not set (scripts/bench-query provisions a server)")
+	}
+	admin, err := sql.Open("postgres", base)
+	if err != nil {
+		return db, false, err
+	}
+	dbName := fmt.Sprintf("lexview_benchquery_%s_%d", name, time.Now().UnixNano())
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
+		admin.Close()
+		return db, false, fmt.Errorf("create database: %w", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		admin.Close()
+		return db, false, err
+	}
+	u.Path = "/" + dbName
+	return database{url: u.String(), cleanup: func() {
+		defer admin.Close()
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
+	}}, true, nil
+}
+
+// hasRecords reports whether the PostgreSQL database at dbURL holds a
+// records table with rows.
+func hasRecords(ctx context.Context, dbURL string) bool {
+	db, err := sql.Open("postgres", dbURL)
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	var n int
+	return db.QueryRowContext(ctx, `SELECT 1 FROM records LIMIT 1`).Scan(&n) == nil
+}
+
+// seedSpec says what a benchmark database holds.
+type seedSpec struct {
+	records int    // records of benchCollection
+	small   int    // records of smallCollection
+	shape   string // post or reply
+}
+
+// prepare migrates the database, seeds it when fresh, registers the
+// lexicons (record, default query, scripted query) and the API client,
+// and returns the number of records of benchCollection.
+func prepare(ctx context.Context, dbURL string, fresh bool, spec seedSpec) (int64, error) {
+	s, err := appview.OpenStore(ctx, dbURL)
 	if err != nil {
 		return 0, err
 	}
@@ -48,55 +126,72 @@ func prepare(ctx context.Context, path string, records int, shape string) (int64
 		return 0, err
 	}
 	if fresh {
-		fmt.Printf("seeding %d %s records\n", records, shape)
-		if err := seed(ctx, s, records, shape); err != nil {
+		if err := seed(ctx, s, benchCollection, spec.records, spec.shape); err != nil {
 			return 0, err
 		}
-	} else {
-		fmt.Println("reusing the existing database (-records and -shape ignored)")
+		if err := seed(ctx, s, smallCollection, spec.small, "post"); err != nil {
+			return 0, err
+		}
 	}
-	app, err := appview.New(appview.Config{Store: s, JetstreamURL: "off", SessionSecret: randomSecret(), Logger: quietLogger()})
+	app, err := appview.New(appConfig(s))
 	if err != nil {
 		return 0, err
 	}
-	if _, _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(recordLexicon), Backfill: new(false)}); err != nil {
-		return 0, fmt.Errorf("record lexicon: %w", err)
+	uploads := []lexicon.Upload{
+		{Document: []byte(recordLexicon(benchCollection)), Backfill: new(false)},
+		{Document: []byte(recordLexicon(smallCollection)), Backfill: new(false)},
+		{Document: []byte(queryLexicon(benchQuery)), TargetCollection: benchCollection},
+		{Document: []byte(queryLexicon(smallQuery)), TargetCollection: smallCollection},
+		{Document: []byte(queryLexicon(scriptedQuery)), TargetCollection: benchCollection, Script: scriptSource},
 	}
-	if _, _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(queryLexicon), TargetCollection: benchCollection}); err != nil {
-		return 0, fmt.Errorf("query lexicon: %w", err)
+	for _, u := range uploads {
+		if _, _, err := app.Lexicons().Put(ctx, u); err != nil {
+			return 0, fmt.Errorf("upload lexicon: %w", err)
+		}
 	}
 	if err := registerClient(ctx, s); err != nil {
 		return 0, err
 	}
-	// Leave a checkpointed database: both servers start from the same state.
-	if _, err := s.Writer().ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return 0, fmt.Errorf("checkpoint: %w", err)
+	if w, ok := s.(interface{ Writer() *sql.DB }); ok {
+		// Leave a checkpointed (SQLite) or vacuumed and analysed
+		// (PostgreSQL) database: both servers start from the same state.
+		stmt := "VACUUM ANALYZE records"
+		if strings.HasPrefix(dbURL, "sqlite://") {
+			stmt = "PRAGMA wal_checkpoint(TRUNCATE)"
+		}
+		if _, err := w.Writer().ExecContext(ctx, stmt); err != nil {
+			return 0, fmt.Errorf("%s: %w", stmt, err)
+		}
 	}
 	return s.CountRecords(ctx, benchCollection)
 }
 
-// seed writes records records in batches of seedBatch.
-func seed(ctx context.Context, s storage.Store, records int, shape string) error {
+// seed writes n records of collection in batches of seedBatch.
+func seed(ctx context.Context, s storage.Store, collection string, n int, shape string) error {
+	if n == 0 {
+		return nil
+	}
+	fmt.Printf("seeding %d %s records of %s\n", n, shape, collection)
 	start := time.Now()
 	ops := make([]storage.RecordOp, 0, seedBatch)
-	for i := range records {
-		r := storagetest.BenchRecord(benchCollection, i)
+	for i := range n {
+		r := storagetest.BenchRecord(collection, i)
 		if shape == "reply" {
-			r.Value = asReply(r.Value, i)
+			r.Value = asReply(collection, r.Value, i)
 		}
 		ops = append(ops, storage.RecordOp{Record: r})
-		if len(ops) == seedBatch || i == records-1 {
+		if len(ops) == seedBatch || i == n-1 {
 			if err := s.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
 				return fmt.Errorf("seed: %w", err)
 			}
 			ops = ops[:0]
 		}
 		if (i+1)%200_000 == 0 {
-			fmt.Printf("seeding: %d/%d records (%v)\n", i+1, records, time.Since(start).Round(time.Second))
+			fmt.Printf("seeding: %d/%d records (%v)\n", i+1, n, time.Since(start).Round(time.Second))
 		}
 	}
 	d := time.Since(start)
-	fmt.Printf("seeded %d records in %v (%.0f records/s)\n", records, d.Round(time.Millisecond), float64(records)/d.Seconds())
+	fmt.Printf("seeded %d records in %v (%.0f records/s)\n", n, d.Round(time.Millisecond), float64(n)/d.Seconds())
 	return nil
 }
 
@@ -124,11 +219,21 @@ func registerClient(ctx context.Context, s storage.Store) error {
 // asReply turns a post into a reply to the previous record: it gains the
 // nested {"uri","cid"} references that most Bluesky records (replies, likes,
 // reposts) carry.
-func asReply(v []byte, i int) []byte {
-	parent := storagetest.BenchRecord(benchCollection, max(i-1, 0))
-	root := storagetest.BenchRecord(benchCollection, i-i%10)
+func asReply(collection string, v []byte, i int) []byte {
+	parent := storagetest.BenchRecord(collection, max(i-1, 0))
+	root := storagetest.BenchRecord(collection, i-i%10)
 	ref := func(r storage.Record) string { return `{"cid":"` + r.CID + `","uri":"` + r.URI + `"}` }
 	return append([]byte(`{"reply":{"parent":`+ref(parent)+`,"root":`+ref(root)+`},`), v[1:]...)
+}
+
+// benchTokenKey seals secrets at rest in the benchmark's databases (which
+// hold none but the API client's hashed secret).
+const benchTokenKey = "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="
+
+// appConfig is the App configuration of the benchmark: no live source, a
+// quiet logger.
+func appConfig(s storage.Store) appview.Config {
+	return appview.Config{Store: s, JetstreamURL: "off", SessionSecret: randomSecret(), TokenEncryptionKey: benchTokenKey, Logger: quietLogger()}
 }
 
 func randomSecret() string {

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,10 +11,8 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -25,117 +21,24 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/storage/sqlite"
 )
 
-// handlerFactory builds a server's handler over the database at path; the
-// returned function releases it.
-type handlerFactory func(ctx context.Context, path string) (http.Handler, func(), error)
+// handlerFactory builds a server's handler over the database at dbURL;
+// the returned function releases it.
+type handlerFactory func(ctx context.Context, dbURL string) (http.Handler, func(), error)
 
-// newLexviewHandler serves Lexview itself over the seeded database.
-func newLexviewHandler(ctx context.Context, path string) (http.Handler, func(), error) {
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+// newLexviewHandler serves Lexview itself over the prepared database.
+func newLexviewHandler(ctx context.Context, dbURL string) (http.Handler, func(), error) {
+	s, err := appview.OpenStore(ctx, dbURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	app, err := appview.New(appview.Config{Store: s, JetstreamURL: "off", SessionSecret: randomSecret(), Logger: quietLogger()})
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	_, _, err = app.Lexicons().Put(ctx, lexicon.Upload{
-		Document:         []byte(`{"lexicon":1,"id":"` + scriptedQuery + `","defs":{"main":{"type":"query"}}}`),
-		TargetCollection: benchCollection,
-		Script:           `function handle() return db.query{limit = tonumber(params.limit) or 20} end`,
-	})
+	app, err := appview.New(appConfig(s))
 	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
 	return app, func() { s.Close() }, nil
-}
-
-// listSQL is exactly the statement Lexview runs for a first page.
-const listSQL = `SELECT uri, did, collection, rkey, cid, rev, record, indexed_at, created_at FROM records WHERE collection = ? ORDER BY created_at DESC, uri DESC LIMIT ?`
-
-// newBareHandler is the baseline: a hand-written handler running the same
-// SQL on the same file, with a read pool and DSN like Lexview's readers,
-// and the usual decode-into-a-map, add uri and cid, encoding/json response.
-func newBareHandler(_ context.Context, path string) (http.Handler, func(), error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_cache_size=-16000&_query_only=true"
-	db, err := sql.Open("sqlite3", dsn)
-	if err != nil {
-		return nil, nil, err
-	}
-	n := max(4, 2*runtime.GOMAXPROCS(0))
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	db.SetConnMaxIdleTime(0)
-
-	type response struct {
-		Records []map[string]any `json:"records"`
-		Cursor  string           `json:"cursor,omitempty"`
-	}
-	writeErr := func(w http.ResponseWriter, status int, msg string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /xrpc/"+benchQuery, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Client-Key") == "" {
-			writeErr(w, http.StatusUnauthorized, "Missing client identification")
-			return
-		}
-		limit := pageLimit
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				writeErr(w, http.StatusBadRequest, "invalid limit")
-				return
-			}
-			limit = n
-		}
-		rows, err := db.QueryContext(r.Context(), listSQL, benchCollection, limit+1)
-		if err != nil {
-			writeErr(w, http.StatusInternalServerError, "internal server error")
-			return
-		}
-		defer rows.Close()
-		resp := response{Records: make([]map[string]any, 0, limit)}
-		var lastAt int64
-		var lastURI string
-		for rows.Next() {
-			var uri, did, collection, rkey, cid, rev string
-			var record []byte
-			var indexedAt, createdAt int64
-			if err := rows.Scan(&uri, &did, &collection, &rkey, &cid, &rev, &record, &indexedAt, &createdAt); err != nil {
-				writeErr(w, http.StatusInternalServerError, "internal server error")
-				return
-			}
-			if len(resp.Records) == limit {
-				resp.Cursor = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(lastAt, 10) + "::" + lastURI))
-				break
-			}
-			var fields map[string]any
-			if err := json.Unmarshal(record, &fields); err != nil {
-				writeErr(w, http.StatusInternalServerError, "internal server error")
-				return
-			}
-			fields["uri"], fields["cid"] = uri, cid
-			resp.Records = append(resp.Records, fields)
-			lastAt, lastURI = createdAt, uri
-		}
-		if err := rows.Err(); err != nil {
-			writeErr(w, http.StatusInternalServerError, "internal server error")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(resp)
-	})
-	return mux, func() { db.Close() }, nil
 }
 
 // serveChild is the body of the serve-* subcommands. It serves on
@@ -145,11 +48,11 @@ func serveChild(args []string, factory handlerFactory) int {
 	log.SetFlags(0)
 	log.SetPrefix(fmt.Sprintf("benchquery[%d]: ", os.Getpid()))
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	dbPath := fs.String("db", "", "SQLite file")
+	dbURL := fs.String("db", "", "database URL")
 	_ = fs.Parse(args)
 	ctx := context.Background()
 
-	h, release, err := factory(ctx, *dbPath)
+	h, release, err := factory(ctx, *dbURL)
 	if err != nil {
 		log.Print(err)
 		return 1
@@ -167,7 +70,7 @@ func serveChild(args []string, factory handlerFactory) int {
 		}
 	}()
 	base := "http://" + ln.Addr().String()
-	if err := checkSample(base + "/xrpc/" + benchQuery + "?limit=" + strconv.Itoa(pageLimit)); err != nil {
+	if err := checkSample(base + "/xrpc/" + smallQuery + "?limit=" + strconv.Itoa(pageLimit)); err != nil {
 		log.Printf("sample request: %v", err)
 		return 1
 	}
@@ -181,6 +84,11 @@ func serveChild(args []string, factory handlerFactory) int {
 		case "start-profile":
 			if prof, err = os.Create(arg); err == nil {
 				err = pprof.StartCPUProfile(prof)
+			}
+		case "goroutines":
+			var f *os.File
+			if f, err = os.Create(arg); err == nil {
+				err = errors.Join(pprof.Lookup("goroutine").WriteTo(f, 1), f.Close())
 			}
 		case "stop-profile":
 			pprof.StopCPUProfile()

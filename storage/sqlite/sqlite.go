@@ -6,6 +6,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -41,7 +42,16 @@ type Options struct {
 	Readers int
 	// BusyTimeout is how long a connection waits for a lock; 0 means 10s.
 	BusyTimeout time.Duration
+	// MmapSize is how much of the database file each read connection
+	// maps into memory; 0 means DefaultMmapSize, negative turns mapping
+	// off.
+	MmapSize int64
 }
+
+// DefaultMmapSize is the default Options.MmapSize: 1 GiB of address
+// space per read connection (the pages themselves are the operating
+// system's file cache, shared by every connection).
+const DefaultMmapSize = 1 << 30
 
 // Open opens (creating if needed) the database file at path. It does not
 // migrate; call Migrate. A new database is private to the service's user:
@@ -63,6 +73,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 10 * time.Second
+	}
+	switch {
+	case opts.MmapSize == 0:
+		opts.MmapSize = DefaultMmapSize
+	case opts.MmapSize < 0:
+		opts.MmapSize = 0
 	}
 	if opts.Readers <= 0 {
 		opts.Readers = max(4, 2*runtime.GOMAXPROCS(0))
@@ -95,11 +111,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: configure %s: %w", path, err)
 	}
 
-	reader, err := sql.Open("sqlite3", base+"?"+common+"&_cache_size=-16000&_query_only=true")
-	if err != nil {
-		writer.Close()
-		return nil, fmt.Errorf("sqlite: open readers: %w", err)
-	}
+	// Readers map the database file into memory (up to MmapSize): pages
+	// are read without a system call and a copy each.
+	reader := sql.OpenDB(connector{
+		dsn:    base + "?" + common + "&_cache_size=-16000&_query_only=true",
+		driver: &sqlite3.SQLiteDriver{ConnectHook: pragma(fmt.Sprintf("PRAGMA mmap_size=%d", opts.MmapSize))},
+	})
 	reader.SetMaxOpenConns(opts.Readers)
 	reader.SetMaxIdleConns(opts.Readers)
 	reader.SetConnMaxIdleTime(0)
@@ -109,6 +126,24 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return &Store{DB: sqlstore.Open(dialect{path: path}, writer, reader, sub), path: path}, nil
+}
+
+// connector opens connections of one DSN with its own driver value (and
+// so its own connect hook) without registering a driver name.
+type connector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.driver }
+
+// pragma returns a connect hook that runs stmt on each new connection.
+func pragma(stmt string) func(*sqlite3.SQLiteConn) error {
+	return func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(stmt, nil)
+		return err
+	}
 }
 
 // OpenURL opens a sqlite://PATH database URL.

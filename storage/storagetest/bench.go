@@ -170,8 +170,10 @@ func (o ownedTB) TempDir() string  { return o.owner.TempDir() }
 // BenchList measures the default list query over a collection of
 // ListFixtureRecords records: the first page (FirstPage), a page continued
 // from a cursor position deep in the ordering (DeepPage, rank ~900,000) and
-// the first page of one repository (DIDPage), each of 20 records. The
-// fixture is built on first use, once per backend name.
+// the first page of one repository (DIDPage), each of 20 records, through
+// ListRecords and again through ScanRecords (ScanFirstPage, ScanDeepPage,
+// ScanDIDPage), and one record by URI (GetRecord, ScanRecord). The fixture
+// is built on first use, once per backend name.
 func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store) {
 	get := fixtureGetter(b, backend, open)
 	const limit = 20
@@ -200,6 +202,72 @@ func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store
 	})
 	run("DIDPage", func(fx *listFixture) storage.ListQuery {
 		return storage.ListQuery{Collection: BenchCollection, DID: fx.did, Limit: limit}
+	})
+	// The same pages read for serving (ScanRecords), each record's JSON
+	// appended to one reused buffer as a handler would.
+	scan := func(name string, q func(fx *listFixture) storage.ListQuery) {
+		b.Run(name, func(b *testing.B) {
+			fx := get(b)
+			query := q(fx)
+			ctx := context.Background()
+			var buf []byte
+			n := 0
+			appendView := func(v storage.RecordView) error {
+				buf = append(append(append(buf, v.URI...), v.CID...), v.Value...)
+				n++
+				return nil
+			}
+			for b.Loop() {
+				buf, n = buf[:0], 0
+				next, err := fx.store.ScanRecords(ctx, query, appendView)
+				if err != nil || n != limit || next == nil {
+					b.Fatalf("scan: %d records, next %v, %v", n, next, err)
+				}
+			}
+		})
+	}
+	scan("ScanFirstPage", func(*listFixture) storage.ListQuery {
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit}
+	})
+	scan("ScanDeepPage", func(fx *listFixture) storage.ListQuery {
+		after := fx.deep
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit, After: &after}
+	})
+	scan("ScanDIDPage", func(fx *listFixture) storage.ListQuery {
+		return storage.ListQuery{Collection: BenchCollection, DID: fx.did, Limit: limit}
+	})
+	// One record by URI, as GetRecord and as ScanRecord, from 1,000
+	// spread over the collection.
+	uris := make([]string, 1000)
+	for i := range uris {
+		uris[i] = BenchRecord(BenchCollection, i*(ListFixtureRecords/len(uris))).URI
+	}
+	b.Run("GetRecord", func(b *testing.B) {
+		fx := get(b)
+		ctx := context.Background()
+		i := 0
+		for b.Loop() {
+			if _, err := fx.store.GetRecord(ctx, uris[i%len(uris)]); err != nil {
+				b.Fatalf("get: %v", err)
+			}
+			i++
+		}
+	})
+	b.Run("ScanRecord", func(b *testing.B) {
+		fx := get(b)
+		ctx := context.Background()
+		var buf []byte
+		appendView := func(v storage.RecordView) error {
+			buf = append(append(buf[:0], v.CID...), v.Value...)
+			return nil
+		}
+		i := 0
+		for b.Loop() {
+			if err := fx.store.ScanRecord(ctx, uris[i%len(uris)], appendView); err != nil {
+				b.Fatalf("scan record: %v", err)
+			}
+			i++
+		}
 	})
 }
 

@@ -80,6 +80,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"ListKeysetMixedCreationSources", testListKeysetMixed},
 		{"ListCursorStableWhileAdding", testCursorStableWhileAdding},
 		{"EditKeepsCreationTime", testEditKeepsCreationTime},
+		{"ScanMatchesList", testScanMatchesList},
 		{"StreamCursorWithBatch", testStreamCursor},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},

@@ -25,8 +25,8 @@ const (
 
 // RecordReader is the storage the service reads.
 type RecordReader interface {
-	GetRecord(ctx context.Context, uri string) (storage.Record, error)
-	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
+	ScanRecord(ctx context.Context, uri string, fn func(storage.RecordView) error) error
+	ScanRecords(ctx context.Context, q storage.ListQuery, fn func(storage.RecordView) error) (*storage.Position, error)
 }
 
 // HandleResolver resolves a handle in an AT URI to its DID.
@@ -60,41 +60,43 @@ func scope(q storage.ListQuery) string {
 	return "records/created\x00" + q.Collection + "\x00" + q.DID
 }
 
-// List returns a page of collection selected by the query parameters
-// `limit` (1 to 100, default 20), `did` and `cursor`, and the cursor of
-// the next page ("" on the last one).
-func (s *Service) List(ctx context.Context, collection string, params url.Values) ([]storage.Record, string, error) {
+// List calls fn with each record of the page of collection that the query
+// parameters `limit` (1 to 100, default 20), `did` and `cursor` select, in
+// order, and returns the cursor of the next page ("" on the last one). The
+// views fn receives are valid only during the call (see
+// storage.RecordView); an error from fn stops the listing and is returned.
+func (s *Service) List(ctx context.Context, collection string, params url.Values, fn func(storage.RecordView) error) (string, error) {
 	q := storage.ListQuery{Collection: collection, Limit: DefaultLimit}
 	if params.Has("limit") {
 		n, err := strconv.Atoi(params.Get("limit"))
 		if err != nil || n < 1 || n > MaxLimit {
-			return nil, "", errBadLimit
+			return "", errBadLimit
 		}
 		q.Limit = n
 	}
 	if params.Has("did") {
 		id, err := syntax.ParseAtIdentifier(params.Get("did"))
 		if err != nil {
-			return nil, "", errBadDID
+			return "", errBadDID
 		}
 		did, err := s.resolve(ctx, id)
 		if err != nil {
-			return nil, "", err
+			return "", err
 		}
 		q.DID = did.String()
 	}
 	if params.Has("cursor") {
 		pos, err := storage.DecodeCursor(scope(q), params.Get("cursor"))
 		if err != nil {
-			return nil, "", errBadCursor
+			return "", errBadCursor
 		}
 		q.After = &pos
 	}
-	page, err := s.records.ListRecords(ctx, q)
-	if err != nil || page.Next == nil {
-		return page.Records, "", err
+	next, err := s.records.ScanRecords(ctx, q, fn)
+	if err != nil || next == nil {
+		return "", err
 	}
-	return page.Records, storage.EncodeCursor(scope(q), *page.Next), nil
+	return storage.EncodeCursor(scope(q), *next), nil
 }
 
 // resolve returns the DID of an account named by DID or handle. A handle
@@ -122,23 +124,24 @@ func (s *Service) resolve(ctx context.Context, id syntax.AtIdentifier) (syntax.D
 	return did, nil
 }
 
-// Get returns the record of collection at the AT URI raw, whose authority
-// may be a handle (see resolve). A record of another collection is not found.
-func (s *Service) Get(ctx context.Context, collection, raw string) (storage.Record, error) {
+// Get calls fn with the record of collection at the AT URI raw, whose
+// authority may be a handle (see resolve). A record of another collection
+// is not found. The view fn receives is valid only during the call.
+func (s *Service) Get(ctx context.Context, collection, raw string, fn func(storage.RecordView) error) error {
 	aturi, err := syntax.ParseATURI(raw)
 	if err != nil || aturi.Collection() == "" || aturi.RecordKey() == "" {
-		return storage.Record{}, errBadURI
+		return errBadURI
 	}
 	if aturi.Collection().String() != collection {
-		return storage.Record{}, errNotFound
+		return errNotFound
 	}
 	did, err := s.resolve(ctx, aturi.Authority())
 	if err != nil {
-		return storage.Record{}, err
+		return err
 	}
-	rec, err := s.records.GetRecord(ctx, "at://"+did.String()+"/"+aturi.Collection().String()+"/"+aturi.RecordKey().String())
+	err = s.records.ScanRecord(ctx, "at://"+did.String()+"/"+aturi.Collection().String()+"/"+aturi.RecordKey().String(), fn)
 	if errors.Is(err, storage.ErrNotFound) {
-		return rec, errNotFound
+		return errNotFound
 	}
-	return rec, err
+	return err
 }

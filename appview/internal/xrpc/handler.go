@@ -57,6 +57,7 @@ type Handler struct {
 	lexicons Snapshotter
 	reads    *reads.Service
 	blobs    *blobLinker
+	bodies   bodies
 	routed   http.Handler
 	procs    http.Handler
 	scripts  Scripts

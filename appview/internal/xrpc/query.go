@@ -3,15 +3,40 @@ package xrpc
 import (
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
 )
 
 var emptyRecords = []byte(`{"records":[]}`)
 
+// maxPooledBody is the largest response buffer kept for reuse; a larger
+// one (a page of very large records) is left to the garbage collector.
+const maxPooledBody = 1 << 20
+
+// bodies are response buffers reused across requests.
+type bodies struct{ pool sync.Pool }
+
+func (b *bodies) get() *[]byte {
+	if p, ok := b.pool.Get().(*[]byte); ok {
+		return p
+	}
+	p := make([]byte, 0, 16<<10)
+	return &p
+}
+
+func (b *bodies) put(p *[]byte) {
+	if cap(*p) <= maxPooledBody {
+		*p = (*p)[:0]
+		b.pool.Put(p)
+	}
+}
+
 // query runs the default query behaviour: one record by `uri`, or a page
-// of the target collection, the stored JSON spliced into the answer.
+// of the target collection, the stored JSON spliced into the answer as the
+// store reads it.
 func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) {
 	if lex.TargetCollection == "" {
 		respond.Raw(w, http.StatusOK, emptyRecords)
@@ -23,35 +48,39 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 		return
 	}
 	links := h.blobs.forRequest(r.Context())
+	body := h.bodies.get()
+	defer h.bodies.put(body)
+	buf := *body
+	collection := lex.TargetCollection
 	if params.Has("uri") {
-		rec, err := h.reads.Get(r.Context(), lex.TargetCollection, params.Get("uri"))
+		buf = append(buf, `{"record":`...)
+		err := h.reads.Get(r.Context(), collection, params.Get("uri"), func(rec storage.RecordView) error {
+			var err error
+			buf, err = appendRecord(buf, rec, collection, links)
+			return err
+		})
 		if err != nil {
 			respond.Fail(w, r, h.log, err)
 			return
 		}
-		buf := append(make([]byte, 0, len(rec.Value)+128), `{"record":`...)
-		if buf, err = appendRecord(buf, rec, links); err != nil {
-			respond.Internal(w, r, h.log, err)
-			return
-		}
-		respond.Raw(w, http.StatusOK, append(buf, '}'))
+		*body = append(buf, '}')
+		respond.Raw(w, http.StatusOK, *body)
 		return
 	}
-	records, cursor, err := h.reads.List(r.Context(), lex.TargetCollection, params)
+	buf = append(buf, `{"records":[`...)
+	first := true
+	cursor, err := h.reads.List(r.Context(), collection, params, func(rec storage.RecordView) error {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		var err error
+		buf, err = appendRecord(buf, rec, collection, links)
+		return err
+	})
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
-	}
-	buf := make([]byte, 0, 256*len(records)+64)
-	buf = append(buf, `{"records":[`...)
-	for i, rec := range records {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		if buf, err = appendRecord(buf, rec, links); err != nil {
-			respond.Internal(w, r, h.log, err)
-			return
-		}
 	}
 	buf = append(buf, ']')
 	if cursor != "" {
@@ -59,5 +88,6 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 		buf = append(buf, cursor...)
 		buf = append(buf, '"')
 	}
-	respond.Raw(w, http.StatusOK, append(buf, '}'))
+	*body = append(buf, '}')
+	respond.Raw(w, http.StatusOK, *body)
 }

@@ -25,65 +25,94 @@ type Identities interface {
 // tokMimeType marks records that may hold blobs (current or legacy form).
 var tokMimeType = []byte(`"mimeType"`)
 
-// topLevelKeys scans a JSON object without decoding it and reports
-// whether its own (top-level) keys include "uri" or "cid" (which serving
-// overrides), and "$type". plain is false when the value is not an object
-// this scanner is sure about (for example a key with escape sequences);
-// callers then take the slow path.
-func topLevelKeys(b []byte) (hasServed, hasType, plain bool) {
+// recordShape is what serving needs to know of a stored record's JSON.
+type recordShape struct {
+	served bool // a top-level "uri" or "cid" key, which serving overrides
+	typed  bool // a top-level "$type" key
+	blob   bool // a "mimeType" key at any depth: the record may hold blobs
+	// plain is false when the value is not an object this scanner is
+	// sure about (a key with escape sequences, nesting deeper than 62
+	// levels, a syntax error): callers then take the slow path.
+	plain bool
+}
+
+// inspect scans a JSON object without decoding it. Strings, most of a
+// record's bytes, are skipped with bytes.IndexByte.
+func inspect(b []byte) (s recordShape) {
 	if len(b) < 2 || b[0] != '{' {
-		return false, false, false
+		return recordShape{}
 	}
 	depth, expectKey := 0, false
+	var objects uint64 // bit d: the container at depth d is an object
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; c {
 		case '{', '[':
 			depth++
-			expectKey = c == '{' && depth == 1
+			if depth > 62 {
+				return recordShape{}
+			}
+			expectKey = c == '{'
+			if expectKey {
+				objects |= 1 << depth
+			} else {
+				objects &^= 1 << depth
+			}
 		case '}', ']':
 			depth--
+			expectKey = false
 		case ',':
-			expectKey = depth == 1
+			expectKey = depth > 0 && objects&(1<<depth) != 0
 		case '"':
-			j := i + 1
-			escaped := false
-			for ; j < len(b) && b[j] != '"'; j++ {
-				if b[j] == '\\' {
-					escaped = true
-					j++
+			start := i + 1
+			k := bytes.IndexByte(b[start:], '"')
+			if k < 0 {
+				return recordShape{}
+			}
+			end := start + k
+			escaped := bytes.IndexByte(b[start:end], '\\') >= 0
+			if escaped {
+				for end = start; end < len(b) && b[end] != '"'; end++ {
+					if b[end] == '\\' {
+						end++
+					}
+				}
+				if end >= len(b) {
+					return recordShape{}
 				}
 			}
-			if j >= len(b) {
-				return false, false, false
-			}
-			if depth == 1 && expectKey {
+			if expectKey {
 				if escaped {
-					return false, false, false
+					return recordShape{}
 				}
-				switch string(b[i+1 : j]) {
-				case "uri", "cid":
-					hasServed = true
-				case "$type":
-					hasType = true
+				switch key := string(b[start:end]); {
+				case key == "mimeType":
+					s.blob = true
+				case depth != 1:
+				case key == "uri" || key == "cid":
+					s.served = true
+				case key == "$type":
+					s.typed = true
 				}
 				expectKey = false
 			}
-			i = j
+			i = end
 		}
 	}
-	return hasServed, hasType, depth == 0
+	s.plain = depth == 0
+	return s
 }
 
-// appendRecord appends the served form of rec to buf: the record's fields
-// plus `uri` (which replaces a top-level record field of that name) and
-// `cid` (unless the record has a top-level `cid` of its own, which is
-// record data and is kept): together they are the strong reference a
-// client likes or replies with; a `$type` (the collection, when the record lacks one), and a `url`
-// on every blob pointing at the author's PDS.
+// appendRecord appends the served form of rec, a record of collection, to
+// buf: the record's fields plus `uri` (which replaces a top-level record
+// field of that name) and `cid` (unless the record has a top-level `cid`
+// of its own, which is record data and is kept): together they are the
+// strong reference a client likes or replies with; a `$type` (the
+// collection, when the record lacks one), and a `url` on every blob
+// pointing at the author's PDS.
 //
 // Most records need no rewriting, and take a fast path that splices `uri`
 // and `cid` into the stored JSON without decoding it.
-func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, error) {
+func appendRecord(buf []byte, rec storage.RecordView, collection string, links *blobLinks) ([]byte, error) {
 	v := bytes.TrimSpace(rec.Value)
 	if !utf8.Valid(v) {
 		// Only a record stored before the writer refused invalid UTF-8
@@ -91,8 +120,7 @@ func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, err
 		// repaired text is still its JSON.
 		v = bytes.ToValidUTF8(v, []byte("\uFFFD"))
 	}
-	hasServed, hasType, plain := topLevelKeys(v)
-	if plain && !hasServed && hasType && !bytes.Contains(v, tokMimeType) {
+	if shape := inspect(v); shape.plain && !shape.served && shape.typed && !shape.blob {
 		buf = append(buf, `{"uri":`...)
 		buf = appendJSONString(buf, rec.URI)
 		buf = append(buf, `,"cid":`...)
@@ -103,37 +131,39 @@ func appendRecord(buf []byte, rec storage.Record, links *blobLinks) ([]byte, err
 		}
 		return append(buf, rest...), nil
 	}
+	uri := string(rec.URI)
 	var fields map[string]any
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.UseNumber()
 	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return buf, fmt.Errorf("record %s: stored value is not a JSON object: %v", rec.URI, err)
+		return buf, fmt.Errorf("record %s: stored value is not a JSON object: %v", uri, err)
 	}
-	fields["uri"] = rec.URI
+	fields["uri"] = uri
 	if _, own := fields["cid"]; !own {
-		fields["cid"] = rec.CID
+		fields["cid"] = string(rec.CID)
 	}
 	if _, ok := fields["$type"]; !ok {
-		fields["$type"] = rec.Collection
+		fields["$type"] = collection
 	}
 	if bytes.Contains(v, tokMimeType) {
-		links.addURLs(fields, rec.DID)
+		did, _, _ := strings.Cut(strings.TrimPrefix(uri, "at://"), "/")
+		links.addURLs(fields, did)
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(fields); err != nil {
-		return buf, fmt.Errorf("record %s: %w", rec.URI, err)
+		return buf, fmt.Errorf("record %s: %w", uri, err)
 	}
 	return append(buf, bytes.TrimRight(out.Bytes(), "\n")...), nil
 }
 
 // appendJSONString appends s as a JSON string. AT URIs are plain ASCII, so
 // the common case copies bytes; anything else goes through the encoder.
-func appendJSONString(buf []byte, s string) []byte {
+func appendJSONString[S ~string | ~[]byte](buf []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
+			b, _ := json.Marshal(string(s))
 			return append(buf, b...)
 		}
 	}

@@ -2,30 +2,39 @@ package xrpc
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/lexview/lexview/storage"
 )
 
-func TestTopLevelKeys(t *testing.T) {
+func TestInspect(t *testing.T) {
 	cases := []struct {
-		in                 string
-		served, typ, plain bool
+		in                       string
+		served, typ, blob, plain bool
 	}{
-		{`{"$type":"a.b.c","text":"hi"}`, false, true, true},
-		{`{"$type":"a.b.c","reply":{"root":{"uri":"at://x","cid":"y"}}}`, false, true, true},
-		{`{"text":"{\"uri\": 1}","facets":[{"features":[{"$type":"x"}]}]}`, false, false, true},
-		{`{"uri":"mine","$type":"a.b.c"}`, true, true, true},
-		{`{"$type":"a.b.c","cid":"mine"}`, true, true, true},
-		{`{"$type":"a.b.c","subject":{"uri":"at://x","cid":"y"}}`, false, true, true},
-		{`{"\u0075ri":"escaped"}`, false, false, false},
-		{`{"a":"unterminated`, false, false, false},
-		{`[1,2]`, false, false, false},
+		{`{"$type":"a.b.c","text":"hi"}`, false, true, false, true},
+		{`{"$type":"a.b.c","reply":{"root":{"uri":"at://x","cid":"y"}}}`, false, true, false, true},
+		{`{"text":"{\"uri\": 1}","facets":[{"features":[{"$type":"x"}]}]}`, false, false, false, true},
+		{`{"uri":"mine","$type":"a.b.c"}`, true, true, false, true},
+		{`{"$type":"a.b.c","cid":"mine"}`, true, true, false, true},
+		{`{"$type":"a.b.c","subject":{"uri":"at://x","cid":"y"}}`, false, true, false, true},
+		{`{"$type":"a.b.c","embed":{"images":[{"image":{"$type":"blob","mimeType":"image/png"}}]}}`, false, true, true, true},
+		{`{"$type":"a.b.c","text":"mimeType","tags":["mimeType"]}`, false, true, false, true},
+		{`{"$type":"a.b.c","list":[{"a":1},{"mimeType":"x"}]}`, false, true, true, true},
+		{`{"$type":"a.b.c","t":"\\","u":"end\\\""}`, false, true, false, true},
+		{`{"\u0075ri":"escaped"}`, false, false, false, false},
+		{`{"a":{"mime\u0054ype":"escaped, nested"}}`, false, false, false, false},
+		{`{"a":"unterminated`, false, false, false, false},
+		{`{"a":"x\"`, false, false, false, false},
+		{`[1,2]`, false, false, false, false},
+		{`{"a":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, false, false, false, false},
 	}
 	for _, c := range cases {
-		served, typ, plain := topLevelKeys([]byte(c.in))
-		if served != c.served || typ != c.typ || plain != c.plain {
-			t.Errorf("%s: got %v %v %v, want %v %v %v", c.in, served, typ, plain, c.served, c.typ, c.plain)
+		got := inspect([]byte(c.in))
+		want := recordShape{served: c.served, typed: c.typ, blob: c.blob, plain: c.plain}
+		if got != want {
+			t.Errorf("%s: got %+v, want %+v", c.in, got, want)
 		}
 	}
 }
@@ -41,7 +50,8 @@ func TestAppendRecordShapes(t *testing.T) {
 	} {
 		rec := storage.Record{URI: "at://did:plc:a/app.test.post/k", DID: "did:plc:a", Collection: "app.test.post",
 			CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Value: json.RawMessage(raw)}
-		out, err := appendRecord(nil, rec, nil)
+		view := storage.RecordView{URI: []byte(rec.URI), CID: []byte(rec.CID), Value: rec.Value}
+		out, err := appendRecord(nil, view, rec.Collection, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}

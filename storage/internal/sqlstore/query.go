@@ -64,7 +64,8 @@ func queryLimit(n int) int {
 	return min(n, storage.MaxQueryLimit)
 }
 
-// QueryRecords implements storage.QueryStore. Sorting by creation time
+// QueryRecords implements storage.QueryStore. It reads servedColumns
+// (see scanServed). Sorting by creation time
 // (Record.CreatedAt) uses keyset cursors (the position of the last record); sorting by a field
 // uses offset cursors. Both are bound to the query's scope.
 func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.RecordQueryPage, error) {
@@ -110,21 +111,21 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 			offset = int(pos.Time.UnixMicro())
 		}
 	}
-	stmt := `SELECT ` + recordColumns + ` FROM records WHERE ` + strings.Join(rq.where, ` AND `) +
+	stmt := `SELECT ` + servedColumns + ` FROM records WHERE ` + strings.Join(rq.where, ` AND `) +
 		` ORDER BY ` + order + ` LIMIT ?`
 	args := append(append(rq.args, orderArgs...), limit+1)
 	if offset > 0 {
 		stmt += ` OFFSET ?`
 		args = append(args, offset)
 	}
-	rows, err := db.reader.QueryContext(ctx, Bind(db.dialect, stmt), args...)
+	rows, err := db.reads.query(ctx, Bind(db.dialect, stmt), args...)
 	if err != nil {
 		return storage.RecordQueryPage{}, fmt.Errorf("query records: %w", err)
 	}
 	defer rows.Close()
 	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit)}
 	for rows.Next() {
-		rec, err := scanRecord(rows)
+		rec, err := scanServed(rows)
 		if err != nil {
 			return storage.RecordQueryPage{}, err
 		}

@@ -29,8 +29,12 @@ type queries struct {
 	// (records_collection_created); listByKey
 	// a page of one repository's records, in a collection or in all, by
 	// URI (that is, record key) descending, through the primary key.
-	list                      [2]string
-	listByKey                 string
+	list      [2]string
+	listByKey string
+	// The same for serving (ScanRecords, ScanRecord): only the columns
+	// an answer needs.
+	scanList                  [2]string
+	scanByKey, scanGet        string
 	countCollection, countAll string
 	getCursor, putCursor      string
 }
@@ -45,7 +49,11 @@ func newQueries(d Dialect) queries {
 		}
 		q.list[after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
 			` ORDER BY `+newestFirst+` LIMIT ?`)
+		q.scanList[after] = Bind(d, `SELECT `+servedColumns+` FROM records WHERE `+where+
+			` ORDER BY `+newestFirst+` LIMIT ?`)
 	}
+	q.scanByKey = Bind(d, `SELECT `+servedColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
+	q.scanGet = Bind(d, `SELECT cid, record FROM records WHERE uri = ?`)
 	q.listByKey = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
 	q.countAll = `SELECT COUNT(*) FROM records`
@@ -137,7 +145,7 @@ func (db *DB) PurgeTombstones(ctx context.Context, before time.Time) (int64, err
 
 // GetRecord implements storage.RecordStore.
 func (db *DB) GetRecord(ctx context.Context, uri string) (storage.Record, error) {
-	rec, err := scanRecord(db.reader.QueryRowContext(ctx, db.q.getRecord, uri))
+	rec, err := scanRecord(db.reads.queryRow(ctx, db.q.getRecord, uri))
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.Record{}, storage.ErrNotFound
 	}
@@ -153,17 +161,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 	var err error
 	switch {
 	case q.DID != "":
-		// One repository's records share the URI prefix at://DID/, those
-		// of one collection at://DID/COLLECTION/, so the primary key
-		// serves the listing.
-		prefix := "at://" + q.DID + "/"
-		if q.Collection != "" {
-			prefix += q.Collection + "/"
-		}
-		lo, hi := URIPrefixRange(prefix)
-		if q.After != nil && q.After.URI < hi {
-			hi = q.After.URI
-		}
+		lo, hi := db.repositoryRange(q)
 		recs, err = db.queryRecords(ctx, min(q.Limit, 128), db.q.listByKey, lo, hi, q.Limit+1)
 	case q.Collection != "":
 		args := make([]any, 0, 5)
@@ -189,6 +187,22 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 		page.Next = &storage.Position{Time: last.CreatedAt, URI: last.URI}
 	}
 	return page, nil
+}
+
+// repositoryRange returns the URI range lo <= uri < hi of the listing of
+// one repository (q.DID): its records share the URI prefix at://DID/,
+// those of one collection at://DID/COLLECTION/, so the primary key serves
+// the listing. A position moves the upper bound down to its URI.
+func (db *DB) repositoryRange(q storage.ListQuery) (lo, hi string) {
+	prefix := "at://" + q.DID + "/"
+	if q.Collection != "" {
+		prefix += q.Collection + "/"
+	}
+	lo, hi = URIPrefixRange(prefix)
+	if q.After != nil && q.After.URI < hi {
+		hi = q.After.URI
+	}
+	return lo, hi
 }
 
 // collectionsPerStatement bounds the collections one statement of
@@ -297,7 +311,7 @@ func (db *DB) recordCollections(ctx context.Context) ([]string, error) {
 
 // queryRecords runs a query selecting recordColumns and scans every row.
 func (db *DB) queryRecords(ctx context.Context, capacity int, query string, args ...any) ([]storage.Record, error) {
-	rows, err := db.reader.QueryContext(ctx, query, args...)
+	rows, err := db.reads.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -318,9 +332,9 @@ func (db *DB) CountRecords(ctx context.Context, collection string) (int64, error
 	var n int64
 	var err error
 	if collection == "" {
-		err = db.reader.QueryRowContext(ctx, db.q.countAll).Scan(&n)
+		err = db.reads.queryRow(ctx, db.q.countAll).Scan(&n)
 	} else {
-		err = db.reader.QueryRowContext(ctx, db.q.countCollection, collection).Scan(&n)
+		err = db.reads.queryRow(ctx, db.q.countCollection, collection).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count records: %w", err)

@@ -70,12 +70,14 @@ type DB struct {
 	reader     *sql.DB
 	migrations fs.FS
 	q          queries
+	// reads keeps the reader pool's statements prepared.
+	reads *stmtCache
 }
 
 // Open wraps a writer and a reader pool (they may be the same *sql.DB).
 // migrations holds the dialect's numbered *.sql files.
 func Open(d Dialect, writer, reader *sql.DB, migrations fs.FS) *DB {
-	return &DB{dialect: d, writer: writer, reader: reader, migrations: migrations, q: newQueries(d)}
+	return &DB{dialect: d, writer: writer, reader: reader, migrations: migrations, q: newQueries(d), reads: &stmtCache{pool: reader}}
 }
 
 // Dialect reports the backend name.
@@ -89,7 +91,7 @@ func (db *DB) Reader() *sql.DB { return db.reader }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	err := db.writer.Close()
+	err := errors.Join(db.reads.close(), db.writer.Close())
 	if db.reader != db.writer {
 		err = errors.Join(err, db.reader.Close())
 	}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lib/pq"
+	"github.com/mattn/go-sqlite3"
+)
+
+// The baseline is the physical limit of serving Lexview's default queries
+// on this machine: a hand-tuned net/http handler over the same database
+// file (or PostgreSQL database) that gives the same answers, byte for byte
+// but for the cursor. It is as fast as the authors know how to make it:
+//
+//   - SQLite in WAL mode with synchronous=NORMAL, query_only and mmap_size
+//     set on every read connection; PostgreSQL through lib/pq;
+//   - a fixed pool of read connections with every statement prepared once
+//     per connection (database/sql's *Stmt);
+//   - keyset pagination on the sort key Lexview uses, (created_at, uri)
+//     newest first (URI order for one account), fetching limit+1 rows to
+//     decide whether there is a next page;
+//   - only the columns the answer needs, scanned into reused buffers;
+//   - the stored record JSON spliced after {"uri":…,"cid":…, without ever
+//     being decoded, into a pooled response buffer;
+//   - the X-Client-Key check against the one known key.
+//
+// What it leaves out is what no caller of this benchmark sends: malformed
+// parameters are refused, but records needing more than the splice (blobs,
+// a missing $type, a record field named uri or cid) are not handled.
+
+// baselineDriver is mattn/go-sqlite3 with memory-mapped reads.
+const baselineDriver = "sqlite3_baseline"
+
+func init() {
+	sql.Register(baselineDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA mmap_size=1073741824", nil)
+		return err
+	}})
+}
+
+// baselineStatements are the baseline's SQL for one dialect.
+type baselineStatements struct {
+	first, after, byDID, byURI string
+}
+
+var baselineSQL = map[string]baselineStatements{
+	"sqlite": {
+		first: `SELECT uri, cid, record, created_at FROM records WHERE collection = ? ORDER BY created_at DESC, uri DESC LIMIT ?`,
+		after: `SELECT uri, cid, record, created_at FROM records WHERE collection = ? AND created_at <= ? AND (created_at < ? OR uri < ?)
+			ORDER BY created_at DESC, uri DESC LIMIT ?`,
+		byDID: `SELECT uri, cid, record, 0 FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`,
+		byURI: `SELECT cid, record FROM records WHERE uri = ?`,
+	},
+	"postgres": {
+		first: `SELECT uri, cid, record, created_at FROM records WHERE collection = $1 ORDER BY created_at DESC, uri DESC LIMIT $2`,
+		after: `SELECT uri, cid, record, created_at FROM records WHERE collection = $1 AND created_at <= $2 AND (created_at < $2 OR uri < $3)
+			ORDER BY created_at DESC, uri DESC LIMIT $4`,
+		byDID: `SELECT uri, cid, record, 0 FROM records WHERE uri >= $1 AND uri < $2 ORDER BY uri DESC LIMIT $3`,
+		byURI: `SELECT cid, record FROM records WHERE uri = $1`,
+	},
+}
+
+// baseline serves the four kinds of query for the target collections.
+type baseline struct {
+	dialect string
+	db      *sql.DB
+	first   *sql.Stmt
+	after   *sql.Stmt
+	byDID   *sql.Stmt
+	byURI   *sql.Stmt
+	bufs    sync.Pool
+}
+
+// newBaselineHandler opens the database at dbURL (sqlite://PATH or a
+// postgres:// URL) and serves benchQuery and smallQuery.
+func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func(), error) {
+	b := &baseline{}
+	conns := max(4, 2*runtime.GOMAXPROCS(0))
+	var err error
+	if path, ok := strings.CutPrefix(dbURL, "sqlite://"); ok {
+		b.dialect = "sqlite"
+		b.db, err = sql.Open(baselineDriver, "file:"+(&url.URL{Path: path}).EscapedPath()+
+			"?_journal_mode=WAL&_synchronous=NORMAL&_query_only=true&_cache_size=-16000&_busy_timeout=10000")
+	} else {
+		b.dialect = "postgres"
+		b.db, err = sql.Open("postgres", dbURL)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	b.db.SetMaxOpenConns(conns)
+	b.db.SetMaxIdleConns(conns)
+	b.db.SetConnMaxIdleTime(0)
+	b.db.SetConnMaxLifetime(0)
+	q := baselineSQL[b.dialect]
+	for _, s := range []struct {
+		dst  **sql.Stmt
+		text string
+	}{{&b.first, q.first}, {&b.after, q.after}, {&b.byDID, q.byDID}, {&b.byURI, q.byURI}} {
+		if *s.dst, err = b.db.PrepareContext(ctx, s.text); err != nil {
+			b.db.Close()
+			return nil, nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	b.bufs.New = func() any { p := make([]byte, 0, 32<<10); return &p }
+	mux := http.NewServeMux()
+	for _, m := range []struct{ nsid, collection string }{{benchQuery, benchCollection}, {smallQuery, smallCollection}} {
+		mux.Handle("GET /xrpc/"+m.nsid, b.handler(m.collection))
+	}
+	return mux, func() { b.db.Close() }, nil
+}
+
+var (
+	headerJSON        = []string{"application/json; charset=utf-8"}
+	errMissingClient  = []byte(`{"error":"Missing client identification"}`)
+	errInvalidClient  = []byte(`{"error":"Invalid client key"}`)
+	errInvalidRequest = []byte(`{"error":"invalid request"}`)
+	errNotFoundRecord = []byte(`{"error":"record not found"}`)
+	errInternal       = []byte(`{"error":"internal server error"}`)
+)
+
+func (b *baseline) write(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// handler serves one collection's query method.
+func (b *baseline) handler(collection string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch key := r.Header.Get("X-Client-Key"); key {
+		case clientKey:
+		case "":
+			b.write(w, http.StatusUnauthorized, errMissingClient)
+			return
+		default:
+			b.write(w, http.StatusUnauthorized, errInvalidClient)
+			return
+		}
+		params, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			b.write(w, http.StatusBadRequest, errInvalidRequest)
+			return
+		}
+		bp := b.bufs.Get().(*[]byte)
+		defer b.bufs.Put(bp)
+		var status int
+		if uri := params.Get("uri"); uri != "" {
+			*bp, status = b.get(r.Context(), (*bp)[:0], collection, uri)
+		} else {
+			*bp, status = b.list(r.Context(), (*bp)[:0], collection, params)
+		}
+		b.write(w, status, *bp)
+	})
+}
+
+// get appends {"record":…} for one AT URI.
+func (b *baseline) get(ctx context.Context, buf []byte, collection, uri string) ([]byte, int) {
+	rest, ok := strings.CutPrefix(uri, "at://")
+	did, path, _ := strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(did, "did:") || !strings.HasPrefix(path, collection+"/") || len(path) == len(collection)+1 {
+		return append(buf, errInvalidRequest...), http.StatusBadRequest
+	}
+	var cid, record sql.RawBytes
+	rows, err := b.byURI.QueryContext(ctx, uri)
+	if err != nil {
+		return append(buf, errInternal...), http.StatusInternalServerError
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if rows.Err() != nil {
+			return append(buf, errInternal...), http.StatusInternalServerError
+		}
+		return append(buf, errNotFoundRecord...), http.StatusNotFound
+	}
+	if err := rows.Scan(&cid, &record); err != nil || len(record) < 2 {
+		return append(buf, errInternal...), http.StatusInternalServerError
+	}
+	buf = append(buf, `{"record":`...)
+	buf = spliceRecord(buf, uri, cid, record)
+	return append(buf, '}'), http.StatusOK
+}
+
+// list appends {"records":[…],"cursor":…} for one page.
+func (b *baseline) list(ctx context.Context, buf []byte, collection string, params url.Values) ([]byte, int) {
+	limit := pageLimit
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return append(buf, errInvalidRequest...), http.StatusBadRequest
+		}
+		limit = n
+	}
+	did, cursor := params.Get("did"), params.Get("cursor")
+	var rows *sql.Rows
+	var err error
+	switch {
+	case did != "":
+		if !strings.HasPrefix(did, "did:") || strings.ContainsAny(did, "/?#") {
+			return append(buf, errInvalidRequest...), http.StatusBadRequest
+		}
+		prefix := "at://" + did + "/" + collection + "/"
+		hi := prefix[:len(prefix)-1] + "0"
+		if cursor != "" {
+			_, uri, ok := decodeBaselineCursor(cursor)
+			if !ok || uri > hi || !strings.HasPrefix(uri, prefix) {
+				return append(buf, errInvalidRequest...), http.StatusBadRequest
+			}
+			hi = uri
+		}
+		rows, err = b.byDID.QueryContext(ctx, prefix, hi, limit+1)
+	case cursor != "":
+		micros, uri, ok := decodeBaselineCursor(cursor)
+		if !ok {
+			return append(buf, errInvalidRequest...), http.StatusBadRequest
+		}
+		if b.dialect == "postgres" {
+			t := time.UnixMicro(micros).UTC()
+			rows, err = b.after.QueryContext(ctx, collection, t, uri, limit+1)
+		} else {
+			rows, err = b.after.QueryContext(ctx, collection, micros, micros, uri, limit+1)
+		}
+	default:
+		rows, err = b.first.QueryContext(ctx, collection, limit+1)
+	}
+	if err != nil {
+		return append(buf, errInternal...), http.StatusInternalServerError
+	}
+	defer rows.Close()
+
+	buf = append(buf, `{"records":[`...)
+	var uri, cid, record sql.RawBytes
+	var created any
+	var lastURI []byte
+	var lastCreated int64
+	n, more := 0, false
+	for rows.Next() {
+		if n == limit {
+			more = true
+			break
+		}
+		if err := rows.Scan(&uri, &cid, &record, &created); err != nil || len(record) < 2 {
+			return append(buf[:0], errInternal...), http.StatusInternalServerError
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = spliceRecord(buf, uri, cid, record)
+		n++
+		if n == limit {
+			lastURI = append(lastURI[:0], uri...)
+			lastCreated = micros(created)
+		}
+	}
+	if rows.Err() != nil {
+		return append(buf[:0], errInternal...), http.StatusInternalServerError
+	}
+	buf = append(buf, ']')
+	if more {
+		buf = append(buf, `,"cursor":"`...)
+		buf = appendBaselineCursor(buf, lastCreated, lastURI)
+		buf = append(buf, '"')
+	}
+	return append(buf, '}'), http.StatusOK
+}
+
+// micros returns a created_at column as Unix microseconds.
+func micros(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case time.Time:
+		return x.UnixMicro()
+	}
+	return 0
+}
+
+// spliceRecord appends {"uri":URI,"cid":CID,<the record's fields>}.
+func spliceRecord[S ~string | ~[]byte](buf []byte, uri S, cid, record []byte) []byte {
+	buf = append(buf, `{"uri":"`...)
+	buf = append(buf, uri...)
+	buf = append(buf, `","cid":"`...)
+	buf = append(buf, cid...)
+	buf = append(buf, `",`...)
+	return append(buf, record[1:]...)
+}
+
+// The baseline's cursor: base64url("MICROS URI").
+func appendBaselineCursor(buf []byte, micros int64, uri []byte) []byte {
+	var raw [256]byte
+	p := strconv.AppendInt(raw[:0], micros, 10)
+	p = append(p, ' ')
+	p = append(p, uri...)
+	return base64.RawURLEncoding.AppendEncode(buf, p)
+}
+
+func decodeBaselineCursor(c string) (int64, string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", false
+	}
+	m, uri, ok := strings.Cut(string(raw), " ")
+	n, err := strconv.ParseInt(m, 10, 64)
+	return n, uri, ok && err == nil && strings.HasPrefix(uri, "at://")
+}
+
+var _ = pq.Array // lib/pq registers the "postgres" driver the baseline opens

@@ -1,0 +1,140 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// servedColumns are what serving a listed record needs: the record and its
+// strong reference, and the sort key for the next page's position.
+const servedColumns = `uri, cid, record, created_at`
+
+// ScanRecords implements storage.RecordStore. The listings of one
+// collection and of one repository read servedColumns into reused buffers
+// through statements prepared once per connection; the listing of every
+// collection goes through ListRecords.
+func (db *DB) ScanRecords(ctx context.Context, q storage.ListQuery, fn func(storage.RecordView) error) (*storage.Position, error) {
+	if q.Limit < 1 {
+		return nil, fmt.Errorf("list records: limit must be positive, got %d", q.Limit)
+	}
+	var rows *sql.Rows
+	var err error
+	switch {
+	case q.DID != "":
+		lo, hi := db.repositoryRange(q)
+		rows, err = db.reads.query(ctx, db.q.scanByKey, lo, hi, q.Limit+1)
+	case q.Collection != "":
+		if q.After == nil {
+			rows, err = db.reads.query(ctx, db.q.scanList[0], q.Collection, q.Limit+1)
+		} else {
+			t := db.dialect.Time(q.After.Time)
+			rows, err = db.reads.query(ctx, db.q.scanList[1], q.Collection, t, t, q.After.URI, q.Limit+1)
+		}
+	default:
+		return db.scanListed(ctx, q, fn)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
+	defer rows.Close()
+	var uri, cid, value sql.RawBytes
+	var created Time
+	var next *storage.Position
+	for n := 0; rows.Next(); n++ {
+		if n == q.Limit {
+			// The row past the page only says that there is a next one.
+			return next, closeRows(rows)
+		}
+		if err := rows.Scan(&uri, &cid, &value, &created); err != nil {
+			return nil, fmt.Errorf("list records: %w", err)
+		}
+		if err := fn(storage.RecordView{URI: uri, CID: cid, Value: value}); err != nil {
+			return nil, err
+		}
+		if n == q.Limit-1 {
+			next = &storage.Position{Time: created.T, URI: string(uri)}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
+	return nil, nil
+}
+
+// closeRows closes rows early and reports what stopped them, if anything.
+func closeRows(rows *sql.Rows) error {
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("list records: %w", err)
+	}
+	return nil
+}
+
+// scanListed serves a listing that ScanRecords has no statement of its
+// own for from ListRecords.
+func (db *DB) scanListed(ctx context.Context, q storage.ListQuery, fn func(storage.RecordView) error) (*storage.Position, error) {
+	page, err := db.ListRecords(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range page.Records {
+		if err := fn(storage.RecordView{URI: []byte(r.URI), CID: []byte(r.CID), Value: r.Value}); err != nil {
+			return nil, err
+		}
+	}
+	return page.Next, nil
+}
+
+// ScanRecord implements storage.RecordStore.
+func (db *DB) ScanRecord(ctx context.Context, uri string, fn func(storage.RecordView) error) error {
+	rows, err := db.reads.query(ctx, db.q.scanGet, uri)
+	if err != nil {
+		return fmt.Errorf("get record: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("get record: %w", err)
+		}
+		return storage.ErrNotFound
+	}
+	var cid, value sql.RawBytes
+	if err := rows.Scan(&cid, &value); err != nil {
+		return fmt.Errorf("get record: %w", err)
+	}
+	if err := fn(storage.RecordView{URI: []byte(uri), CID: cid, Value: value}); err != nil {
+		return err
+	}
+	if err := rows.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("get record: %w", err)
+	}
+	return nil
+}
+
+// scanServed scans a row of servedColumns into a record without its Rev
+// and IndexedAt: the repository, collection and record key are those its
+// AT URI names (substrings of it, so they cost no copy).
+func scanServed(rows *sql.Rows) (storage.Record, error) {
+	var r storage.Record
+	var value []byte
+	var created Time
+	if err := rows.Scan(&r.URI, &r.CID, &value, &created); err != nil {
+		return r, fmt.Errorf("scan record: %w", err)
+	}
+	r.Value, r.CreatedAt = value, created.T
+	r.DID, r.Collection, r.RKey = splitURI(r.URI)
+	return r, nil
+}
+
+// splitURI returns the repository, collection and record key of a
+// record's AT URI (at://DID/COLLECTION/RKEY).
+func splitURI(uri string) (did, collection, rkey string) {
+	rest := strings.TrimPrefix(uri, "at://")
+	did, rest, _ = strings.Cut(rest, "/")
+	collection, rkey, _ = strings.Cut(rest, "/")
+	return did, collection, rkey
+}
