@@ -266,7 +266,8 @@ func (o options) measure(c *child, backend, server, kind string, urls []string, 
 			return nil, err
 		}
 	}
-	fmt.Printf("%-9s %-13s %8.0f req/s  p50 %s  p99 %s  errors %d\n", server, kind, res.rps(), ms(res.pct(50)), ms(res.pct(99)), res.errors)
+	fmt.Printf("%-9s %-13s %8.0f req/s  p50 %s  p99 %s  %6.0f bytes/answer  errors %d\n",
+		server, kind, res.rps(), ms(res.pct(50)), ms(res.pct(99)), res.bytesPerResp(), res.errors)
 	if res.errors > 0 {
 		fmt.Printf("          first error: %s\n", res.firstErr)
 	}
