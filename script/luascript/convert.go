@@ -210,8 +210,8 @@ func (e *encoder) object(fields []kv, depth int) error {
 	return nil
 }
 
-// splice writes a lazy record the script has not changed raw (uri and cid
-// are strings and there is nothing else in the table) as its stored JSON
+// splice writes a lazy record the script has not changed (nothing was
+// added to its table) as its stored JSON
 // with uri and cid put first, without decoding it: {"cid":..,"uri":..,
 // then the rest of the stored object. It reports false, having written
 // nothing, when the record must be materialized and encoded as a table:
@@ -222,20 +222,18 @@ func (e *encoder) splice(t *lua.LTable, depth int) (bool, error) {
 	if r == nil {
 		return false, nil
 	}
-	raw, ok := r.lazy[t]
-	uri, isStr := t.RawGetString("uri").(lua.LString)
-	cid, isStr2 := t.RawGetString("cid").(lua.LString)
-	if !ok || !isStr || !isStr2 || !onlyURIAndCID(t) {
+	rec, ok := r.lazy[t]
+	if !ok || !isEmpty(t) {
 		return false, nil
 	}
-	body, empty, deepest, ok := e.v.scan.spliceable(raw)
+	body, empty, deepest, ok := e.v.scan.spliceable(rec.raw)
 	if !ok || depth+max(deepest, 1) > maxJSONDepth {
 		return false, nil
 	}
 	e.buf = append(e.buf, `{"cid":`...)
-	e.str(string(cid))
+	e.str(rec.cid)
 	e.buf = append(e.buf, `,"uri":`...)
-	e.str(string(uri))
+	e.str(rec.uri)
 	if empty {
 		e.buf = append(e.buf, '}')
 	} else {
@@ -267,15 +265,12 @@ func countKeys(t *lua.LTable) int {
 	return n
 }
 
-// onlyURIAndCID reports whether a lazy record, whose uri and cid the
-// caller has found to be strings, holds nothing else. A lazy table gains
-// entries only in its array part (table.insert) or as keys appended after
-// the uri and cid recordToLua set first (number keys table.insert puts in
-// the hash part): Next from "cid" finds the latter. Were cid not after uri,
-// Next would find uri and the record would just not be spliced.
-func onlyURIAndCID(t *lua.LTable) bool {
-	k, _ := t.Next(lua.LString("cid"))
-	return k == lua.LNil && t.MaxN() == 0
+// isEmpty reports whether a lazy record's table holds nothing raw: a
+// lazy table gains entries only from the array operations of the table
+// library, in its array part or (number keys) its hash part.
+func isEmpty(t *lua.LTable) bool {
+	k, _ := t.Next(lua.LNil)
+	return k == lua.LNil
 }
 
 const hexDigits = "0123456789abcdef"

@@ -12,19 +12,21 @@ import (
 // Lazy records.
 //
 // A record that crosses into Lua (db.query, db.get, Record.load_all)
-// starts as a table holding only uri and cid, whose metatable is the VM's
-// shared lazy metatable; its stored JSON waits in run.lazy. The first read
-// or write of any other field (__index, __newindex), and every operation
-// that looks at a table's raw contents (pairs, next, rawget, rawset,
-// setmetatable, os.time and the host functions that read tables),
-// materializes the table: the JSON is decoded into it and the metatable
-// dropped, leaving exactly the table the eager conversion builds, in the
-// same iteration order. A record that leaves the script untouched is
-// encoded by splicing its stored JSON (encoder.splice), never decoded.
+// starts as an empty table whose metatable is the VM's shared lazy
+// metatable; its uri, cid and stored JSON wait in run.lazy (an empty
+// table costs one allocation, a table with two fields a hash map too).
+// Reading uri or cid answers from there (__index). Any other read, any
+// write (__index, __newindex), and every operation that looks at a
+// table's raw contents (pairs, next, rawget, rawset, setmetatable, os.time
+// and the host functions that read tables), materializes the table: the
+// JSON is decoded into it with uri and cid and the metatable dropped,
+// leaving exactly the table the eager conversion builds, in the same
+// iteration order. A record that leaves the script untouched is encoded
+// by splicing its stored JSON (encoder.splice), never decoded.
 //
 // While lazy, a table admits only the raw changes that need no metamethod:
-// assignments to uri and cid, which exist, and the array operations of
-// the table library (table.insert and friends). materialize keeps both.
+// the array operations of the table library (table.insert and friends).
+// materialize keeps them.
 // getmetatable answers nil for a lazy record, as for a plain table, so the
 // shared metatable never reaches a script.
 
@@ -104,6 +106,12 @@ func (v *vm) installLazy() {
 	osLib.RawSetString("time", plainFirst(1, osLib.RawGetString("time").(*lua.LFunction).GFunction))
 }
 
+// lazyRecord is what a lazy record's table stands for.
+type lazyRecord struct {
+	uri, cid string
+	raw      json.RawMessage
+}
+
 // isLazy reports whether t is a record not materialized yet.
 func (v *vm) isLazy(t *lua.LTable) bool {
 	mt, ok := t.Metatable.(*lua.LTable)
@@ -119,9 +127,20 @@ func (v *vm) plain(t *lua.LTable) *lua.LTable {
 	return t
 }
 
-// lazyIndex is the lazy metatable's __index: materialize, then read.
+// lazyIndex is the lazy metatable's __index: uri and cid from the lazy
+// entry, anything else from the materialized table.
 func (v *vm) lazyIndex(L *lua.LState) int {
 	t := L.CheckTable(1)
+	if key, ok := L.Get(2).(lua.LString); ok && (key == "uri" || key == "cid") && v.run != nil {
+		if rec, lazy := v.run.lazy[t]; lazy {
+			if key == "uri" {
+				L.Push(lua.LString(rec.uri))
+			} else {
+				L.Push(lua.LString(rec.cid))
+			}
+			return 1
+		}
+	}
 	v.plain(t)
 	L.Push(L.GetTable(t, L.Get(2)))
 	return 1
@@ -146,17 +165,15 @@ func (v *vm) recordToLua(rec storage.Record) lua.LValue {
 	if v.e.eagerRecords || r == nil || !isJSONObject(rec.Value) || r.lazyBytes+len(rec.Value) > maxLazyBytes {
 		return v.recordToLuaEager(rec)
 	}
-	t := v.L.CreateTable(0, 2)
-	t.RawSetString("uri", lua.LString(rec.URI))
-	t.RawSetString("cid", lua.LString(rec.CID))
+	t := v.L.CreateTable(0, 0)
 	t.Metatable = v.lazyMT
 	if r.lazy == nil {
 		r.lazy, v.spareLazy = v.spareLazy, nil
 		if r.lazy == nil {
-			r.lazy = make(map[*lua.LTable]json.RawMessage, 32)
+			r.lazy = make(map[*lua.LTable]lazyRecord, 32)
 		}
 	}
-	r.lazy[t] = rec.Value
+	r.lazy[t] = lazyRecord{uri: rec.URI, cid: rec.CID, raw: rec.Value}
 	r.lazyBytes += len(rec.Value)
 	return t
 }
@@ -185,38 +202,36 @@ func (v *vm) recordToLuaEager(rec storage.Record) lua.LValue {
 
 // materialize decodes a lazy record's JSON into it and drops the lazy
 // metatable. The result is the table recordToLuaEager builds with the
-// script's raw changes replayed on it: the current uri and cid (which
-// may have been changed or removed), then any other entries (array
-// entries from table.insert), in their order.
+// script's raw changes replayed on it: uri and cid, then any other
+// entries (array entries from table.insert), in their order.
 func (v *vm) materialize(t *lua.LTable) {
 	r := v.run
 	if r == nil {
 		t.Metatable = lua.LNil
 		return
 	}
-	raw, ok := r.lazy[t]
+	rec, ok := r.lazy[t]
 	if !ok {
 		t.Metatable = lua.LNil
 		return
 	}
 	// Decode first: a record whose fields do not fit the memory budget
 	// stays lazy and whole (the error may be caught).
-	fresh, ok, err := v.decodeObject(raw)
+	fresh, ok, err := v.decodeObject(rec.raw)
 	if err != nil {
 		v.raise(err)
 	}
 	t.Metatable = lua.LNil
 	delete(r.lazy, t)
-	r.lazyBytes -= len(raw)
+	r.lazyBytes -= len(rec.raw)
 	if !ok {
-		return // as recordToLuaEager: a record that is not valid JSON has only uri and cid
+		// As recordToLuaEager: a record that is not valid JSON has only
+		// uri and cid.
+		fresh = v.L.CreateTable(0, 2)
 	}
-	fresh.RawSetString("uri", t.RawGetString("uri"))
-	fresh.RawSetString("cid", t.RawGetString("cid"))
+	fresh.RawSetString("uri", lua.LString(rec.uri))
+	fresh.RawSetString("cid", lua.LString(rec.cid))
 	for k, val := t.Next(lua.LNil); k != lua.LNil; k, val = t.Next(k) {
-		if s, ok := k.(lua.LString); ok && (s == "uri" || s == "cid") {
-			continue
-		}
 		fresh.RawSet(k, val)
 	}
 	*t = *fresh // t keeps its identity and takes fresh's contents

@@ -2,7 +2,6 @@ package luascript
 
 import (
 	"context"
-	"encoding/json"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -22,22 +21,22 @@ type vm struct {
 	run   *run // the execution using the VM (&state), nil while idle
 	state run  // the state of the current execution, reused
 
-	base        *lua.LTable                     // globals shared by every run
-	proxies     []*lua.LTable                   // the library proxies in base
-	libs        map[string]*lua.LTable          // library contents being assembled (newVM only)
-	envMeta     *lua.LTable                     // metatable of every run's environment
-	arrayMT     *lua.LTable                     // marks tables that encode as JSON arrays
-	null        *lua.LUserData                  // json.null
-	empty       *lua.LUserData                  // json.empty_array
-	recordClass *lua.LTable                     // metatable of the Record proxy (adds __call)
-	recordMT    *lua.LTable                     // metatable of Record objects
-	lazyMT      *lua.LTable                     // metatable of lazy records (lazy.go)
-	spareLazy   map[*lua.LTable]json.RawMessage // an emptied lazy map for the next run
-	scan        scanner                         // checks stored JSON for splicing
-	encBuf      []byte                          // encode's output buffer, reused
-	encFields   []kv                            // encode's field stack, reused
-	keys        map[string]string               // object keys the parser has seen (parser.key)
-	validNSID   string                          // the collection recordQuery last found valid
+	base        *lua.LTable                // globals shared by every run
+	proxies     []*lua.LTable              // the library proxies in base
+	libs        map[string]*lua.LTable     // library contents being assembled (newVM only)
+	envMeta     *lua.LTable                // metatable of every run's environment
+	arrayMT     *lua.LTable                // marks tables that encode as JSON arrays
+	null        *lua.LUserData             // json.null
+	empty       *lua.LUserData             // json.empty_array
+	recordClass *lua.LTable                // metatable of the Record proxy (adds __call)
+	recordMT    *lua.LTable                // metatable of Record objects
+	lazyMT      *lua.LTable                // metatable of lazy records (lazy.go)
+	spareLazy   map[*lua.LTable]lazyRecord // an emptied lazy map for the next run
+	scan        scanner                    // checks stored JSON for splicing
+	encBuf      []byte                     // encode's output buffer, reused
+	encFields   []kv                       // encode's field stack, reused
+	keys        map[string]string          // object keys the parser has seen (parser.key)
+	validNSID   string                     // the collection recordQuery last found valid
 }
 
 // run is the state of one execution.
@@ -49,7 +48,7 @@ type run struct {
 	mem    memory // the memory budget (memory.go)
 	// lazy holds the stored JSON of the run's lazy records (lazy.go);
 	// lazyBytes is its total size.
-	lazy      map[*lua.LTable]json.RawMessage
+	lazy      map[*lua.LTable]lazyRecord
 	lazyBytes int
 	// rkeys are the record keys given to Record(collection, fields, rkey).
 	rkeys  map[*lua.LTable]string

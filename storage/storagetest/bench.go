@@ -289,7 +289,8 @@ func fixtureGetter(owner *testing.B, backend string, open func(testing.TB) stora
 }
 
 // BenchQuery measures scripted record queries (QueryRecords and
-// CountMatching) over the list fixture of BenchList: a LIKE filter on the
+// CountMatching) over the list fixture of BenchList: the first page of the
+// collection, what db.query{} reads (FirstPage), a LIKE filter on the
 // first page of the collection (FilterFirstPage, one record in four
 // matches), a nested filter (NestedFilterFirstPage), a filtered page of one
 // repository (FilterDIDPage), a page of one repository sorted by a record
@@ -317,6 +318,9 @@ func BenchQuery(b *testing.B, backend string, open func(testing.TB) storage.Stor
 			}
 		})
 	}
+	run("FirstPage", func(*listFixture) storage.RecordQuery {
+		return storage.RecordQuery{Collection: BenchCollection, Limit: limit}
+	})
 	run("FilterFirstPage", func(*listFixture) storage.RecordQuery {
 		f := like("text", "trail run%")
 		return storage.RecordQuery{Collection: BenchCollection, Filter: &f, Limit: limit}

@@ -69,13 +69,15 @@ func (m *MethodScript) Run(ctx context.Context, call MethodCall) ([]byte, error)
 		Host: m.r.host(), Kind: m.kind, Method: lex.ID, Params: call.Params, Collection: lex.TargetCollection,
 		Caller: call.Caller, Depth: depthOf(ctx),
 	}
-	input := call.Params.Encode()
 	if m.kind == script.KindProcedure {
 		inv.Input = call.Input
-		input = string(call.Input)
 	}
 	out, err := m.b.execute(ctx, inv)
 	if err != nil {
+		input := call.Params.Encode()
+		if m.kind == script.KindProcedure {
+			input = string(call.Input)
+		}
 		m.r.recordError(ctx, m.b, inv, input, err)
 		return nil, fail.Wrap(fail.Failed, script.PublicMessage(err), err)
 	}

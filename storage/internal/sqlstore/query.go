@@ -123,7 +123,7 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 		return storage.RecordQueryPage{}, fmt.Errorf("query records: %w", err)
 	}
 	defer rows.Close()
-	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit)}
+	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit+1)}
 	for rows.Next() {
 		rec, err := scanServed(rows)
 		if err != nil {
