@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
@@ -129,17 +130,31 @@ func (s *Service) resolve(ctx context.Context, id syntax.AtIdentifier) (syntax.D
 // is not found. The view fn receives is valid only during the call.
 func (s *Service) Get(ctx context.Context, collection, raw string, fn func(storage.RecordView) error) error {
 	aturi, err := syntax.ParseATURI(raw)
-	if err != nil || aturi.Collection() == "" || aturi.RecordKey() == "" {
+	if err != nil {
 		return errBadURI
 	}
-	if aturi.Collection().String() != collection {
+	// A valid AT URI of a record is at://AUTHORITY/COLLECTION/RKEY (the
+	// syntax accepts no query or fragment on the records it stores).
+	authority, path, _ := strings.Cut(strings.TrimPrefix(aturi.String(), "at://"), "/")
+	coll, rkey, _ := strings.Cut(path, "/")
+	if _, err := syntax.ParseRecordKey(rkey); err != nil {
+		return errBadURI
+	}
+	if coll != collection {
+		if _, err := syntax.ParseNSID(coll); err != nil {
+			return errBadURI
+		}
 		return errNotFound
 	}
-	did, err := s.resolve(ctx, aturi.Authority())
+	id, err := syntax.ParseAtIdentifier(authority)
+	if err != nil {
+		return errBadURI
+	}
+	did, err := s.resolve(ctx, id)
 	if err != nil {
 		return err
 	}
-	err = s.records.ScanRecord(ctx, "at://"+did.String()+"/"+aturi.Collection().String()+"/"+aturi.RecordKey().String(), fn)
+	err = s.records.ScanRecord(ctx, "at://"+did.String()+"/"+coll+"/"+rkey, fn)
 	if errors.Is(err, storage.ErrNotFound) {
 		return errNotFound
 	}
