@@ -89,7 +89,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
 	flag.IntVar(&o.conns, "c", 16, "concurrent keep-alive connections")
 	flag.StringVar(&o.sqlite, "db", "", "SQLite file to use: an existing one is reused as is (no seeding), a missing one is seeded and kept (default: a fresh file, removed afterwards)")
-	flag.StringVar(&o.postgres, "pg-db", "", "PostgreSQL database URL to use: one holding records is reused as is, an empty one is seeded and kept (default: a fresh database on APPVIEW_TEST_POSTGRES_URL's server, dropped afterwards)")
+	flag.StringVar(&o.postgres, "pg-db", "", "PostgreSQL database URL to use: one holding records is reused as is, an empty or missing one is created, seeded and kept (default: a fresh database on APPVIEW_TEST_POSTGRES_URL's server, dropped afterwards)")
 	flag.BoolVar(&o.extras, "extras", true, "also measure the scripted query and the small collection's isolation")
 	flag.StringVar(&o.profDir, "cpuprofile-dir", "", "write a CPU profile of each measured window here (BACKEND-SERVER-KIND.pprof)")
 	flag.Usage = func() {

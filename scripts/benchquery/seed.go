@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -63,7 +65,10 @@ func createDatabase(ctx context.Context, backend, dir, name, reuse string) (db d
 			_, statErr := os.Stat(reuse)
 			return database{url: "sqlite://" + reuse, cleanup: func() {}}, os.IsNotExist(statErr), nil
 		}
-		return database{url: reuse, cleanup: func() {}}, !hasRecords(ctx, reuse), nil
+		if hasRecords(ctx, reuse) {
+			return database{url: reuse, cleanup: func() {}}, false, nil
+		}
+		return database{url: reuse, cleanup: func() {}}, true, ensureDatabase(ctx, reuse)
 	}
 	if backend == "sqlite" {
 		path := filepath.Join(dir, name+".db")
@@ -92,6 +97,32 @@ func createDatabase(ctx context.Context, backend, dir, name, reuse string) (db d
 		defer admin.Close()
 		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + dbName + " WITH (FORCE)")
 	}}, true, nil
+}
+
+// ensureDatabase creates the PostgreSQL database dbURL names unless it
+// exists.
+func ensureDatabase(ctx context.Context, dbURL string) error {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return err
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	admin, err := sql.Open("postgres", u.String())
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("look for database %s: %w", name, err)
+	}
+	if !exists {
+		if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // hasRecords reports whether the PostgreSQL database at dbURL holds a
