@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -159,4 +160,20 @@ func requests(urls []string, w, n int) ([]*http.Request, error) {
 		out[i] = req
 	}
 	return out, nil
+}
+
+// merge returns the result of both runs, as if one: r may be nil.
+func (r *result) merge(other *result) *result {
+	if r == nil {
+		return other
+	}
+	out := &result{
+		lat:      append(slices.Clone(r.lat), other.lat...),
+		errors:   r.errors + other.errors,
+		firstErr: cmp.Or(r.firstErr, other.firstErr),
+		bytes:    r.bytes + other.bytes,
+		elapsed:  r.elapsed + other.elapsed,
+	}
+	slices.Sort(out.lat)
+	return out
 }

@@ -5,9 +5,11 @@
 //
 // For each backend it seeds a database (-records post-like records of one
 // collection and -small records of another), registers the lexicons and an
-// API client, then runs Lexview and the baseline one after the other, each
-// in a child process (this binary re-executed as `serve-lexview` or
-// `serve-baseline`), and drives four kinds of request over -c keep-alive
+// API client, then starts Lexview and the baseline, each in a child
+// process (this binary re-executed as `serve-lexview` or
+// `serve-baseline`), and loads one at a time, in -rounds alternating rounds
+// per kind so that changes in the machine's background load fall on both
+// alike. It drives four kinds of request over -c keep-alive
 // connections: the first page (limit 20), a deep page (limit 50 after a
 // random one of the server's own cursors), one account's first page, and
 // one record by URI. It prints requests/s and latency percentiles, the
@@ -25,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,6 +67,7 @@ type options struct {
 	postgres string // reuse this PostgreSQL database
 	kinds    []string
 	extras   bool // scripted and isolation runs
+	rounds   int  // alternating rounds per kind
 	profDir  string
 }
 
@@ -85,9 +89,10 @@ func main() {
 	flag.IntVar(&o.spec.records, "records", 200_000, "records of the large collection to seed")
 	flag.IntVar(&o.spec.small, "small", 2_000, "records of the small collection to seed beside it")
 	flag.StringVar(&o.spec.shape, "shape", "post", "record shape: post (no nested refs) or reply (nested {uri,cid} refs, like replies, likes and reposts)")
-	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured load per server and kind")
+	flag.DurationVar(&o.duration, "duration", 12*time.Second, "measured load per server and kind (and per extra run)")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
 	flag.IntVar(&o.conns, "c", 16, "concurrent keep-alive connections")
+	flag.IntVar(&o.rounds, "rounds", 3, "alternating rounds of Lexview and the baseline per kind (-duration is split among them)")
 	flag.StringVar(&o.sqlite, "db", "", "SQLite file to use: an existing one is reused as is (no seeding), a missing one is seeded and kept (default: a fresh file, removed afterwards)")
 	flag.StringVar(&o.postgres, "pg-db", "", "PostgreSQL database URL to use: one holding records is reused as is, an empty or missing one is created, seeded and kept (default: a fresh database on APPVIEW_TEST_POSTGRES_URL's server, dropped afterwards)")
 	flag.BoolVar(&o.extras, "extras", true, "also measure the scripted query and the small collection's isolation")
@@ -99,9 +104,9 @@ func main() {
 	flag.Parse()
 	o.backends = strings.Split(*backends, ",")
 	o.kinds = strings.Split(*kindList, ",")
-	if o.spec.records <= 100 || o.spec.small <= pageLimit || o.conns < 1 || o.duration <= 0 ||
+	if o.spec.records <= 100 || o.spec.small <= pageLimit || o.conns < 1 || o.duration <= 0 || o.rounds < 1 ||
 		(o.spec.shape != "post" && o.spec.shape != "reply") {
-		log.Fatal("need -records > 100, -small > 20, -c >= 1, a positive -duration and -shape post or reply")
+		log.Fatal("need -records > 100, -small > 20, -c >= 1, -rounds >= 1, a positive -duration and -shape post or reply")
 	}
 	fmt.Printf("benchquery: %v per run (+%v warm-up), %d connections, GOMAXPROCS=%d, NumCPU=%d\n",
 		o.duration, o.warmup, o.conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
@@ -149,33 +154,46 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 		return err
 	}
 
+	// Both servers run side by side, idle but for the one being measured:
+	// each kind is measured in o.rounds alternating rounds, so that a
+	// change in the machine's background load falls on both alike.
 	rep := report{backend: backend, results: map[string]map[string]*result{}}
-	for _, server := range []string{"lexview", "baseline"} {
+	servers := []string{"lexview", "baseline"}
+	children := map[string]*child{}
+	defer func() {
+		for _, c := range children {
+			c.stop()
+		}
+	}()
+	for _, server := range servers {
 		c, err := startChild("serve-"+server, "-db", db.url)
 		if err != nil {
 			return err
 		}
+		children[server] = c
 		rep.results[server] = map[string]*result{}
-		for _, kind := range o.kinds {
-			urls, err := requestSet(ctx, kind, c.url, benchQuery, s, n)
-			if err != nil {
-				c.stop()
+	}
+	for _, kind := range o.kinds {
+		urls := map[string][]string{}
+		for _, server := range servers {
+			if urls[server], err = requestSet(ctx, kind, children[server].url, benchQuery, s, n); err != nil {
 				return fmt.Errorf("%s %s: %w", server, kind, err)
 			}
-			res, err := o.measure(c, backend, server, kind, urls, o.conns)
-			if err != nil {
-				c.stop()
-				return err
-			}
-			rep.results[server][kind] = res
 		}
-		if server == "lexview" && o.extras {
-			if err := o.lexviewExtras(ctx, c, &rep); err != nil {
-				c.stop()
-				return err
+		for round := range o.rounds {
+			for _, server := range servers {
+				res, err := o.measure(children[server], backend, server, kind, urls[server], o.conns, round)
+				if err != nil {
+					return err
+				}
+				rep.results[server][kind] = rep.results[server][kind].merge(res)
 			}
 		}
-		c.stop()
+	}
+	if o.extras {
+		if err := o.lexviewExtras(ctx, children["lexview"], &rep); err != nil {
+			return err
+		}
 	}
 	if o.extras {
 		if err := o.isolation(ctx, backend, dir, &rep); err != nil {
@@ -202,7 +220,7 @@ func (o options) lexviewExtras(ctx context.Context, c *child, rep *report) error
 		{"small-beside", base + smallQuery + "?limit=20", o.conns},
 	}
 	for _, r := range runs {
-		res, err := o.measure(c, rep.backend, "lexview", r.name, []string{r.url}, r.conns)
+		res, err := o.measure(c, rep.backend, "lexview", r.name, []string{r.url}, r.conns, 0)
 		if err != nil {
 			return err
 		}
@@ -227,7 +245,7 @@ func (o options) isolation(ctx context.Context, backend, dir string, rep *report
 		return err
 	}
 	defer c.stop()
-	res, err := o.measure(c, backend, "lexview", "small-alone", []string{c.url + "/xrpc/" + smallQuery + "?limit=20"}, o.conns)
+	res, err := o.measure(c, backend, "lexview", "small-alone", []string{c.url + "/xrpc/" + smallQuery + "?limit=20"}, o.conns, 0)
 	if err != nil {
 		return err
 	}
@@ -235,15 +253,21 @@ func (o options) isolation(ctx context.Context, backend, dir string, rep *report
 	return nil
 }
 
-// measure warms the server up, then loads it with urls for o.duration.
-func (o options) measure(c *child, backend, server, kind string, urls []string, conns int) (*result, error) {
+// measure warms the server up, then loads it with urls for o.duration
+// (divided among the rounds of kinds measured in rounds). Profiles are
+// taken in round 0.
+func (o options) measure(c *child, backend, server, kind string, urls []string, conns, round int) (*result, error) {
 	ld := newLoader(conns)
 	defer ld.close()
 	if o.warmup > 0 {
 		ld.run(o.warmup, urls)
 	}
+	duration := o.duration
+	if slices.Contains(o.kinds, kind) {
+		duration /= time.Duration(o.rounds)
+	}
 	prof := ""
-	if o.profDir != "" {
+	if o.profDir != "" && round == 0 {
 		prof = filepath.Join(o.profDir, backend+"-"+server+"-"+kind+".pprof")
 		if err := c.command("start-profile " + prof); err != nil {
 			return nil, err
@@ -252,14 +276,14 @@ func (o options) measure(c *child, backend, server, kind string, urls []string, 
 	var res *result
 	if prof != "" {
 		done := make(chan struct{})
-		go func() { res = ld.run(o.duration, urls); close(done) }()
-		time.Sleep(o.duration / 2)
+		go func() { res = ld.run(duration, urls); close(done) }()
+		time.Sleep(duration / 2)
 		if err := c.command("goroutines " + strings.TrimSuffix(prof, ".pprof") + ".goroutines.txt"); err != nil {
 			return nil, err
 		}
 		<-done
 	} else {
-		res = ld.run(o.duration, urls)
+		res = ld.run(duration, urls)
 	}
 	if prof != "" {
 		if err := c.command("stop-profile"); err != nil {
