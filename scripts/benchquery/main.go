@@ -27,7 +27,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 )
@@ -90,7 +89,7 @@ func main() {
 	flag.IntVar(&o.spec.small, "small", 2_000, "records of the small collection to seed beside it")
 	flag.StringVar(&o.spec.shape, "shape", "post", "record shape: post (no nested refs) or reply (nested {uri,cid} refs, like replies, likes and reposts)")
 	flag.DurationVar(&o.duration, "duration", 12*time.Second, "measured load per server and kind (and per extra run)")
-	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each measurement")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each measured round")
 	flag.IntVar(&o.conns, "c", 16, "concurrent keep-alive connections")
 	flag.IntVar(&o.rounds, "rounds", 3, "alternating rounds of Lexview and the baseline per kind (-duration is split among them)")
 	flag.StringVar(&o.sqlite, "db", "", "SQLite file to use: an existing one is reused as is (no seeding), a missing one is seeded and kept (default: a fresh file, removed afterwards)")
@@ -191,12 +190,7 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 		}
 	}
 	if o.extras {
-		if err := o.lexviewExtras(ctx, children["lexview"], &rep); err != nil {
-			return err
-		}
-	}
-	if o.extras {
-		if err := o.isolation(ctx, backend, dir, &rep); err != nil {
+		if err := o.extraPairs(ctx, backend, dir, children["lexview"], &rep); err != nil {
 			return err
 		}
 	}
@@ -204,68 +198,61 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 	return nil
 }
 
-// lexviewExtras measures the scripted query (at -c, and beside the default
-// query with one connection) and the small collection in the large
-// database.
-func (o options) lexviewExtras(ctx context.Context, c *child, rep *report) error {
-	base := c.url + "/xrpc/"
-	runs := []struct {
-		name  string
-		url   string
+// extraPairs measures, each pair in alternating rounds: the scripted
+// query against the default one at -c and with one connection, and the
+// small collection's first page beside the large collection against the
+// same in a database holding nothing else (served by a second Lexview).
+func (o options) extraPairs(ctx context.Context, backend, dir string, lv *child, rep *report) error {
+	small, _, err := createDatabase(ctx, backend, dir, "small", "")
+	if err != nil {
+		return err
+	}
+	defer small.cleanup()
+	if _, err := prepare(ctx, small.url, true, seedSpec{small: o.spec.small, shape: "post"}); err != nil {
+		return err
+	}
+	alone, err := startChild("serve-lexview", "-db", small.url)
+	if err != nil {
+		return err
+	}
+	defer alone.stop()
+	type run struct {
+		name string
+		c    *child
+		url  string
+	}
+	base := lv.url + "/xrpc/"
+	pairs := []struct {
+		a, b  run
 		conns int
 	}{
-		{"scripted", base + scriptedQuery + "?limit=20", o.conns},
-		{"default-c1", base + benchQuery + "?limit=20", 1},
-		{"scripted-c1", base + scriptedQuery + "?limit=20", 1},
-		{"small-beside", base + smallQuery + "?limit=20", o.conns},
+		{run{"default", lv, base + benchQuery + "?limit=20"}, run{"scripted", lv, base + scriptedQuery + "?limit=20"}, o.conns},
+		{run{"default-c1", lv, base + benchQuery + "?limit=20"}, run{"scripted-c1", lv, base + scriptedQuery + "?limit=20"}, 1},
+		{run{"small-beside", lv, base + smallQuery + "?limit=20"}, run{"small-alone", alone, alone.url + "/xrpc/" + smallQuery + "?limit=20"}, o.conns},
 	}
-	for _, r := range runs {
-		res, err := o.measure(c, rep.backend, "lexview", r.name, []string{r.url}, r.conns, 0)
-		if err != nil {
-			return err
+	for _, p := range pairs {
+		for round := range o.rounds {
+			for _, r := range []run{p.a, p.b} {
+				res, err := o.measure(r.c, backend, "lexview", r.name, []string{r.url}, p.conns, round)
+				if err != nil {
+					return err
+				}
+				rep.results["lexview"][r.name] = rep.results["lexview"][r.name].merge(res)
+			}
 		}
-		rep.results["lexview"][r.name] = res
 	}
 	return nil
 }
 
-// isolation measures the small collection's first page in a database
-// holding nothing else.
-func (o options) isolation(ctx context.Context, backend, dir string, rep *report) error {
-	db, _, err := createDatabase(ctx, backend, dir, "small", "")
-	if err != nil {
-		return err
-	}
-	defer db.cleanup()
-	if _, err := prepare(ctx, db.url, true, seedSpec{small: o.spec.small, shape: "post"}); err != nil {
-		return err
-	}
-	c, err := startChild("serve-lexview", "-db", db.url)
-	if err != nil {
-		return err
-	}
-	defer c.stop()
-	res, err := o.measure(c, backend, "lexview", "small-alone", []string{c.url + "/xrpc/" + smallQuery + "?limit=20"}, o.conns, 0)
-	if err != nil {
-		return err
-	}
-	rep.results["lexview"]["small-alone"] = res
-	return nil
-}
-
-// measure warms the server up, then loads it with urls for o.duration
-// (divided among the rounds of kinds measured in rounds). Profiles are
-// taken in round 0.
+// measure warms the server up, then loads it with urls for its share of
+// o.duration (one round's). Profiles are taken in round 0.
 func (o options) measure(c *child, backend, server, kind string, urls []string, conns, round int) (*result, error) {
 	ld := newLoader(conns)
 	defer ld.close()
 	if o.warmup > 0 {
 		ld.run(o.warmup, urls)
 	}
-	duration := o.duration
-	if slices.Contains(o.kinds, kind) {
-		duration /= time.Duration(o.rounds)
-	}
+	duration := o.duration / time.Duration(o.rounds)
 	prof := ""
 	if o.profDir != "" && round == 0 {
 		prof = filepath.Join(o.profDir, backend+"-"+server+"-"+kind+".pprof")

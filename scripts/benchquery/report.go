@@ -27,7 +27,7 @@ func (r *report) print(o options) {
 			verdict(ratio >= targetRatio && p99 <= targetP99Ratio))
 	}
 	fmt.Printf("(targets: ratio >= %.2f and p99 × <= %.2f)\n", targetRatio, targetP99Ratio)
-	if sc, def := lv["scripted"], lv["first"]; sc != nil && def != nil {
+	if sc, def := lv["scripted"], lv["default"]; sc != nil && def != nil {
 		ratio := sc.rps() / def.rps()
 		fmt.Printf("scripted/default first page: %.3f (%.0f vs %.0f req/s; target >= %.2f: %s)\n",
 			ratio, sc.rps(), def.rps(), targetScriptedRatio, verdict(ratio >= targetScriptedRatio))
