@@ -65,7 +65,7 @@ func queryLimit(n int) int {
 }
 
 // QueryRecords implements storage.QueryStore. It reads servedColumns
-// (see scanServed). Sorting by creation time
+// (see servedScanner). Sorting by creation time
 // (Record.CreatedAt) uses keyset cursors (the position of the last record); sorting by a field
 // uses offset cursors. Both are bound to the query's scope.
 func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.RecordQueryPage, error) {
@@ -124,8 +124,9 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	}
 	defer rows.Close()
 	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit+1)}
+	var sc servedScanner
 	for rows.Next() {
-		rec, err := scanServed(rows)
+		rec, err := sc.scan(rows)
 		if err != nil {
 			return storage.RecordQueryPage{}, err
 		}

@@ -115,17 +115,37 @@ func (db *DB) ScanRecord(ctx context.Context, uri string, fn func(storage.Record
 	return nil
 }
 
-// scanServed scans a row of servedColumns into a record without its Rev
-// and IndexedAt: the repository, collection and record key are those its
-// AT URI names (substrings of it, so they cost no copy).
-func scanServed(rows *sql.Rows) (storage.Record, error) {
-	var r storage.Record
-	var value []byte
-	var created Time
-	if err := rows.Scan(&r.URI, &r.CID, &value, &created); err != nil {
-		return r, fmt.Errorf("scan record: %w", err)
+// servedScanner scans rows of servedColumns into records without their
+// Rev and IndexedAt: the repository, collection and record key are those
+// the AT URI names (substrings of it, so they cost no copy). It reuses its
+// scan targets from row to row, and copies the records' JSON into one
+// buffer (a new one when it fills), so a page costs a few allocations
+// beyond the driver's own rather than several a record.
+type servedScanner struct {
+	uri, cid string
+	value    sql.RawBytes
+	created  Time
+	arena    []byte
+}
+
+// servedArena is the size of a servedScanner's first buffer; later ones
+// double, up to maxServedArena.
+const (
+	servedArena    = 8 << 10
+	maxServedArena = 256 << 10
+)
+
+func (sc *servedScanner) scan(rows *sql.Rows) (storage.Record, error) {
+	if err := rows.Scan(&sc.uri, &sc.cid, &sc.value, &sc.created); err != nil {
+		return storage.Record{}, fmt.Errorf("scan record: %w", err)
 	}
-	r.Value, r.CreatedAt = value, created.T
+	if cap(sc.arena)-len(sc.arena) < len(sc.value) {
+		size := min(max(2*cap(sc.arena), servedArena), maxServedArena)
+		sc.arena = make([]byte, 0, max(size, len(sc.value)))
+	}
+	start := len(sc.arena)
+	sc.arena = append(sc.arena, sc.value...)
+	r := storage.Record{URI: sc.uri, CID: sc.cid, CreatedAt: sc.created.T, Value: sc.arena[start:len(sc.arena):len(sc.arena)]}
 	r.DID, r.Collection, r.RKey = splitURI(r.URI)
 	return r, nil
 }
