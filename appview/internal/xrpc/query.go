@@ -47,41 +47,26 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 		respond.Error(w, http.StatusBadRequest, "malformed query string")
 		return
 	}
-	links := h.blobs.forRequest(r.Context())
 	body := h.bodies.get()
 	defer h.bodies.put(body)
-	buf := *body
-	collection := lex.TargetCollection
+	out := &recordAppender{buf: *body, collection: lex.TargetCollection, links: h.blobs.forRequest(r.Context())}
 	if params.Has("uri") {
-		buf = append(buf, `{"record":`...)
-		err := h.reads.Get(r.Context(), collection, params.Get("uri"), func(rec storage.RecordView) error {
-			var err error
-			buf, err = appendRecord(buf, rec, collection, links)
-			return err
-		})
-		if err != nil {
+		out.buf = append(out.buf, `{"record":`...)
+		if err := h.reads.Get(r.Context(), out.collection, params.Get("uri"), out.add); err != nil {
 			respond.Fail(w, r, h.log, err)
 			return
 		}
-		*body = append(buf, '}')
+		*body = append(out.buf, '}')
 		respond.Raw(w, http.StatusOK, *body)
 		return
 	}
-	buf = append(buf, `{"records":[`...)
-	first := true
-	cursor, err := h.reads.List(r.Context(), collection, params, func(rec storage.RecordView) error {
-		if !first {
-			buf = append(buf, ',')
-		}
-		first = false
-		var err error
-		buf, err = appendRecord(buf, rec, collection, links)
-		return err
-	})
+	out.buf = append(out.buf, `{"records":[`...)
+	cursor, err := h.reads.List(r.Context(), out.collection, params, out.add)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
+	buf := out.buf
 	buf = append(buf, ']')
 	if cursor != "" {
 		buf = append(buf, `,"cursor":"`...)
@@ -90,4 +75,23 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 	}
 	*body = append(buf, '}')
 	respond.Raw(w, http.StatusOK, *body)
+}
+
+// recordAppender appends the served form of records of one collection to
+// buf, separated by commas.
+type recordAppender struct {
+	buf        []byte
+	n          int
+	collection string
+	links      *blobLinks
+}
+
+func (a *recordAppender) add(rec storage.RecordView) error {
+	if a.n > 0 {
+		a.buf = append(a.buf, ',')
+	}
+	a.n++
+	var err error
+	a.buf, err = appendRecord(a.buf, rec, a.collection, a.links)
+	return err
 }
