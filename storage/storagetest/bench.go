@@ -292,7 +292,8 @@ func fixtureGetter(owner *testing.B, backend string, open func(testing.TB) stora
 // CountMatching) over the list fixture of BenchList: the first page of the
 // collection, what db.query{} reads (FirstPage), a LIKE filter on the
 // first page of the collection (FilterFirstPage, one record in four
-// matches), a nested filter (NestedFilterFirstPage), a filtered page of one
+// matches; the pattern has the text's case, since LIKE ignores case on
+// SQLite but not on PostgreSQL), a nested filter (NestedFilterFirstPage), a filtered page of one
 // repository (FilterDIDPage), a page of one repository sorted by a record
 // field (FieldSortDIDPage) and a filtered count over one repository
 // (CountDID). Pages hold 20 records.
@@ -322,7 +323,7 @@ func BenchQuery(b *testing.B, backend string, open func(testing.TB) storage.Stor
 		return storage.RecordQuery{Collection: BenchCollection, Limit: limit}
 	})
 	run("FilterFirstPage", func(*listFixture) storage.RecordQuery {
-		f := like("text", "trail run%")
+		f := like("text", "Trail run%")
 		return storage.RecordQuery{Collection: BenchCollection, Filter: &f, Limit: limit}
 	})
 	run("NestedFilterFirstPage", func(*listFixture) storage.RecordQuery {

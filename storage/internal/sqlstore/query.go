@@ -118,7 +118,17 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 		stmt += ` OFFSET ?`
 		args = append(args, offset)
 	}
-	rows, err := db.reads.query(ctx, Bind(db.dialect, stmt), args...)
+	// Only unfiltered listings in creation order run prepared. A prepared
+	// statement may be planned without its parameters' values (PostgreSQL
+	// switches to such a generic plan after five runs); that is harmless
+	// for a listing that walks an index, but a filter's selectivity (a
+	// LIKE prefix, a range) is exactly what the planner needs the values
+	// for.
+	query := db.reads.query
+	if q.Filter != nil || q.Sort != "" {
+		query = db.reader.QueryContext
+	}
+	rows, err := query(ctx, Bind(db.dialect, stmt), args...)
 	if err != nil {
 		return storage.RecordQueryPage{}, fmt.Errorf("query records: %w", err)
 	}

@@ -9,9 +9,8 @@ import (
 )
 
 // maxPrepared bounds the statements a stmtCache keeps prepared: the hot
-// statements, and those QueryRecords builds, whose text varies with the
-// shape of a script's filter (never with its values).
-const maxPrepared = 512
+// statements and the unfiltered listings QueryRecords builds.
+const maxPrepared = 64
 
 // stmtCache keeps read statements prepared on a pool: database/sql then
 // prepares each once per connection, on first use there, instead of on
