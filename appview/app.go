@@ -41,6 +41,12 @@ import (
 // Version is the Lexview release.
 const Version = "0.1.0"
 
+// postgresBulkWriters is how many batches of bulk work (backfill) the
+// batch writer commits at once on PostgreSQL, beside the live batch: with
+// the backfill's default concurrency (8 repositories, 4 pages each in
+// flight) there is work for about three batches in flight.
+const postgresBulkWriters = 2
+
 // App is a running Lexview instance.
 type App struct {
 	cfg       Config
@@ -169,8 +175,16 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.validation = &validationToggles{store: a.store, off: map[string]bool{}}
+	// PostgreSQL writes on several connections at once: bulk work
+	// (backfill) is committed in batches of its own beside live changes.
+	// SQLite has one writer.
+	bulkWriters := 0
+	if a.store.Dialect() == "postgres" {
+		bulkWriters = postgresBulkWriters
+	}
 	a.writer = indexer.New(a.store, a.lexicons, indexer.Options{
 		ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
+		BulkWriters: bulkWriters,
 	})
 	// Backfill: the job manager writes through the one batch writer.
 	bcfg := backfilljobs.Config{
