@@ -61,7 +61,10 @@ type Options struct {
 	// bulk changes sharing batches: what a database with one writer
 	// (SQLite) can do.
 	BulkWriters int
-	RetryDelay  time.Duration // first wait after a failed commit; default 100ms
+	// BulkMaxBatch is the size of the bulk batches when BulkWriters is
+	// above zero; default MaxBatch.
+	BulkMaxBatch int
+	RetryDelay   time.Duration // first wait after a failed commit; default 100ms
 	// ValidationOff reports collections whose validation an operator
 	// turned off. Nil validates everything.
 	ValidationOff func(collection string) bool
@@ -161,6 +164,9 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	}
 	if opt.BulkWriters < 0 {
 		opt.BulkWriters = 0
+	}
+	if opt.BulkMaxBatch <= 0 {
+		opt.BulkMaxBatch = opt.MaxBatch
 	}
 	if opt.RetryDelay <= 0 {
 		opt.RetryDelay = 100 * time.Millisecond

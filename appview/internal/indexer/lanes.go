@@ -94,7 +94,7 @@ func (w *Writer) runLanes(ctx context.Context) {
 		if first == nil {
 			break
 		}
-		items := w.collectFrom(ctx, w.queue, first)
+		items := w.collectFrom(ctx, w.queue, first, w.opt.MaxBatch)
 		uris := w.claims.claim(items)
 		w.commit(ctx, items)
 		w.claims.release(uris)
@@ -120,7 +120,7 @@ func (w *Writer) runBulk(ctx context.Context) {
 			return
 		}
 		w.awaitLive(ctx)
-		items := w.collectFrom(ctx, w.bulk, first)
+		items := w.collectFrom(ctx, w.bulk, first, w.opt.BulkMaxBatch)
 		uris := w.claims.claim(items)
 		inFlight.Go(func() {
 			w.commit(ctx, items)
@@ -162,13 +162,13 @@ func take(queue <-chan *item, stop <-chan struct{}, timeout <-chan time.Time) *i
 }
 
 // collectFrom gathers submissions of one queue into a batch, starting with
-// first, until the batch is full or MaxDelay has passed.
-func (w *Writer) collectFrom(ctx context.Context, queue <-chan *item, first *item) []*item {
+// first, until it holds maxBatch changes or MaxDelay has passed.
+func (w *Writer) collectFrom(ctx context.Context, queue <-chan *item, first *item, maxBatch int) []*item {
 	items := []*item{first}
 	n := len(first.changes)
 	timer := time.NewTimer(w.opt.MaxDelay)
 	defer timer.Stop()
-	for n < w.opt.MaxBatch {
+	for n < maxBatch {
 		it := take(queue, ctx.Done(), timer.C)
 		if it == nil {
 			break

@@ -252,3 +252,41 @@ func TestHooksRunForOneBatchAtATime(t *testing.T) {
 		t.Fatalf("hooks of %d batches ran at once", m)
 	}
 }
+
+// TestBulkBatchSize: bulk batches take up to BulkMaxBatch changes, live
+// ones up to MaxBatch.
+func TestBulkBatchSize(t *testing.T) {
+	h := newHeldStore(t, func(string) bool { return false })
+	w := indexer.New(h, registry(t, h), indexer.Options{MaxBatch: 1, BulkMaxBatch: 3, MaxDelay: time.Second, BulkWriters: 1, Logger: quiet()})
+	ctx := context.Background()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	bulkWrite(t, w, &wg, "b1")
+	bulkWrite(t, w, &wg, "b2")
+	bulkWrite(t, w, &wg, "b3")
+	for _, k := range []string{"l1", "l2"} {
+		wg.Go(func() {
+			if _, err := w.Write(ctx, "jetstream", []storage.Change{note(storage.OpCreate, k, "", k)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string][]int{}
+	for range 3 {
+		uris := waitEntered(t, h)
+		kind := "live"
+		if strings.Contains(uris[0], "/b") {
+			kind = "bulk"
+		}
+		sizes[kind] = append(sizes[kind], len(uris))
+	}
+	if fmt.Sprint(sizes["bulk"]) != "[3]" || fmt.Sprint(sizes["live"]) != "[1 1]" || len(h.entered) != 0 {
+		t.Fatalf("batch sizes %v, want one bulk batch of 3 and live batches of 1", sizes)
+	}
+}
