@@ -11,7 +11,8 @@ import (
 
 // RecordHook is a Go record-event hook (Config.RecordHooks): the batch
 // writer calls it for every change it is about to write, after the Lua
-// record scripts, in the writer's goroutine. It may rewrite c.Record (the
+// record scripts, for one change at a time (never concurrently, also when
+// batches are committed side by side). It may rewrite c.Record (the
 // result is written as it is, without a second validation) and returns
 // whether to write the change at all. It should be fast and must not
 // block: it holds up the batch. It has no error: a hook that cannot decide

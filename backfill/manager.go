@@ -45,9 +45,6 @@ import (
 type Store interface {
 	storage.BackfillStore
 	GetSetting(ctx context.Context, key string) (string, error)
-	// ListRecords reads the records Lexview holds (a repository's records
-	// of a collection, to find those the repository no longer holds).
-	ListRecords(ctx context.Context, q storage.ListQuery) (storage.Page, error)
 }
 
 // Writer commits record changes as bulk work, behind live ingestion, and

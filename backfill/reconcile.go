@@ -40,7 +40,7 @@ import (
 // between the processes that index.
 const clockMargin = time.Minute
 
-// reconcilePage is how many stored records are read at a time, and
+// reconcilePage is how many stored versions are read at a time, and
 // reconcileBatch how many deletes are handed to the Writer at once.
 const (
 	reconcilePage  = 500
@@ -70,7 +70,7 @@ func (l *listing) see(uri string) (string, bool) {
 }
 
 // stale reports whether a stored record the listing lacks is to be removed.
-func (l *listing) stale(rec storage.Record) bool {
+func (l *listing) stale(rec storage.RecordVersion) bool {
 	if _, listed := l.keys[rec.RKey]; listed {
 		return false
 	}
@@ -100,13 +100,13 @@ func (r *run) reconcile(ctx context.Context, l *listing) (int64, error) {
 		batch = batch[:0]
 		return nil
 	}
-	q := storage.ListQuery{DID: l.did, Collection: l.collection, Limit: reconcilePage}
+	after := ""
 	for {
-		page, err := r.m.cfg.Store.ListRecords(ctx, q)
+		page, err := r.m.cfg.Store.ListRecordVersions(ctx, l.did, l.collection, after, reconcilePage)
 		if err != nil {
 			return deleted, &systemicError{"read stored records", err}
 		}
-		for _, rec := range page.Records {
+		for _, rec := range page {
 			if !l.stale(rec) {
 				continue
 			}
@@ -119,10 +119,10 @@ func (r *run) reconcile(ctx context.Context, l *listing) (int64, error) {
 				}
 			}
 		}
-		if page.Next == nil {
+		if len(page) < reconcilePage {
 			break
 		}
-		q.After = page.Next
+		after = page[len(page)-1].RKey
 	}
 	if err := flush(); err != nil {
 		return deleted, err

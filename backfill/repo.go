@@ -184,8 +184,9 @@ type recordPage struct {
 }
 
 // writeWindow bounds the page writes of one repository in flight at once:
-// enough for the concurrent repositories to fill the writer's batches.
-const writeWindow = 4
+// enough for the concurrent repositories (8 by default, 100 records a page)
+// to keep two of the writer's bulk batches of 2,000 filling (PostgreSQL).
+const writeWindow = 8
 
 // fetchCollection pages through listRecords for the listing's collection,
 // noting the record keys listed in l. Writes of earlier pages overlap the

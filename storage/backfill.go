@@ -106,6 +106,14 @@ type PDSSummary struct {
 	TotalRecords   int64
 }
 
+// RecordVersion is what reconciliation needs to know of a stored record:
+// its key and the version stored.
+type RecordVersion struct {
+	RKey      string
+	Rev       string    // "" when the write carried none
+	IndexedAt time.Time // when Lexview indexed the stored version
+}
+
 // BackfillStore keeps backfill jobs, their repositories and progress.
 // Counters live with the job and are changed only together with the
 // repository rows they count, so they always agree.
@@ -144,4 +152,10 @@ type BackfillStore interface {
 	// DeleteFinishedBackfillRepos deletes the repository rows of every
 	// completed, cancelled and failed job.
 	DeleteFinishedBackfillRepos(ctx context.Context) (int64, error)
+
+	// ListRecordVersions returns up to limit of the records stored for
+	// one repository's collection, by record key ascending, after the
+	// record key after ("" starts at the first): only the versions, not
+	// the records, which a backfill compares with a repository's listing.
+	ListRecordVersions(ctx context.Context, did, collection, after string, limit int) ([]RecordVersion, error)
 }

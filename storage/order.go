@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -37,16 +38,14 @@ func claimedCreation(rkey string, value json.RawMessage) (time.Time, bool) {
 	}
 	// Top-level keys only, matched exactly (a struct field would also
 	// match "CreatedAt" or "createdat").
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(value, &fields) != nil {
-		return time.Time{}, false
-	}
-	raw, ok := fields["createdAt"]
+	raw, ok := topLevelMember(value, "createdAt")
 	if !ok {
 		return time.Time{}, false
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		s = string(raw[1 : len(raw)-1]) // a valid string without escapes
+	} else if json.Unmarshal(raw, &s) != nil {
 		return time.Time{}, false
 	}
 	dt, err := syntax.ParseDatetimeLenient(s)

@@ -20,6 +20,9 @@ type scrape struct {
 	queue    float64 // lexview_write_queue_depth
 	lag      histogram
 	batch    histogram
+	// commitSeconds is lexview_commit_duration_seconds_sum: the time the
+	// batch writer spent writing batches.
+	commitSeconds float64
 	// backfillIndexed and backfillRejected are lexview_records_indexed_total
 	// and lexview_records_rejected_total of source="backfill".
 	backfillIndexed, backfillRejected float64
@@ -95,6 +98,8 @@ func scrapeMetrics(ctx context.Context, url string) (scrape, error) {
 			s.batch.sum = value
 		case "lexview_batch_size_count":
 			s.batch.count = value
+		case "lexview_commit_duration_seconds_sum":
+			s.commitSeconds = value
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -31,6 +31,7 @@ type phaseResult struct {
 	p50, p99    float64       // commit lag quantiles, seconds
 	p99Inf      bool          // p99 beyond the largest finite bucket
 	batchMean   float64       // mean committed batch size
+	writerBusy  float64       // time spent writing batches per second of the window
 	maxQueue    float64       // largest write-queue depth seen
 	cpu         time.Duration // service CPU (user+system) in the window
 	rss, hwm    int64         // service RSS at the end, peak RSS of the process
@@ -418,6 +419,9 @@ func (res *phaseResult) account(a, b reading) {
 	res.p50, _ = lag.quantile(0.50)
 	res.p99, res.p99Inf = lag.quantile(0.99)
 	res.batchMean = batch.mean()
+	if d := b.metrics.at.Sub(a.metrics.at).Seconds(); d > 0 {
+		res.writerBusy = (b.metrics.commitSeconds - a.metrics.commitSeconds) / d
+	}
 	res.cpu = b.svc.cpu - a.svc.cpu
 	res.rss, res.hwm = b.svc.rss, b.svc.hwm
 	res.others(b.machine-a.machine, b.self.cpu-a.self.cpu, b.db-a.db)

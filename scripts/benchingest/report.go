@@ -81,6 +81,9 @@ func printBackend(backend string, res backendResult, opt options) {
 	line("mean batch / largest write queue seen", func(p phaseResult) string {
 		return fmt.Sprintf("%.0f / %.0f", p.batchMean, p.maxQueue)
 	})
+	line("batch writer busy writing (share of the window)", func(p phaseResult) string {
+		return fmt.Sprintf("%.0f%%", 100*p.writerBusy)
+	})
 	line("service CPU (utime+stime)", func(p phaseResult) string { return fmt.Sprintf("%.1f s", p.cpu.Seconds()) })
 	line("  = cores used (steady: % of one core)", func(p phaseResult) string {
 		if p.name == "steady" {

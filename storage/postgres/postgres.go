@@ -136,15 +136,16 @@ const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	n := len(recs)
 	uris, dids, cols, rkeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	cids, revs, values := make([]string, n), make([]string, n), make([]string, n)
+	cids, revs, values := make([]string, n), make([]string, n), make([][]byte, n)
 	times, created := make([]int64, n), make([]int64, n)
 	for i, r := range recs {
 		uris[i], dids[i], cols[i], rkeys[i] = r.URI, r.DID, r.Collection, r.RKey
-		cids[i], revs[i], values[i] = r.CID, r.Rev, string(r.Value)
+		cids[i], revs[i], values[i] = r.CID, r.Rev, r.Value
 		times[i], created[i] = r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()
 	}
-	_, err := tx.ExecContext(ctx, upsertRecords, pq.Array(uris), pq.Array(dids), pq.Array(cols), pq.Array(rkeys),
-		pq.Array(cids), pq.Array(revs), pq.Array(values), pq.Array(times), pq.Array(created))
+	_, err := tx.ExecContext(ctx, upsertRecords, textArray[string](uris), textArray[string](dids), textArray[string](cols),
+		textArray[string](rkeys), textArray[string](cids), textArray[string](revs), textArray[[]byte](values),
+		pq.Array(times), pq.Array(created))
 	return err
 }
 
@@ -162,9 +163,9 @@ func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	for i, r := range recs {
 		uris[i], revs[i] = r.URI, r.Rev
 	}
-	if _, err := tx.ExecContext(ctx, deleteRecords, pq.Array(uris), pq.Array(revs)); err != nil {
+	if _, err := tx.ExecContext(ctx, deleteRecords, textArray[string](uris), textArray[string](revs)); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, putTombstones, pq.Array(uris), pq.Array(revs), sqlstore.NativeTime(now))
+	_, err := tx.ExecContext(ctx, putTombstones, textArray[string](uris), textArray[string](revs), sqlstore.NativeTime(now))
 	return err
 }

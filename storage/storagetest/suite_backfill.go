@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"RepoPagingAndFilters", testBackfillRepoPaging},
 		{"PDSSummary", testBackfillPDSSummary},
 		{"DeleteDetails", testBackfillDeleteDetails},
+		{"RecordVersions", testRecordVersions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -324,5 +326,57 @@ func testBackfillDeleteDetails(t *testing.T, s storage.Store) {
 	}
 	if got := counters(getJobT(t, s, active.ID)); got != "2/nil/nil/nil" {
 		t.Fatalf("deleting rows changed the job: %s", got)
+	}
+}
+
+func testRecordVersions(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	const did, coll = "did:plc:a", "app.test.post"
+	var want []storage.RecordVersion
+	var ops []storage.RecordOp
+	for i, k := range []string{"3kb", "3ka", "3kd", "3kc", "self"} {
+		r := Rec(did, coll, k, base.Add(time.Duration(i)*time.Second), nil)
+		if k != "self" {
+			r.Rev = "3kz" + k
+		}
+		ops = append(ops, put(r))
+		want = append(want, storage.RecordVersion{RKey: k, Rev: r.Rev, IndexedAt: r.IndexedAt})
+	}
+	slices.SortFunc(want, func(a, b storage.RecordVersion) int { return strings.Compare(a.RKey, b.RKey) })
+	// Neighbours that share a prefix of the range: another collection, a
+	// collection whose name extends it, a DID that extends this one.
+	ops = append(ops, put(Rec(did, "app.test.postx", "3ka", base, nil)), put(Rec(did, "app.test.pos", "3ka", base, nil)),
+		put(Rec("did:plc:ab", coll, "3ka", base, nil)), put(Rec(did, "app.test.other", "3ka", base, nil)))
+	apply(t, s, ops...)
+
+	var got []storage.RecordVersion
+	after := ""
+	for {
+		page, err := s.ListRecordVersions(ctx, did, coll, after, 2)
+		if err != nil {
+			t.Fatalf("ListRecordVersions: %v", err)
+		}
+		if len(page) > 2 {
+			t.Fatalf("page of %d versions, limit 2", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].RKey
+	}
+	if len(got) != len(want) {
+		t.Fatalf("versions %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].RKey != want[i].RKey || got[i].Rev != want[i].Rev || !got[i].IndexedAt.Equal(want[i].IndexedAt) {
+			t.Fatalf("version %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if none, err := s.ListRecordVersions(ctx, "did:plc:none", coll, "", 10); err != nil || len(none) != 0 {
+		t.Fatalf("unknown repository: %v, %v", none, err)
+	}
+	if _, err := s.ListRecordVersions(ctx, did, coll, "", 0); err == nil {
+		t.Fatal("limit 0 accepted")
 	}
 }

@@ -54,7 +54,17 @@ type Options struct {
 	// BulkQueueSize bounds the bulk submissions (WriteBulk) waiting;
 	// default 8.
 	BulkQueueSize int
-	RetryDelay    time.Duration // first wait after a failed commit; default 100ms
+	// BulkWriters is how many batches of bulk work may be committed at
+	// once, in batches of their own, beside the batch of live changes
+	// being committed (lanes.go); batches committed together never share
+	// a record URI. 0, the default, commits one batch at a time, live and
+	// bulk changes sharing batches: what a database with one writer
+	// (SQLite) can do.
+	BulkWriters int
+	// BulkMaxBatch is the size of the bulk batches when BulkWriters is
+	// above zero; default MaxBatch.
+	BulkMaxBatch int
+	RetryDelay   time.Duration // first wait after a failed commit; default 100ms
 	// ValidationOff reports collections whose validation an operator
 	// turned off. Nil validates everything.
 	ValidationOff func(collection string) bool
@@ -84,7 +94,10 @@ type Writer struct {
 	done     chan struct{} // closed when the final drain is over
 	cancel   context.CancelFunc
 
-	mu       sync.Mutex
+	mu     sync.Mutex
+	claims *claims    // URIs being committed (BulkWriters > 0)
+	hookMu sync.Mutex // record-event hooks run for one batch at a time
+
 	rejected map[string]int // rejections per collection since the last report
 	logged   map[string]time.Time
 	stats    Stats
@@ -149,6 +162,12 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	if opt.BulkQueueSize <= 0 {
 		opt.BulkQueueSize = 8
 	}
+	if opt.BulkWriters < 0 {
+		opt.BulkWriters = 0
+	}
+	if opt.BulkMaxBatch <= 0 {
+		opt.BulkMaxBatch = opt.MaxBatch
+	}
 	if opt.RetryDelay <= 0 {
 		opt.RetryDelay = 100 * time.Millisecond
 	}
@@ -163,7 +182,7 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	return &Writer{
 		store: store, lexicons: lexicons, opt: opt,
 		queue: make(chan *item, opt.QueueSize), bulk: make(chan *item, opt.BulkQueueSize),
-		stopping: make(chan struct{}), done: make(chan struct{}),
+		stopping: make(chan struct{}), done: make(chan struct{}), claims: newClaims(),
 		rejected: map[string]int{}, logged: map[string]time.Time{},
 	}
 }
@@ -329,6 +348,12 @@ func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, c
 // done.
 func (w *Writer) run(ctx context.Context) {
 	defer close(w.done)
+	if w.opt.BulkWriters > 0 {
+		w.runLanes(ctx)
+		w.stopAccepting()
+		w.drain()
+		return
+	}
 	for {
 		it := w.next(ctx.Done(), nil)
 		if it == nil {
@@ -485,6 +510,9 @@ func (w *Writer) runHooks(ctx context.Context, items []*item) {
 	if h == nil {
 		return
 	}
+	// Hooks never run for two batches at once (RecordHook promises it).
+	w.hookMu.Lock()
+	defer w.hookMu.Unlock()
 	// One Apply for the whole batch, so scripts run concurrently across
 	// submissions.
 	var all []storage.Change

@@ -31,9 +31,9 @@ func registry(t *testing.T, store storage.Store) *lexicon.Registry {
 }
 
 // setup returns a started writer, stopped when the test ends.
-func setup(t *testing.T, store storage.Store) *indexer.Writer {
+func setup(t *testing.T, store storage.Store, bulkWriters int) *indexer.Writer {
 	t.Helper()
-	w := indexer.New(store, registry(t, store), indexer.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := indexer.New(store, registry(t, store), indexer.Options{BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +49,20 @@ func note(op storage.ChangeOp, rkey, rev, text string) storage.Change {
 	return c
 }
 
-func TestWriterOrderValidationAndCursor(t *testing.T) {
+// forEachMode runs fn on each backend, with one batch committed at a time
+// and with bulk batches beside live ones (lanes.go).
+func forEachMode(t *testing.T, fn func(t *testing.T, open func(testing.TB) storage.Store, bulkWriters int)) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		for _, bw := range []int{0, 2} {
+			t.Run(fmt.Sprintf("bulkWriters=%d", bw), func(t *testing.T) { fn(t, open, bw) })
+		}
+	})
+}
+
+func TestWriterOrderValidationAndCursor(t *testing.T) {
+	forEachMode(t, func(t *testing.T, open func(testing.TB) storage.Store, bulkWriters int) {
 		store := open(t)
-		w := setup(t, store)
+		w := setup(t, store, bulkWriters)
 		ctx := context.Background()
 		// Separate submissions keep their order: create, update, delete of
 		// one record ends deleted; another ends at its update.
@@ -114,9 +124,9 @@ func TestWriterOrderValidationAndCursor(t *testing.T) {
 // ErrNotStarted (nothing blocks, nothing is counted); after Stop with
 // ErrStopped; the writer starts once.
 func TestWriterLifecycle(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+	forEachMode(t, func(t *testing.T, open func(testing.TB) storage.Store, bulkWriters int) {
 		store := open(t)
-		w := indexer.New(store, registry(t, store), indexer.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		w := indexer.New(store, registry(t, store), indexer.Options{BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		submit := map[string]func() error{
