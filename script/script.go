@@ -66,6 +66,16 @@ type Program interface {
 	Run(ctx context.Context, inv *Invocation) (json.RawMessage, error)
 }
 
+// AppendProgram is a Program that can write its result into a buffer its
+// caller owns, which spares a copy of every answer on a server's hot path.
+// Hosts use AppendRun when a Program has it.
+type AppendProgram interface {
+	Program
+	// AppendRun is Run with the result appended to dst; it returns the
+	// extended buffer (on failure, nil and the *Error).
+	AppendRun(ctx context.Context, inv *Invocation, dst []byte) ([]byte, error)
+}
+
 // Invocation is what one run of a script sees.
 type Invocation struct {
 	Host Host

@@ -49,7 +49,7 @@ type Record struct {
 	RKey       string          // record key
 	CID        string          // CID of the record block
 	Rev        string          // repository revision (TID) that wrote it; may be empty
-	Value      json.RawMessage // the record's JSON
+	Value      json.RawMessage // the record's JSON; read-only (a store may hand out memory it shares)
 	IndexedAt  time.Time       // when Lexview indexed this version
 	// CreatedAt is the time listings order the record by:
 	// CreationTime(RKey, Value, IndexedAt), computed and stored by the

@@ -1,8 +1,6 @@
 package luascript
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -34,19 +32,19 @@ func (v *vm) newArray(n int) *lua.LTable {
 	return t
 }
 
-// encodeJSON encodes a Lua value as JSON, failing past maxBytes (the
-// buffer stops growing soon after). Tables
+// appendJSON appends the JSON encoding of a Lua value to dst, failing
+// past maxBytes (the buffer stops growing soon after). Tables
 // marked as arrays (JSON input, json.empty_array, db results) and tables
 // whose keys are exactly 1..n encode as arrays; other tables as objects
 // with sorted keys (number keys become strings); an empty unmarked table
 // is {}. A lazy record the script has not changed is written as its
 // stored JSON with uri and cid added (see encoder.splice).
-func (v *vm) encodeJSON(val lua.LValue, maxBytes int) (json.RawMessage, error) {
+func (v *vm) appendJSON(dst []byte, val lua.LValue, maxBytes int) ([]byte, error) {
 	out, err := v.encode(val, maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(out), nil
+	return append(dst, out...), nil
 }
 
 // encodeCharged encodes val as JSON for fn (a script function), within
@@ -67,7 +65,7 @@ func (v *vm) encodeCharged(fn string, val lua.LValue) []byte {
 // maxKeptBuffer is the largest encoding buffer a VM keeps between uses.
 const maxKeptBuffer = 1 << 20
 
-// encode is encodeJSON into the VM's reusable buffer: the result is valid
+// encode is appendJSON into the VM's reusable buffer: the result is valid
 // until the next encode.
 func (v *vm) encode(val lua.LValue, maxBytes int) ([]byte, error) {
 	e := encoder{v: v, buf: v.encBuf[:0], fields: v.encFields[:0], max: maxBytes}

@@ -177,7 +177,13 @@ func (e *Engine) put(v *vm, healthy bool) {
 
 // Run executes the chunk (which defines handle) and then handle(), in a
 // fresh global environment, within the budget.
-func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.RawMessage, err error) {
+func (p *program) Run(ctx context.Context, inv *script.Invocation) (json.RawMessage, error) {
+	return p.AppendRun(ctx, inv, nil)
+}
+
+// AppendRun implements script.AppendProgram: Run, with the result
+// appended to dst.
+func (p *program) AppendRun(ctx context.Context, inv *script.Invocation, dst []byte) (out []byte, err error) {
 	lim := p.e.limits
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
@@ -221,7 +227,7 @@ func (p *program) Run(ctx context.Context, inv *script.Invocation) (out json.Raw
 	v.L.Pop(1)
 	v.L.RemoveContext()
 	// Encoding can decode lazy records, which is charged and may raise.
-	if perr := protectLua(func() { out, err = v.encodeJSON(ret, lim.MaxString) }); perr != nil {
+	if perr := protectLua(func() { out, err = v.appendJSON(dst, ret, lim.MaxString) }); perr != nil {
 		return nil, v.classify(b, perr)
 	}
 	if err != nil {

@@ -341,8 +341,10 @@ func testQueryCursorScope(t *testing.T, s storage.Store) {
 func testQueryLimits(t *testing.T, s storage.Store) {
 	const coll = "app.test.many"
 	var ops []storage.RecordOp
+	// Padded so that a full page outgrows a store's first buffer.
+	pad := strings.Repeat("p", 200)
 	for i := range 105 {
-		ops = append(ops, put(Rec("did:plc:many", coll, fmt.Sprintf("m%03d", i), base.Add(time.Duration(i)*time.Millisecond), map[string]any{"i": i})))
+		ops = append(ops, put(Rec("did:plc:many", coll, fmt.Sprintf("m%03d", i), base.Add(time.Duration(i)*time.Millisecond), map[string]any{"i": i, "pad": pad})))
 	}
 	apply(t, s, ops...)
 	for limit, want := range map[int]int{0: storage.DefaultQueryLimit, -5: storage.DefaultQueryLimit, 7: 7,
@@ -359,6 +361,11 @@ func testQueryLimits(t *testing.T, s storage.Store) {
 		next := queryT(t, s, storage.RecordQuery{Collection: coll, Limit: 100, Sort: sort, Cursor: page.Cursor})
 		if len(next.Records) != 5 || next.Cursor != "" || next.Records[4].RKey != "m000" {
 			t.Errorf("sort %q: last page %v cursor %q", sort, rkeys(next.Records), next.Cursor)
+		}
+		// The records are the caller's: later reads leave them intact.
+		for _, r := range append(page.Records, next.Records...) {
+			want := fmt.Sprintf(`{"$type":%q,"i":%d,"pad":%q}`, coll, rkeyNumber(t, r.RKey), pad)
+			sameJSON(t, r.Value, []byte(want))
 		}
 	}
 	if n, err := s.CountMatching(context.Background(), storage.RecordQuery{Collection: coll, Limit: 1}); err != nil || n != 105 {
@@ -398,4 +405,14 @@ func testGetRecords(t *testing.T, s storage.Store) {
 		!strings.Contains(err.Error(), fmt.Sprint(storage.MaxGetRecords)) {
 		t.Fatalf("too many URIs: %v", err)
 	}
+}
+
+// rkeyNumber is the number in a record key of testQueryLimits (m007: 7).
+func rkeyNumber(t *testing.T, rkey string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(rkey, "m%03d", &n); err != nil {
+		t.Fatalf("record key %q: %v", rkey, err)
+	}
+	return n
 }

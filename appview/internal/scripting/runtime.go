@@ -341,10 +341,22 @@ func (r *Runtime) recordError(ctx context.Context, b *bound, inv *script.Invocat
 // execute runs a bound script; a syntax error of the source is reported
 // like a runtime failure.
 func (b *bound) execute(ctx context.Context, inv *script.Invocation) ([]byte, error) {
+	return b.executeAppend(ctx, inv, nil)
+}
+
+// executeAppend is execute with the result appended to dst.
+func (b *bound) executeAppend(ctx context.Context, inv *script.Invocation, dst []byte) ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	return b.program.Run(ctx, inv)
+	if p, ok := b.program.(script.AppendProgram); ok {
+		return p.AppendRun(ctx, inv, dst)
+	}
+	out, err := b.program.Run(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, out...), nil
 }
 
 // requeue puts the unresolved dead letters that still have automatic

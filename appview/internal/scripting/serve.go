@@ -58,12 +58,12 @@ func (r *Runtime) MethodScript(lex *lexicon.Lexicon) (*MethodScript, bool) {
 	return &MethodScript{r: r, b: b, kind: kind}, true
 }
 
-// Run runs the script and returns its JSON answer ({} when the script
-// returns nil). A failure is logged and recorded as a script.error event,
+// Append runs the script and appends its JSON answer to dst ({} when the
+// script returns nil). A failure is logged and recorded as a script.error event,
 // and returned as a Failed error with the specification's message
 // (`script execution failed`, or `script exceeded execution time limit`);
 // the script's own error is never shown.
-func (m *MethodScript) Run(ctx context.Context, call MethodCall) ([]byte, error) {
+func (m *MethodScript) Append(ctx context.Context, call MethodCall, dst []byte) ([]byte, error) {
 	lex := call.Lexicon
 	inv := &script.Invocation{
 		Host: m.r.host(), Kind: m.kind, Method: lex.ID, Params: call.Params, Collection: lex.TargetCollection,
@@ -72,7 +72,8 @@ func (m *MethodScript) Run(ctx context.Context, call MethodCall) ([]byte, error)
 	if m.kind == script.KindProcedure {
 		inv.Input = call.Input
 	}
-	out, err := m.b.execute(ctx, inv)
+	start := len(dst)
+	out, err := m.b.executeAppend(ctx, inv, dst)
 	if err != nil {
 		input := call.Params.Encode()
 		if m.kind == script.KindProcedure {
@@ -81,8 +82,8 @@ func (m *MethodScript) Run(ctx context.Context, call MethodCall) ([]byte, error)
 		m.r.recordError(ctx, m.b, inv, input, err)
 		return nil, fail.Wrap(fail.Failed, script.PublicMessage(err), err)
 	}
-	if string(out) == "null" {
-		out = []byte("{}")
+	if string(out[start:]) == "null" {
+		out = append(out[:start], "{}"...)
 	}
 	return out, nil
 }

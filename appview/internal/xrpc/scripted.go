@@ -57,11 +57,14 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, lex *lexic
 			call.Input = body
 		}
 	}
-	out, err := ms.Run(r.Context(), call)
+	body := h.bodies.get()
+	defer h.bodies.put(body)
+	out, err := ms.Append(r.Context(), call, *body)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return true
 	}
+	*body = out
 	respond.Raw(w, http.StatusOK, out)
 	return true
 }

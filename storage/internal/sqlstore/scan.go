@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -118,18 +119,19 @@ func (db *DB) ScanRecord(ctx context.Context, uri string, fn func(storage.Record
 // servedScanner scans rows of servedColumns into records without their
 // Rev and IndexedAt: the repository, collection and record key are those
 // the AT URI names (substrings of it, so they cost no copy). It reuses its
-// scan targets from row to row, and copies the records' JSON into one
-// buffer (a new one when it fills), so a page costs a few allocations
-// beyond the driver's own rather than several a record.
+// scan targets from row to row. A record's JSON that the driver hands over
+// as a string of its own (go-sqlite3 makes one per row) is kept as it is;
+// one it hands over in a buffer it reuses (lib/pq) is copied into one
+// buffer for the page (a new one when it fills), so a page costs a few
+// allocations beyond the driver's own rather than several a record.
 type servedScanner struct {
 	uri, cid string
-	value    sql.RawBytes
+	value    ownedJSON
 	created  Time
-	arena    []byte
 }
 
-// servedArena is the size of a servedScanner's first buffer; later ones
-// double, up to maxServedArena.
+// servedArena is the size of a servedScanner's first buffer for copied
+// JSON; later ones double, up to maxServedArena.
 const (
 	servedArena    = 8 << 10
 	maxServedArena = 256 << 10
@@ -139,15 +141,40 @@ func (sc *servedScanner) scan(rows *sql.Rows) (storage.Record, error) {
 	if err := rows.Scan(&sc.uri, &sc.cid, &sc.value, &sc.created); err != nil {
 		return storage.Record{}, fmt.Errorf("scan record: %w", err)
 	}
-	if cap(sc.arena)-len(sc.arena) < len(sc.value) {
-		size := min(max(2*cap(sc.arena), servedArena), maxServedArena)
-		sc.arena = make([]byte, 0, max(size, len(sc.value)))
-	}
-	start := len(sc.arena)
-	sc.arena = append(sc.arena, sc.value...)
-	r := storage.Record{URI: sc.uri, CID: sc.cid, CreatedAt: sc.created.T, Value: sc.arena[start:len(sc.arena):len(sc.arena)]}
+	r := storage.Record{URI: sc.uri, CID: sc.cid, CreatedAt: sc.created.T, Value: sc.value.b}
 	r.DID, r.Collection, r.RKey = splitURI(r.URI)
 	return r, nil
+}
+
+// ownedJSON scans a column of JSON into bytes the caller may keep.
+type ownedJSON struct {
+	b     []byte
+	arena []byte
+}
+
+// Scan implements sql.Scanner. database/sql passes the driver's value
+// as it is: a string is the driver's fresh copy of the column, which
+// nothing else refers to, so its bytes are taken over without a copy
+// (and never written: Record.Value is read-only); a []byte may be the
+// driver's reused buffer, so it is copied.
+func (o *ownedJSON) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		o.b = unsafe.Slice(unsafe.StringData(v), len(v))
+	case []byte:
+		if cap(o.arena)-len(o.arena) < len(v) {
+			size := min(max(2*cap(o.arena), servedArena), maxServedArena)
+			o.arena = make([]byte, 0, max(size, len(v)))
+		}
+		start := len(o.arena)
+		o.arena = append(o.arena, v...)
+		o.b = o.arena[start:len(o.arena):len(o.arena)]
+	case nil:
+		o.b = nil
+	default:
+		return fmt.Errorf("record JSON: unexpected %T", src)
+	}
+	return nil
 }
 
 // splitURI returns the repository, collection and record key of a
