@@ -19,6 +19,7 @@ func MountIdentity(m *admin.Mux, svc *serviceid.Service) {
 	m.HandleFunc("GET /admin/verification-methods", h.listMethods)
 	m.HandleFunc("POST /admin/verification-methods", h.addMethod)
 	m.HandleFunc("DELETE /admin/verification-methods/{fragment}", h.deleteMethod)
+	m.HandleFunc("POST /admin/service-entries/sync-plc", h.syncPLC)
 }
 
 type identityHandlers struct{ svc *serviceid.Service }
@@ -30,7 +31,15 @@ func identityJSON(id serviceid.Identity) map[string]any {
 	}
 	if id.DID != "" {
 		out["did"] = id.DID
-		out["document_url"] = id.PrimaryDomain + "/.well-known/did.json"
+		if id.Mode == serviceid.ModeDIDWeb {
+			out["document_url"] = id.PrimaryDomain + "/.well-known/did.json"
+		}
+	}
+	if id.Mode == serviceid.ModeDIDPLC {
+		out["rotation_key"] = nil
+		if id.RotationKey != "" {
+			out["rotation_key"] = id.RotationKey
+		}
 	}
 	return out
 }
@@ -46,12 +55,16 @@ func (h identityHandlers) get(w http.ResponseWriter, r *http.Request, _ *admins.
 
 func (h identityHandlers) put(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	var req struct {
-		Mode string `json:"mode"`
+		Mode        string `json:"mode"`
+		Create      bool   `json:"create"`
+		DID         string `json:"did"`
+		RotationKey string `json:"rotation_key"`
 	}
 	if err := admin.Read(w, r, &req); err != nil {
 		return err
 	}
-	id, err := h.svc.SetMode(r.Context(), p.DID(), req.Mode)
+	id, err := h.svc.SetMode(r.Context(), p.DID(), serviceid.IdentityChange{Mode: req.Mode,
+		PLC: serviceid.PLCRequest{Create: req.Create, DID: req.DID, RotationKey: req.RotationKey}})
 	if err != nil {
 		return err
 	}
@@ -107,6 +120,14 @@ func (h identityHandlers) addMethod(w http.ResponseWriter, r *http.Request, p *a
 
 func (h identityHandlers) deleteMethod(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	if err := h.svc.DeleteMethod(r.Context(), p.DID(), r.PathValue("fragment")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h identityHandlers) syncPLC(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if _, err := h.svc.SyncPLC(r.Context(), p.DID()); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
