@@ -54,6 +54,6 @@ func (a *App) newServices() *server.Services {
 		}),
 		Domains: doms,
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
-			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Now: a.cfg.Now}),
+			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient, Now: a.cfg.Now}),
 	}
 }

@@ -7,9 +7,12 @@ package serviceid
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/bluesky-social/indigo/atproto/identity"
 
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -19,7 +22,7 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// The identity modes. ModeAttachAccount is not implemented yet.
+// The identity modes.
 const (
 	ModeDIDWeb        = "did_web"
 	ModeDIDPLC        = "did_plc"
@@ -46,7 +49,11 @@ type Options struct {
 	Events *eventlog.Log
 	// PLC is the PLC directory; nil refuses the did_plc mode.
 	PLC *plc.Client
-	Now func() time.Time
+	// Directory resolves the account attach_account names; HTTP calls its
+	// PDS (the guarded client).
+	Directory identity.Directory
+	HTTP      *http.Client
+	Now       func() time.Time
 }
 
 // Service is the service identity.
@@ -77,6 +84,9 @@ type Identity struct {
 	PrimaryDomain string
 	// RotationKey is the did:key of the stored PLC rotation key (did_plc).
 	RotationKey string
+	// AccountHandle and AccountPDS describe the attached account
+	// (attach_account).
+	AccountHandle, AccountPDS string
 }
 
 // Get returns the configured identity.
@@ -102,33 +112,50 @@ func (s *Service) Get(ctx context.Context) (Identity, error) {
 			return Identity{}, err
 		}
 		id.RotationKey = s.RotationKeyDID(ctx)
+	case ModeAttachAccount:
+		if id.DID, err = s.setting(ctx, AccountDIDSetting); err != nil {
+			return Identity{}, err
+		}
+		if sess, err := s.session(ctx); err == nil {
+			id.AccountHandle, id.AccountPDS = sess.Handle, sess.PDS
+		}
 	}
 	s.cached.Store(&cachedIdentity{mode: id.Mode, did: id.DID, until: s.opt.Now().Add(cacheTTL)})
 	return id, nil
 }
 
-// IdentityChange is a PUT /admin/service-identity: the mode, and for
-// did_plc how to get the DID.
+// IdentityChange is a PUT /admin/service-identity: the mode, and how to
+// get the DID for did_plc (PLC) or attach_account (Account).
 type IdentityChange struct {
-	Mode string
-	PLC  PLCRequest
+	Mode    string
+	PLC     PLCRequest
+	Account AccountRequest
 }
 
 // SetMode changes the identity on behalf of actor. did_plc registers a new
-// DID (PLC.Create) or adopts one (PLC.DID and PLC.RotationKey), or keeps
-// the one configured before; attach_account is refused until it is built.
+// DID (PLC.Create) or adopts one (PLC.DID and PLC.RotationKey);
+// attach_account signs in to an account (Account); both keep what was
+// configured before when given nothing.
 func (s *Service) SetMode(ctx context.Context, actor string, ch IdentityChange) (Identity, error) {
 	switch ch.Mode {
 	case ModeDIDWeb:
-		if ch.PLC != (PLCRequest{}) {
-			return Identity{}, fail.New(fail.Invalid, "create, did and rotation_key belong to the did_plc mode")
+		if ch.PLC != (PLCRequest{}) || ch.Account != (AccountRequest{}) {
+			return Identity{}, fail.New(fail.Invalid, "the did_web mode takes no other field")
 		}
 	case ModeDIDPLC:
+		if ch.Account != (AccountRequest{}) {
+			return Identity{}, fail.New(fail.Invalid, "identifier, password and auth_factor_token belong to the attach_account mode")
+		}
 		if err := s.setPLC(ctx, actor, ch.PLC); err != nil {
 			return Identity{}, err
 		}
 	case ModeAttachAccount:
-		return Identity{}, fail.New(fail.Invalid, "identity mode attach_account is not available yet: use did_web or did_plc")
+		if ch.PLC != (PLCRequest{}) {
+			return Identity{}, fail.New(fail.Invalid, "create, did and rotation_key belong to the did_plc mode")
+		}
+		if err := s.setAccount(ctx, actor, ch.Account); err != nil {
+			return Identity{}, err
+		}
 	case "":
 		return Identity{}, fail.New(fail.Invalid, "mode is required")
 	default:
