@@ -5,6 +5,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/storage"
 )
 
 // Document is a DID document as /.well-known/did.json serves it.
@@ -23,7 +24,7 @@ type DocumentMethod struct {
 	PublicKeyMultibase string `json:"publicKeyMultibase"`
 }
 
-// DocumentServiceRef is a service entry of a Document (none yet).
+// DocumentServiceRef is a service entry of a Document.
 type DocumentServiceRef struct {
 	ID              string `json:"id"`
 	Type            string `json:"type"`
@@ -32,7 +33,9 @@ type DocumentServiceRef struct {
 
 // DocumentFor returns the DID document served on host (a request's Host).
 // Only the primary domain serves one, since its DID is the instance's:
-// another registered domain, or an unknown host, is NotFound.
+// another registered domain, or an unknown host, is NotFound. Every service
+// entry that is not disabled is a service: id DID#fragment, type its
+// service type, endpoint the primary domain's origin.
 func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error) {
 	host = normalHost(host)
 	primary, ok := s.opt.Domains.Primary(ctx)
@@ -62,6 +65,15 @@ func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error
 		doc.VerificationMethod = append(doc.VerificationMethod, DocumentMethod{
 			ID: did + "#" + m.Fragment, Type: "Multikey", Controller: did, PublicKeyMultibase: m.PublicKeyMultibase,
 		})
+	}
+	entries, err := s.opt.Store.ListServiceEntries(ctx)
+	if err != nil {
+		return Document{}, err
+	}
+	for _, e := range entries {
+		if e.AccessMode != storage.AccessDisabled {
+			doc.Service = append(doc.Service, DocumentServiceRef{ID: did + "#" + e.Fragment, Type: e.ServiceType, ServiceEndpoint: primary.URL})
+		}
 	}
 	return doc, nil
 }
