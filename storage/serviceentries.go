@@ -26,6 +26,12 @@ type ServiceEntry struct {
 	UpdatedAt  time.Time
 }
 
+// ServiceEntryBinding binds a service entry to an XRPC method.
+type ServiceEntryBinding struct {
+	EntryID int64
+	NSID    string
+}
+
 // ServiceEntryStore keeps the service entries, the lexicon NSIDs each is
 // bound to and the caller DIDs each admits in allowlist mode. Deleting an
 // entry removes its bindings and its allowlist.
@@ -56,6 +62,9 @@ type ServiceEntryStore interface {
 	UnbindServiceEntryMethods(ctx context.Context, id int64, nsids []string) error
 	// ServiceEntriesForMethod returns the entries bound to nsid, by id.
 	ServiceEntriesForMethod(ctx context.Context, nsid string) ([]ServiceEntry, error)
+	// ListServiceEntryBindings returns every binding, by entry id then
+	// NSID.
+	ListServiceEntryBindings(ctx context.Context) ([]ServiceEntryBinding, error)
 
 	// ServiceEntryAllowlist returns the DIDs on entry id's allowlist,
 	// sorted; ErrNotFound when the entry is absent.

@@ -117,6 +117,10 @@ func testServiceEntryBindings(t *testing.T, s storage.Store) {
 	if got, err := s.ServiceEntryMethods(ctx, b.ID); err != nil || !slices.Equal(got, []string{q1}) {
 		t.Fatalf("methods of b: %v %v", got, err)
 	}
+	wantBindings := []storage.ServiceEntryBinding{{EntryID: a.ID, NSID: q3}, {EntryID: a.ID, NSID: q2}, {EntryID: b.ID, NSID: q1}}
+	if got, err := s.ListServiceEntryBindings(ctx); err != nil || !slices.Equal(got, wantBindings) {
+		t.Fatalf("all bindings: %+v %v, want %+v", got, err, wantBindings)
+	}
 
 	const alice, bob = "did:plc:alice", "did:plc:bob"
 	if got, err := s.ServiceEntryAllowlist(ctx, a.ID); err != nil || len(got) != 0 {
@@ -166,6 +170,9 @@ func testServiceEntryBindings(t *testing.T, s storage.Store) {
 	}
 	if got, _ := s.ServiceEntriesForMethod(ctx, q3); len(got) != 0 {
 		t.Fatalf("bindings outlived their entry: %+v", got)
+	}
+	if got, _ := s.ListServiceEntryBindings(ctx); len(got) != 1 || got[0].EntryID != b.ID {
+		t.Fatalf("all bindings after delete: %+v", got)
 	}
 	if ok, _ := s.ServiceEntryAllows(ctx, []int64{a.ID}, bob); ok {
 		t.Fatal("allowlist outlived its entry")

@@ -40,6 +40,7 @@ func (s *Service) Bind(ctx context.Context, actor string, id int64, nsids []stri
 	if err := s.opt.Store.BindServiceEntryMethods(ctx, id, list, s.opt.Now()); err != nil {
 		return notFound(err)
 	}
+	s.invalidate()
 	s.record(ctx, "identity.service_entry_bound", actor, id, map[string]any{"id": id, "lexicon_ids": list})
 	return nil
 }
@@ -55,6 +56,7 @@ func (s *Service) Unbind(ctx context.Context, actor string, id int64, nsids []st
 	if err := s.opt.Store.UnbindServiceEntryMethods(ctx, id, list); err != nil {
 		return notFound(err)
 	}
+	s.invalidate()
 	s.record(ctx, "identity.service_entry_unbound", actor, id, map[string]any{"id": id, "lexicon_ids": list})
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
@@ -39,14 +40,25 @@ type Options struct {
 	Store    Store
 	Lexicons Snapshotter
 	Events   *eventlog.Log
-	Now      func() time.Time
+	// Now is the clock: timestamps, and the age of the table Admit reads.
+	Now func() time.Time
 }
 
 // Service manages service entries.
-type Service struct{ opt Options }
+type Service struct {
+	opt Options
 
-// New returns a Service.
-func New(opt Options) *Service { return &Service{opt: opt} }
+	mu    sync.Mutex
+	table *accessTable // what Admit reads; nil when it must be loaded
+}
+
+// New returns a Service. Now defaults to time.Now.
+func New(opt Options) *Service {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Service{opt: opt}
+}
 
 // MaxListLength bounds the NSIDs or DIDs one request binds or allows.
 const MaxListLength = 1000
@@ -181,6 +193,7 @@ func (s *Service) Update(ctx context.Context, actor string, id int64, p Patch) e
 	case err != nil:
 		return err
 	}
+	s.invalidate()
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: "identity.service_entry_updated", ActorDID: actor, Subject: subject(e),
 		Detail: map[string]any{"id": e.ID, "service_type": e.ServiceType, "access_mode": e.AccessMode}})
 	return nil
@@ -198,6 +211,7 @@ func (s *Service) Delete(ctx context.Context, actor string, id int64) error {
 	} else if err != nil {
 		return err
 	}
+	s.invalidate()
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: "identity.service_entry_deleted", ActorDID: actor, Subject: subject(e),
 		Detail: map[string]any{"id": e.ID}})
 	return nil

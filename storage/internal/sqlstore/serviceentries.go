@@ -143,6 +143,19 @@ func (db *DB) ServiceEntriesForMethod(ctx context.Context, nsid string) ([]stora
 	return out, nil
 }
 
+// ListServiceEntryBindings implements storage.ServiceEntryStore.
+func (db *DB) ListServiceEntryBindings(ctx context.Context) ([]storage.ServiceEntryBinding, error) {
+	out, err := queryAll(ctx, db.reader, `SELECT entry_id, nsid FROM service_entry_methods ORDER BY entry_id, nsid`,
+		func(row rowScanner) (storage.ServiceEntryBinding, error) {
+			var b storage.ServiceEntryBinding
+			return b, row.Scan(&b.EntryID, &b.NSID)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list service entry bindings: %w", err)
+	}
+	return out, nil
+}
+
 // ServiceEntryAllowlist implements storage.ServiceEntryStore.
 func (db *DB) ServiceEntryAllowlist(ctx context.Context, id int64) ([]string, error) {
 	return db.entryStrings(ctx, "service entry allowlist", `SELECT did FROM service_entry_allowlist WHERE entry_id = ? ORDER BY did`, id)
