@@ -228,6 +228,18 @@ func TestServiceEntriesAdmin(t *testing.T) {
 			t.Fatalf("a deleted entry's binding: %v", l)
 		}
 
+		// A deleted lexicon keeps its bindings, which can still be removed.
+		expect(t, admin.Do(t, "DELETE", "/admin/lexicons/com.example.createNote", nil), 204, "")
+		if got := names(appview + "/xrpcs"); fmt.Sprint(got) != "[com.example.createNote]" {
+			t.Fatalf("bindings of a deleted lexicon: %v", got)
+		}
+		expect(t, admin.Do(t, "POST", appview+"/xrpcs", ids("com.example.createNote")), 400,
+			"lexicon_ids: com.example.createNote is not a registered query or procedure lexicon")
+		expect(t, admin.Do(t, "DELETE", appview+"/xrpcs", ids("com.example.createNote")), 204, "")
+		if got := names(appview + "/xrpcs"); len(got) != 0 {
+			t.Fatalf("after unbinding a deleted lexicon: %v", got)
+		}
+
 		// Every change is in the event log.
 		for _, typ := range []string{"created", "updated", "deleted", "bound", "unbound", "allowed", "disallowed"} {
 			ev, _, err := env.Store.ListEvents(context.Background(), storage.EventFilter{Type: "identity.service_entry_" + typ, Limit: 10})
