@@ -98,6 +98,8 @@ func TestServiceEntriesAdmin(t *testing.T) {
 			expect(t, admin.Do(t, "POST", "/admin/service-entries", c.body), 400, c.msg)
 		}
 		expect(t, admin.Do(t, "POST", "/admin/service-entries", []byte("{")), 400, "invalid request body")
+		expect(t, admin.Do(t, "POST", "/admin/verification-methods", map[string]any{"fragment_id": "#feed", "generate": true, "key_type": "p256"}), 400,
+			"invalid fragment_id: a service entry has it (DID document ids must be unique)")
 		if l := list(); len(l) != 2 {
 			t.Fatalf("bad input stored something: %v", l)
 		}
