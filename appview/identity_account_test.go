@@ -72,6 +72,7 @@ func TestAttachAccountIdentity(t *testing.T) {
 		labelPub, _ := label.PublicKey()
 		expect(t, admin.Do(t, "POST", "/admin/verification-methods", map[string]any{"fragment_id": "atproto_label", "public_key_multibase": labelPub.Multibase()}), 201, "")
 		expect(t, admin.Do(t, "POST", "/admin/verification-methods", map[string]any{"fragment_id": "atproto", "generate": true, "key_type": "secp256k1"}), 201, "")
+		expect(t, admin.Do(t, "POST", "/admin/service-entries", map[string]any{"fragment_id": "#atproto_labeler", "service_type": "AtprotoLabeler"}), 201, "")
 
 		for _, c := range []struct {
 			body map[string]any
@@ -113,8 +114,8 @@ func TestAttachAccountIdentity(t *testing.T) {
 		if after["#atproto_label"] != labelPub.Multibase() || after["#atproto"] != before["#atproto"] || len(after) != 2 {
 			t.Fatalf("keys after the PDS-signed operation: %v (before %v)", after, before)
 		}
-		if services["#atproto_pds AtprotoPersonalDataServer"] != n.PDSPublicURL {
-			t.Fatalf("the account's PDS service changed: %v", services)
+		if services["#atproto_pds AtprotoPersonalDataServer"] != n.PDSPublicURL || services["#atproto_labeler AtprotoLabeler"] != "https://example.com" {
+			t.Fatalf("services after the PDS-signed operation: %v", services)
 		}
 		// The code is single-use.
 		r = admin.Do(t, "POST", "/admin/service-entries/sync-plc/submit", map[string]any{"token": token})

@@ -3,6 +3,7 @@ package appview_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -104,9 +105,18 @@ func TestDIDPLCIdentity(t *testing.T) {
 		label, _ := atcrypto.GeneratePrivateKeyP256()
 		labelPub, _ := label.PublicKey()
 		expect(t, admin.Do(t, "POST", "/admin/verification-methods", map[string]any{"fragment_id": "atproto_label", "public_key_multibase": labelPub.Multibase()}), 201, "")
+		expect(t, admin.Do(t, "POST", "/admin/service-entries", map[string]any{"fragment_id": "#bsky_appview", "service_type": "BskyAppView"}), 201, "")
+		r = admin.Do(t, "POST", "/admin/service-entries", map[string]any{"fragment_id": "#off", "service_type": "BskyFeedGenerator"})
+		expect(t, r, 201, "")
+		off := r.Object(t)["id"]
+		expect(t, admin.Do(t, "PUT", fmt.Sprintf("/admin/service-entries/%v", off), map[string]any{"access_mode": "disabled"}), 204, "")
 		expect(t, admin.Do(t, "POST", "/admin/service-entries/sync-plc", nil), 204, "")
-		if keys, _ := resolvePLC(t, n.PLCURL, did); keys["#atproto_label"] != labelPub.Multibase() || keys["#atproto"] != atprotoKey {
-			t.Fatalf("after sync: %v", keys)
+		keys, services := resolvePLC(t, n.PLCURL, did)
+		if keys["#atproto_label"] != labelPub.Multibase() || keys["#atproto"] != atprotoKey {
+			t.Fatalf("keys after sync: %v", keys)
+		}
+		if services["#bsky_appview BskyAppView"] != "https://example.com" || len(services) != 1 {
+			t.Fatalf("services after sync (a disabled entry is not one): %v", services)
 		}
 		head, err := directory.Head(ctx, did)
 		if err != nil {

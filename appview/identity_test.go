@@ -2,7 +2,9 @@ package appview_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -124,6 +126,34 @@ func TestDIDDocumentResolves(t *testing.T) {
 		expect(t, admin.Do(t, "DELETE", "/admin/verification-methods/atproto_label", nil), 404, "verification method not found")
 		if o := get("example.com").Object(t); len(o["verificationMethod"].([]any)) != 1 {
 			t.Fatalf("after delete: %v", o)
+		}
+
+		// Service entries: each one that is not disabled is a service of
+		// the document, its endpoint the primary domain's origin.
+		entry := func(fragment, typ string) float64 {
+			r := admin.Do(t, "POST", "/admin/service-entries", map[string]any{"fragment_id": fragment, "service_type": typ})
+			expect(t, r, 201, "")
+			return r.Object(t)["id"].(float64)
+		}
+		entry("#bsky_appview", "BskyAppView")
+		feed := entry("feed", "BskyFeedGenerator")
+		labeler := entry("atproto_labeler", "AtprotoLabeler")
+		expect(t, admin.Do(t, "PUT", fmt.Sprintf("/admin/service-entries/%v", feed), map[string]any{"access_mode": "allowlist"}), 204, "")
+		expect(t, admin.Do(t, "PUT", fmt.Sprintf("/admin/service-entries/%v", labeler), map[string]any{"access_mode": "disabled"}), 204, "")
+		ident, err = dir.LookupDID(ctx, syntax.DID("did:web:example.com"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]identity.ServiceEndpoint{
+			"bsky_appview": {Type: "BskyAppView", URL: "https://example.com"},
+			"feed":         {Type: "BskyFeedGenerator", URL: "https://example.com"},
+		}
+		if !maps.Equal(ident.Services, want) {
+			t.Fatalf("services: %+v, want %+v", ident.Services, want)
+		}
+		if o := get("example.com").Object(t); fmt.Sprint(o["service"]) != "[map[id:did:web:example.com#bsky_appview serviceEndpoint:https://example.com type:BskyAppView] "+
+			"map[id:did:web:example.com#feed serviceEndpoint:https://example.com type:BskyFeedGenerator]]" {
+			t.Fatalf("document services: %v", o["service"])
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/server"
+	"github.com/lexview/lexview/appview/internal/serviceentries"
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/writepath"
@@ -55,5 +56,6 @@ func (a *App) newServices() *server.Services {
 		Domains: doms,
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
 			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient, Now: a.cfg.Now}),
+		Entries: serviceentries.New(serviceentries.Options{Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now}),
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // RunIdentity runs the suite for the instance's service identity
-// (IdentityStore): domains and verification methods. Each subtest gets a
+// (IdentityStore and ServiceEntryStore): domains, verification methods
+// and service entries with their bindings and allowlists. Each subtest gets a
 // fresh store.
 func RunIdentity(t *testing.T, open func(t testing.TB) storage.Store) {
 	tests := []struct {
@@ -22,6 +23,8 @@ func RunIdentity(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"DomainPrimarySwitch", testDomainPrimarySwitch},
 		{"DomainOnePrimaryUnderRace", testDomainOnePrimaryRace},
 		{"VerificationMethods", testVerificationMethods},
+		{"ServiceEntries", testServiceEntries},
+		{"ServiceEntryBindings", testServiceEntryBindings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

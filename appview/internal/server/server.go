@@ -38,6 +38,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/respond"
 	"github.com/lexview/lexview/appview/internal/scripts"
+	"github.com/lexview/lexview/appview/internal/serviceentries"
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/thirdparty"
@@ -67,6 +68,7 @@ type Services struct {
 	Events      *eventlog.Log
 	Domains     *domains.Service
 	Identity    *serviceid.Service
+	Entries     *serviceentries.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -126,6 +128,7 @@ func New(svc Services, p Parts) *Surfaces {
 	xh := xrpc.New(xrpc.Options{
 		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
 		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
+		Proxied: svc.Entries,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
@@ -173,5 +176,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminbackfill.Mount(m, svc.Backfill, p.StreamKeepalive)
 	adminidentity.MountDomains(m, svc.Domains)
 	adminidentity.MountIdentity(m, svc.Identity)
+	adminidentity.MountServiceEntries(m, svc.Entries)
 	return m
 }

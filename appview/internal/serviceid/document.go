@@ -5,6 +5,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/storage"
 )
 
 // Document is a DID document as /.well-known/did.json serves it.
@@ -32,7 +33,8 @@ type DocumentServiceRef struct {
 
 // DocumentFor returns the DID document served on host (a request's Host).
 // Only the primary domain serves one, since its DID is the instance's:
-// another registered domain, or an unknown host, is NotFound.
+// another registered domain, or an unknown host, is NotFound. Its services
+// are documentServices, with ids DID#fragment.
 func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error) {
 	host = normalHost(host)
 	id, err := s.Get(ctx)
@@ -70,6 +72,13 @@ func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error
 			ID: did + "#" + m.Fragment, Type: "Multikey", Controller: did, PublicKeyMultibase: m.PublicKeyMultibase,
 		})
 	}
+	services, err := s.documentServices(ctx)
+	if err != nil {
+		return Document{}, err
+	}
+	for _, svc := range services {
+		doc.Service = append(doc.Service, DocumentServiceRef{ID: did + "#" + svc.Fragment, Type: svc.Type, ServiceEndpoint: svc.Endpoint})
+	}
 	return doc, nil
 }
 
@@ -78,8 +87,27 @@ type serviceRef struct {
 	Fragment, Type, Endpoint string
 }
 
-// documentServices are the services the instance's DID document lists,
-// and a did:plc's PLC state: none until service entries are built.
-func (s *Service) documentServices(context.Context) ([]serviceRef, error) {
-	return nil, nil
+// errNoEndpoint refuses services without a primary domain to serve them.
+var errNoEndpoint = fail.New(fail.Invalid, "service entries need a primary domain: their endpoint is its origin")
+
+// documentServices are the services the instance's DID document (did:web)
+// or PLC state (did_plc, attach_account) lists: every service entry that
+// is not disabled, its endpoint the primary domain's origin.
+func (s *Service) documentServices(ctx context.Context) ([]serviceRef, error) {
+	entries, err := s.opt.Store.ListServiceEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []serviceRef
+	for _, e := range entries {
+		if e.AccessMode == storage.AccessDisabled {
+			continue
+		}
+		primary, ok := s.opt.Domains.Primary(ctx)
+		if !ok {
+			return nil, errNoEndpoint
+		}
+		out = append(out, serviceRef{Fragment: e.Fragment, Type: e.ServiceType, Endpoint: primary.URL})
+	}
+	return out, nil
 }

@@ -80,6 +80,9 @@ func (s *Service) AddMethod(ctx context.Context, actor string, n NewMethod) (sto
 	default:
 		return m, fail.New(fail.Invalid, "public_key_multibase or generate is required")
 	}
+	if err := s.fragmentFree(ctx, fragment); err != nil {
+		return m, err
+	}
 	if err := s.opt.Store.CreateVerificationMethod(ctx, m); errors.Is(err, storage.ErrConflict) {
 		return m, fail.New(fail.Conflict, "verification method already exists")
 	} else if err != nil {
@@ -148,5 +151,20 @@ func (s *Service) DeleteMethod(ctx context.Context, actor, fragmentID string) er
 		return err
 	}
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: "identity.verification_method_deleted", ActorDID: actor, Subject: "#" + fragment})
+	return nil
+}
+
+// fragmentFree refuses a fragment a service entry has: a DID document's
+// ids must be unique.
+func (s *Service) fragmentFree(ctx context.Context, fragment string) error {
+	entries, err := s.opt.Store.ListServiceEntries(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Fragment == fragment {
+			return fail.New(fail.Invalid, "invalid fragment_id: a service entry has it (DID document ids must be unique)")
+		}
+	}
 	return nil
 }

@@ -36,6 +36,8 @@ const ModeSetting = "identity.mode"
 // Store is the persistence the service needs.
 type Store interface {
 	storage.IdentityStore
+	// ListServiceEntries lists the services the DID document names.
+	ListServiceEntries(ctx context.Context) ([]storage.ServiceEntry, error)
 	GetSetting(ctx context.Context, key string) (string, error)
 	PutSetting(ctx context.Context, key, value string) error
 }

@@ -32,6 +32,9 @@ const (
 type Caller struct {
 	DID string
 	Via string
+	// Audience is the `aud` of a service-auth caller's token: this
+	// service's DID, bare or with a service fragment.
+	Audience string
 	// Session is the device session of a DPoP caller.
 	Session *storage.DeviceSession
 }
@@ -106,7 +109,7 @@ func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller,
 		if method := strings.TrimPrefix(r.URL.Path, "/xrpc/"); claims.Method != "" && claims.Method != method {
 			return nil, unauthorized(msgBadServiceAuth + ": the token is bound to another method (lxm " + claims.Method + ")")
 		}
-		return &Caller{DID: claims.Issuer.String(), Via: ViaServiceAuth}, nil
+		return &Caller{DID: claims.Issuer.String(), Via: ViaServiceAuth, Audience: claims.Audience}, nil
 	}
 	return nil, unauthorized("unsupported authorization scheme")
 }

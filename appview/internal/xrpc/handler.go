@@ -49,7 +49,17 @@ type Options struct {
 	// instead of a script or the default behaviour (the method still
 	// needs its lexicon, which gives it its route).
 	Methods map[string]http.Handler
+	// Proxied admits or refuses calls proxied by a PDS (service-auth
+	// callers) by the service entries of their method; nil admits them all.
+	Proxied ProxiedGate
 	Logger  *slog.Logger
+}
+
+// ProxiedGate decides whether a call proxied by a PDS, from the caller DID
+// (the token's issuer) to the audience aud, may reach the method nsid. Its
+// error is answered as is.
+type ProxiedGate interface {
+	Admit(ctx context.Context, nsid, caller, aud string) error
 }
 
 // Handler serves /xrpc/{nsid}.
@@ -80,6 +90,9 @@ func New(o Options) *Handler {
 		})
 	}
 	h.routed = http.HandlerFunc(h.dispatch)
+	if o.Proxied != nil {
+		h.routed = proxiedMiddleware(o.Proxied, h.log, h.routed)
+	}
 	if o.Users != nil {
 		h.routed = UserMiddleware(o.Users, h.log, h.routed)
 	}
@@ -126,6 +139,21 @@ func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.H
 		}
 		if caller != nil {
 			r = r.WithContext(userauth.WithCaller(r.Context(), caller))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// proxiedMiddleware puts service-auth callers (calls proxied by a PDS)
+// through gate, for the routed method. Other callers pass.
+func proxiedMiddleware(gate ProxiedGate, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := userauth.FromContext(r.Context()); c != nil && c.Via == userauth.ViaServiceAuth {
+			lex, _ := LexiconFromContext(r.Context())
+			if err := gate.Admit(r.Context(), lex.ID, c.DID, c.Audience); err != nil {
+				respond.Fail(w, r, log, err)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
