@@ -31,6 +31,7 @@ type Store interface {
 	DeadLetterStore
 	QueryStore
 	IdentityStore
+	InstanceKeyStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string
