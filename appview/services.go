@@ -53,5 +53,8 @@ func (a *App) newServices() *server.Services {
 		}),
 		Domains:  doms,
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now}),
+		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
+			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,
+		}),
 	}
 }

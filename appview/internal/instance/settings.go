@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -39,8 +40,11 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// Defaults are the configured app name, terms-of-service and
+	// privacy-policy URLs; the settings override them (Branding).
+	Defaults Branding
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Service runs the instance's operator functions.
@@ -110,6 +114,9 @@ func (s *Service) PutSetting(ctx context.Context, actor, key string, value *stri
 	if value == nil {
 		return fail.New(fail.Invalid, "value is required")
 	}
+	if err := checkSettingValue(key, *value); err != nil {
+		return err
+	}
 	if err := s.opt.Store.PutSetting(ctx, key, *value); err != nil {
 		return err
 	}
@@ -131,6 +138,25 @@ func (s *Service) DeleteSetting(ctx context.Context, actor, key string) error {
 		return err
 	}
 	s.audit(ctx, actor, "setting.deleted", key, nil)
+	return nil
+}
+
+// checkSettingValue refuses (Invalid) a branding value that cannot reach
+// a client metadata document: the terms-of-service and privacy-policy
+// URLs must be absolute http or https URLs, and the app name at most 200
+// characters.
+func checkSettingValue(key, value string) error {
+	switch key {
+	case TermsOfServiceURLKey, PrivacyPolicyURLKey:
+		u, err := url.Parse(value)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fail.Invalidf("%s must be an absolute https URL", key)
+		}
+	case AppNameKey:
+		if utf8.RuneCountInString(value) > 200 {
+			return fail.New(fail.Invalid, "app_name is longer than 200 characters")
+		}
+	}
 	return nil
 }
 

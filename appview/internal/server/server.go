@@ -40,6 +40,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
+	"github.com/lexview/lexview/appview/internal/site"
 	"github.com/lexview/lexview/appview/internal/thirdparty"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/appview/internal/writepath"
@@ -67,6 +68,8 @@ type Services struct {
 	Events      *eventlog.Log
 	Domains     *domains.Service
 	Identity    *serviceid.Service
+	// InstanceKeys is the instance's own OAuth client key.
+	InstanceKeys *clientkeys.Instance
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -140,6 +143,8 @@ func New(svc Services, p Parts) *Surfaces {
 		}
 		respond.JSON(w, http.StatusOK, doc)
 	})
+	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
+		Logger: log}).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -173,5 +178,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminbackfill.Mount(m, svc.Backfill, p.StreamKeepalive)
 	adminidentity.MountDomains(m, svc.Domains)
 	adminidentity.MountIdentity(m, svc.Identity)
+	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	return m
 }
