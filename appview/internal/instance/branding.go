@@ -16,8 +16,7 @@ const (
 	PrivacyPolicyURLKey  = "privacy_policy_url"
 )
 
-// DefaultAppName is the app name when neither the setting nor the
-// configuration gives one.
+// DefaultAppName is the app name when the setting is unset.
 const DefaultAppName = "Lexview"
 
 // Branding is what names and presents the instance to its users.
@@ -30,15 +29,13 @@ type Branding struct {
 	HasLogo bool
 }
 
-// Branding resolves the instance's branding: each stored setting
-// overrides the configured default (Options.Defaults), and the app name
-// falls back to DefaultAppName.
+// Branding resolves the instance's branding from the settings (they have
+// no environment variable); the app name falls back to DefaultAppName.
 func (s *Service) Branding(ctx context.Context) (Branding, error) {
-	d := s.opt.Defaults
 	b := Branding{
-		AppName:           s.Setting(ctx, AppNameKey, d.AppName),
-		TermsOfServiceURL: s.Setting(ctx, TermsOfServiceURLKey, d.TermsOfServiceURL),
-		PrivacyPolicyURL:  s.Setting(ctx, PrivacyPolicyURLKey, d.PrivacyPolicyURL),
+		AppName:           s.Setting(ctx, AppNameKey, ""),
+		TermsOfServiceURL: s.Setting(ctx, TermsOfServiceURLKey, ""),
+		PrivacyPolicyURL:  s.Setting(ctx, PrivacyPolicyURLKey, ""),
 	}
 	if b.AppName == "" {
 		b.AppName = DefaultAppName

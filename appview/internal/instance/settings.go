@@ -40,11 +40,8 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
-	// Defaults are the configured app name, terms-of-service and
-	// privacy-policy URLs; the settings override them (Branding).
-	Defaults Branding
-	Now      func() time.Time
-	Logger   *slog.Logger
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
 // Service runs the instance's operator functions.
