@@ -158,7 +158,8 @@ func TestIdentityFollowsPrimaryDomain(t *testing.T) {
 	})
 }
 
-// TestServiceIdentityModesAndMethodInput: only did_web can be set; bad
+// TestServiceIdentityModesAndMethodInput: did_web can be set, did_plc
+// and attach_account only with what they need; bad
 // verification-method input gets clear errors.
 func TestServiceIdentityModesAndMethodInput(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
@@ -166,8 +167,8 @@ func TestServiceIdentityModesAndMethodInput(t *testing.T) {
 		admin := env.Bootstrap(t)
 		expect(t, admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_web"}), 200, "")
 		for mode, msg := range map[string]string{
-			"did_plc":        "identity mode did_plc is not available yet: only did_web is implemented",
-			"attach_account": "identity mode attach_account is not available yet: only did_web is implemented",
+			"did_plc":        "the did_plc mode needs a DID: give create true, or did and rotation_key to adopt one",
+			"attach_account": "the attach_account mode needs an account: give identifier and password",
 			"did_key":        "invalid identity mode: use did_web, did_plc or attach_account",
 			"":               "mode is required",
 		} {

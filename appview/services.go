@@ -8,6 +8,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/plc"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
@@ -51,8 +52,9 @@ func (a *App) newServices() *server.Services {
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),
-		Domains:  doms,
-		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now}),
+		Domains: doms,
+		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
+			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient, Now: a.cfg.Now}),
 		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
 			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,
 		}),

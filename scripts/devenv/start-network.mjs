@@ -14,6 +14,12 @@
 // the PDS announces (the #atproto_pds endpoint in DID documents, its OAuth
 // issuer): dev-env hard-codes http://localhost:<port> for it.
 //
+// Afterwards, each PLC operation token the PDS would e-mail (requested with
+// com.atproto.identity.requestPlcOperationSignature) is printed on stdout
+// as one more JSON line, so that tests can read it:
+//
+//   {"mail":"plc_operation","to":"alice@example.test","token":"ABCDE-12345"}
+//
 // The network runs until stdin reaches end-of-file (the parent closed the
 // pipe or died) or SIGTERM / SIGINT arrives; then it is closed and its data
 // directory removed. Nothing else is written to stdout: diagnostics go to
@@ -164,6 +170,12 @@ for (const s of tcpServers) {
     await shutdown(`a server listens on ${addr.address}:${addr.port}, not ${HOST}`, 1);
   }
 }
+
+// The PDS's mailer: PLC operation tokens go to stdout (see above).
+const mailer = network.pds.ctx.mailer;
+mailer.sendPlcOperation = async (params, mailOpts) => {
+  writeStdout(JSON.stringify({ mail: 'plc_operation', to: mailOpts.to, token: params.token }) + '\n');
+};
 
 writeStdout(
   JSON.stringify({

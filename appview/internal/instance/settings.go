@@ -84,9 +84,16 @@ func (s *Service) audit(ctx context.Context, actor, eventType, subject string, d
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: eventType, ActorDID: actor, Subject: subject, Detail: detail})
 }
 
-// Settings returns every stored setting.
+// Settings returns every stored setting but the service identity's
+// (identity.*, managed through /admin/service-identity; some are sealed
+// keys).
 func (s *Service) Settings(ctx context.Context) (map[string]string, error) {
-	return s.opt.Store.ListSettings(ctx)
+	all, err := s.opt.Store.ListSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	maps.DeleteFunc(all, func(k, _ string) bool { return strings.HasPrefix(k, "identity.") })
+	return all, nil
 }
 
 // Setting resolves a setting: the stored value, or envDefault when none

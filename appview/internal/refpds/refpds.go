@@ -70,6 +70,8 @@ type Network struct {
 
 	// HTTP is the client the helpers use.
 	HTTP *http.Client
+
+	mail *mailbox
 }
 
 // Account is an account on the reference PDS, with a session.
@@ -120,7 +122,13 @@ func Start(t testing.TB) *Network {
 	started := time.Now()
 	ready := make(chan readyLine, 1)
 	stderr := &tailBuffer{max: 64 << 10}
+	mail := &mailbox{tokens: map[string]chan string{}}
 	stdout := &lineWriter{fn: func(line []byte) {
+		var m mailLine
+		if json.Unmarshal(line, &m) == nil && m.Mail != "" {
+			mail.deliver(m)
+			return
+		}
 		var r readyLine
 		if json.Unmarshal(line, &r) == nil && r.PDS != "" {
 			select {
@@ -203,6 +211,7 @@ func Start(t testing.TB) *Network {
 		PLCURL:        r.PLC,
 		AdminPassword: r.AdminPassword,
 		HTTP:          &http.Client{Timeout: 30 * time.Second},
+		mail:          mail,
 	}
 }
 

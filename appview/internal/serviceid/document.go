@@ -23,7 +23,7 @@ type DocumentMethod struct {
 	PublicKeyMultibase string `json:"publicKeyMultibase"`
 }
 
-// DocumentServiceRef is a service entry of a Document (none yet).
+// DocumentServiceRef is a service entry of a Document.
 type DocumentServiceRef struct {
 	ID              string `json:"id"`
 	Type            string `json:"type"`
@@ -35,6 +35,13 @@ type DocumentServiceRef struct {
 // another registered domain, or an unknown host, is NotFound.
 func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error) {
 	host = normalHost(host)
+	id, err := s.Get(ctx)
+	if err != nil {
+		return Document{}, err
+	}
+	if id.Mode != ModeDIDWeb {
+		return Document{}, fail.New(fail.NotFound, "no DID document here: the instance's identity is not a did:web (resolve its DID at the PLC directory)")
+	}
 	primary, ok := s.opt.Domains.Primary(ctx)
 	if !ok || domains.Host(primary.URL) != host {
 		if _, known, err := s.opt.Domains.ByHost(ctx, host); err != nil {
@@ -64,4 +71,15 @@ func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error
 		})
 	}
 	return doc, nil
+}
+
+// serviceRef is a service the instance's DID document lists.
+type serviceRef struct {
+	Fragment, Type, Endpoint string
+}
+
+// documentServices are the services the instance's DID document lists,
+// and a did:plc's PLC state: none until service entries are built.
+func (s *Service) documentServices(context.Context) ([]serviceRef, error) {
+	return nil, nil
 }

@@ -19,6 +19,9 @@ func MountIdentity(m *admin.Mux, svc *serviceid.Service) {
 	m.HandleFunc("GET /admin/verification-methods", h.listMethods)
 	m.HandleFunc("POST /admin/verification-methods", h.addMethod)
 	m.HandleFunc("DELETE /admin/verification-methods/{fragment}", h.deleteMethod)
+	m.HandleFunc("POST /admin/service-entries/sync-plc", h.syncPLC)
+	m.HandleFunc("POST /admin/service-entries/sync-plc/request", h.requestPLCToken)
+	m.HandleFunc("POST /admin/service-entries/sync-plc/submit", h.submitAccountPLC)
 }
 
 type identityHandlers struct{ svc *serviceid.Service }
@@ -30,9 +33,25 @@ func identityJSON(id serviceid.Identity) map[string]any {
 	}
 	if id.DID != "" {
 		out["did"] = id.DID
-		out["document_url"] = id.PrimaryDomain + "/.well-known/did.json"
+		if id.Mode == serviceid.ModeDIDWeb {
+			out["document_url"] = id.PrimaryDomain + "/.well-known/did.json"
+		}
+	}
+	switch id.Mode {
+	case serviceid.ModeDIDPLC:
+		out["rotation_key"] = nullable(id.RotationKey)
+	case serviceid.ModeAttachAccount:
+		out["account_handle"], out["account_pds"] = nullable(id.AccountHandle), nullable(id.AccountPDS)
 	}
 	return out
+}
+
+// nullable is s, or JSON null when s is "".
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func (h identityHandlers) get(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
@@ -46,12 +65,20 @@ func (h identityHandlers) get(w http.ResponseWriter, r *http.Request, _ *admins.
 
 func (h identityHandlers) put(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	var req struct {
-		Mode string `json:"mode"`
+		Mode            string `json:"mode"`
+		Create          bool   `json:"create"`
+		DID             string `json:"did"`
+		RotationKey     string `json:"rotation_key"`
+		Identifier      string `json:"identifier"`
+		Password        string `json:"password"`
+		AuthFactorToken string `json:"auth_factor_token"`
 	}
 	if err := admin.Read(w, r, &req); err != nil {
 		return err
 	}
-	id, err := h.svc.SetMode(r.Context(), p.DID(), req.Mode)
+	id, err := h.svc.SetMode(r.Context(), p.DID(), serviceid.IdentityChange{Mode: req.Mode,
+		PLC:     serviceid.PLCRequest{Create: req.Create, DID: req.DID, RotationKey: req.RotationKey},
+		Account: serviceid.AccountRequest{Identifier: req.Identifier, Password: req.Password, AuthFactorToken: req.AuthFactorToken}})
 	if err != nil {
 		return err
 	}
@@ -107,6 +134,36 @@ func (h identityHandlers) addMethod(w http.ResponseWriter, r *http.Request, p *a
 
 func (h identityHandlers) deleteMethod(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
 	if err := h.svc.DeleteMethod(r.Context(), p.DID(), r.PathValue("fragment")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h identityHandlers) syncPLC(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if _, err := h.svc.SyncPLC(r.Context(), p.DID()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h identityHandlers) requestPLCToken(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	if err := h.svc.RequestPLCToken(r.Context(), p.DID()); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h identityHandlers) submitAccountPLC(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	var req struct {
+		Token string `json:"token"`
+	}
+	if err := admin.Read(w, r, &req); err != nil {
+		return err
+	}
+	if err := h.svc.SubmitAccountPLC(r.Context(), p.DID(), req.Token); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
