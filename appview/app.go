@@ -219,8 +219,13 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.svc.Domains.EnsurePrimary(ctx); err != nil {
 		return fmt.Errorf("primary domain: %w", err)
 	}
+	if a.sealer != nil {
+		if _, err := a.svc.InstanceKeys.Ensure(ctx); err != nil {
+			return fmt.Errorf("instance OAuth key: %w", err)
+		}
+	}
 	a.users = &userauth.Authenticator{
-		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Now: cfg.Now,
+		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Domains: a.svc.Domains, Now: cfg.Now,
 		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),

@@ -57,5 +57,8 @@ func (a *App) newServices() *server.Services {
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
 			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient, Now: a.cfg.Now}),
 		Entries: serviceentries.New(serviceentries.Options{Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now}),
+		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
+			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,
+		}),
 	}
 }

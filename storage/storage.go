@@ -32,6 +32,7 @@ type Store interface {
 	QueryStore
 	IdentityStore
 	ServiceEntryStore
+	InstanceKeyStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

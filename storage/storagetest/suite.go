@@ -32,12 +32,13 @@ func Suites() []Suite {
 		{"OAuth", RunOAuth},
 		{"Scripts", RunScripts},
 		{"Identity", RunIdentity},
+		{"InstanceKey", RunInstanceKey},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
-// Scripts, Identity), each of its tests on a fresh store. A storage.Store
+// Scripts, Identity, InstanceKey), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,14 @@ func JWKSURI(publicURL, clientID string) string {
 // for storage: a fresh kid, the private key sealed for SealPurpose and the
 // public JWK. The private key never leaves the returned value unsealed.
 func NewKey(sealer *oauth.Sealer, clientID string, now time.Time) (storage.ClientAuthKey, error) {
+	k, err := generate(sealer, func(kid string) string { return SealPurpose(clientID, kid) }, now)
+	k.ClientID = clientID
+	return k, err
+}
+
+// generate makes a current ES256 key with a fresh kid, its private half
+// sealed for purpose(kid).
+func generate(sealer *oauth.Sealer, purpose func(kid string) string, now time.Time) (storage.ClientAuthKey, error) {
 	if sealer == nil {
 		return storage.ClientAuthKey{}, errors.New("authkeys: no sealer configured")
 	}
@@ -68,7 +77,7 @@ func NewKey(sealer *oauth.Sealer, clientID string, now time.Time) (storage.Clien
 	if err != nil {
 		return storage.ClientAuthKey{}, err
 	}
-	sealed, err := sealer.Seal(SealPurpose(clientID, kid), raw)
+	sealed, err := sealer.Seal(purpose(kid), raw)
 	clear(raw)
 	if err != nil {
 		return storage.ClientAuthKey{}, fmt.Errorf("authkeys: seal key: %w", err)
@@ -82,17 +91,26 @@ func NewKey(sealer *oauth.Sealer, clientID string, now time.Time) (storage.Clien
 		return storage.ClientAuthKey{}, fmt.Errorf("authkeys: encode public key: %w", err)
 	}
 	return storage.ClientAuthKey{
-		KID: kid, ClientID: clientID, SealedPrivateKey: sealed, PublicJWK: jwk,
-		Status: storage.AuthKeyCurrent, CreatedAt: now,
+		KID: kid, SealedPrivateKey: sealed, PublicJWK: jwk, Status: storage.AuthKeyCurrent, CreatedAt: now,
 	}, nil
 }
 
-// PrivateKey opens the sealed private key of k.
+// sealPurposeOf is the sealing purpose of k's private half: SealPurpose for
+// a client's key, InstanceSealPurpose for the instance's (no ClientID).
+func sealPurposeOf(k storage.ClientAuthKey) string {
+	if k.ClientID == "" {
+		return InstanceSealPurpose(k.KID)
+	}
+	return SealPurpose(k.ClientID, k.KID)
+}
+
+// PrivateKey opens the sealed private key of k, a client's key or the
+// instance's.
 func PrivateKey(sealer *oauth.Sealer, k storage.ClientAuthKey) (*ecdsa.PrivateKey, error) {
 	if sealer == nil {
 		return nil, errors.New("authkeys: no sealer configured")
 	}
-	raw, err := sealer.Open(SealPurpose(k.ClientID, k.KID), k.SealedPrivateKey)
+	raw, err := sealer.Open(sealPurposeOf(k), k.SealedPrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("authkeys: open key %s: %w", k.KID, err)
 	}
@@ -121,6 +139,14 @@ func PublicJWK(k storage.ClientAuthKey) (oauth.PublicJWK, error) {
 // retiring keys do, revoked ones never.
 func Published(k storage.ClientAuthKey) bool {
 	return k.Status == storage.AuthKeyCurrent || k.Status == storage.AuthKeyRetiring
+}
+
+// sortByStatus orders keys current, retiring, revoked, keeping the order
+// within a status.
+func sortByStatus(keys []storage.ClientAuthKey) {
+	slices.SortStableFunc(keys, func(a, b storage.ClientAuthKey) int {
+		return statusRank(a.Status) - statusRank(b.Status)
+	})
 }
 
 // statusRank orders keys current, retiring, revoked.

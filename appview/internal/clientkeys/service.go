@@ -21,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -141,9 +140,7 @@ func (s *Service) List(ctx context.Context, clientID string) ([]storage.ClientAu
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(keys, func(a, b storage.ClientAuthKey) int {
-		return statusRank(a.Status) - statusRank(b.Status)
-	})
+	sortByStatus(keys)
 	return keys, nil
 }
 
@@ -234,6 +231,13 @@ func (s *Service) KeySet(ctx context.Context, clientID string) (oauth.JWKS, erro
 	if err != nil {
 		return set, err
 	}
+	return publishedSet(keys)
+}
+
+// publishedSet is the key set of keys (newest first): the current key,
+// then the retiring ones; never revoked ones.
+func publishedSet(keys []storage.ClientAuthKey) (oauth.JWKS, error) {
+	set := oauth.NewJWKS()
 	for _, status := range []string{storage.AuthKeyCurrent, storage.AuthKeyRetiring} {
 		for _, k := range keys {
 			if k.Status != status {

@@ -36,7 +36,8 @@ type Service struct {
 	opt Options
 
 	mu       sync.Mutex
-	primary  storage.Domain // cached; zero when none is known
+	primary  storage.Domain   // cached; zero when none is known
+	all      []storage.Domain // cached: every domain
 	loadedAt time.Time
 }
 
@@ -136,6 +137,7 @@ func (s *Service) Create(ctx context.Context, actor, rawURL string) (storage.Dom
 	} else if err != nil {
 		return storage.Domain{}, err
 	}
+	s.refresh(ctx)
 	s.audit(ctx, actor, "domain.created", d.URL, nil)
 	return d, nil
 }
@@ -154,6 +156,7 @@ func (s *Service) Delete(ctx context.Context, actor, id string) error {
 	case err != nil:
 		return err
 	}
+	s.refresh(ctx)
 	s.audit(ctx, actor, "domain.deleted", d.URL, nil)
 	return nil
 }
@@ -181,16 +184,49 @@ func (s *Service) SetPrimary(ctx context.Context, actor, id string) (storage.Dom
 // Primary returns the primary domain (cached; read again when older than
 // refreshAfter). ok is false when there is none.
 func (s *Service) Primary(ctx context.Context) (storage.Domain, bool) {
-	s.mu.Lock()
-	d, fresh := s.primary, !s.loadedAt.IsZero() && s.opt.Now().Sub(s.loadedAt) < refreshAfter
-	s.mu.Unlock()
-	if !fresh {
-		var err error
-		if d, err = s.reload(ctx); err != nil {
-			s.opt.Logger.WarnContext(ctx, "reading the primary domain failed; using the last one known", "err", err)
+	d, _ := s.cached(ctx)
+	return d, d.ID != ""
+}
+
+// Match returns the registered domain a request arrived on, from its Host
+// header (host[:port]; case and a default port :80 or :443 do not matter),
+// using the cached list (read again when older than refreshAfter, and at
+// once after this process adds or deletes a domain). ok is false for a
+// host that is not registered.
+func (s *Service) Match(ctx context.Context, host string) (storage.Domain, bool) {
+	host = NormalHost(host)
+	_, all := s.cached(ctx)
+	for _, d := range all {
+		if Host(d.URL) == host {
+			return d, true
 		}
 	}
-	return d, d.ID != ""
+	return storage.Domain{}, false
+}
+
+// cached returns the cached primary domain and domain list, reading them
+// again when older than refreshAfter.
+func (s *Service) cached(ctx context.Context) (storage.Domain, []storage.Domain) {
+	s.mu.Lock()
+	d, all, fresh := s.primary, s.all, !s.loadedAt.IsZero() && s.opt.Now().Sub(s.loadedAt) < refreshAfter
+	s.mu.Unlock()
+	if fresh {
+		return d, all
+	}
+	if _, err := s.reload(ctx); err != nil {
+		s.opt.Logger.WarnContext(ctx, "reading the domains failed; using the last ones known", "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.primary, s.all
+}
+
+// refresh reads the domains into the cache after a change, logging a
+// failure (the cache is read again after refreshAfter anyway).
+func (s *Service) refresh(ctx context.Context) {
+	if _, err := s.reload(ctx); err != nil {
+		s.opt.Logger.WarnContext(ctx, "reading the domains failed", "err", err)
+	}
 }
 
 // ByHost returns the registered domain whose host[:port] is host.
@@ -207,7 +243,7 @@ func (s *Service) ByHost(ctx context.Context, host string) (storage.Domain, bool
 	return storage.Domain{}, false, nil
 }
 
-// reload reads the primary domain into the cache and returns it.
+// reload reads the domains into the cache and returns the primary.
 func (s *Service) reload(ctx context.Context) (storage.Domain, error) {
 	list, err := s.opt.Store.ListDomains(ctx)
 	s.mu.Lock()
@@ -215,7 +251,7 @@ func (s *Service) reload(ctx context.Context) (storage.Domain, error) {
 	if err != nil {
 		return s.primary, err
 	}
-	s.primary = storage.Domain{}
+	s.primary, s.all = storage.Domain{}, list
 	if len(list) > 0 && list[0].IsPrimary {
 		s.primary = list[0]
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -117,6 +118,9 @@ func (s *Service) PutSetting(ctx context.Context, actor, key string, value *stri
 	if value == nil {
 		return fail.New(fail.Invalid, "value is required")
 	}
+	if err := checkSettingValue(key, *value); err != nil {
+		return err
+	}
 	if err := s.opt.Store.PutSetting(ctx, key, *value); err != nil {
 		return err
 	}
@@ -138,6 +142,25 @@ func (s *Service) DeleteSetting(ctx context.Context, actor, key string) error {
 		return err
 	}
 	s.audit(ctx, actor, "setting.deleted", key, nil)
+	return nil
+}
+
+// checkSettingValue refuses (Invalid) a branding value that cannot reach
+// a client metadata document: the terms-of-service and privacy-policy
+// URLs must be absolute http or https URLs, and the app name at most 200
+// characters.
+func checkSettingValue(key, value string) error {
+	switch key {
+	case TermsOfServiceURLKey, PrivacyPolicyURLKey:
+		u, err := url.Parse(value)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fail.Invalidf("%s must be an absolute https URL", key)
+		}
+	case AppNameKey:
+		if utf8.RuneCountInString(value) > 200 {
+			return fail.New(fail.Invalid, "app_name is longer than 200 characters")
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/serviceentries"
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
+	"github.com/lexview/lexview/appview/internal/site"
 	"github.com/lexview/lexview/appview/internal/thirdparty"
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/appview/internal/writepath"
@@ -69,6 +70,8 @@ type Services struct {
 	Domains     *domains.Service
 	Identity    *serviceid.Service
 	Entries     *serviceentries.Service
+	// InstanceKeys is the instance's own OAuth client key.
+	InstanceKeys *clientkeys.Instance
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -143,6 +146,8 @@ func New(svc Services, p Parts) *Surfaces {
 		}
 		respond.JSON(w, http.StatusOK, doc)
 	})
+	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
+		Logger: log}).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -177,5 +182,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountDomains(m, svc.Domains)
 	adminidentity.MountIdentity(m, svc.Identity)
 	adminidentity.MountServiceEntries(m, svc.Entries)
+	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	return m
 }

@@ -70,9 +70,13 @@ type Authenticator struct {
 	DPoP        *oauth.Verifier
 	ServiceAuth *serviceauth.Verifier
 	Cookies     *session.Codec
-	// PublicURL's scheme and host prefix every DPoP `htu`.
+	// PublicURL's scheme and host prefix a DPoP `htu` when the request's
+	// Host is not a registered domain (or Domains is nil).
 	PublicURL string
-	Now       func() time.Time
+	// Domains finds the registered domain a request arrived on: its
+	// origin prefixes the `htu`. nil: PublicURL always does.
+	Domains DomainMatcher
+	Now     func() time.Time
 }
 
 // AccessTokenPurpose is the sealing purpose of a session's access token.
@@ -128,11 +132,30 @@ func (a *Authenticator) cookie(r *http.Request) (*Caller, error) {
 	return &Caller{DID: did.String(), Via: ViaSession}, nil
 }
 
-// RequestURL is the `htu` a DPoP proof for r must carry: the public scheme
-// and host, and the path exactly as sent (a percent-encoded DID stays
-// encoded), without query.
+// DomainMatcher finds the registered domain a request's Host names.
+type DomainMatcher interface {
+	Match(ctx context.Context, host string) (storage.Domain, bool)
+}
+
+// RequestURL is the `htu` a DPoP proof for r must carry: the origin of the
+// registered domain the request arrived on (PublicURL's when its Host is
+// not a registered domain), and the path exactly as sent (a
+// percent-encoded DID stays encoded), without query.
 func (a *Authenticator) RequestURL(r *http.Request) string {
+	if a.Domains != nil {
+		// PUBLIC_URL's own domain keeps PUBLIC_URL, path prefix included.
+		if d, ok := a.Domains.Match(r.Context(), r.Host); ok && !underOrigin(a.PublicURL, d.URL) {
+			return d.URL + r.URL.EscapedPath()
+		}
+	}
 	return strings.TrimRight(a.PublicURL, "/") + r.URL.EscapedPath()
+}
+
+// underOrigin reports whether rawURL is origin, optionally followed by a
+// path.
+func underOrigin(rawURL, origin string) bool {
+	rest, ok := strings.CutPrefix(strings.ToLower(rawURL), origin)
+	return ok && (rest == "" || rest[0] == '/')
 }
 
 // TokenHash is the stored form (hex SHA-256) of an app's access token.

@@ -31,10 +31,14 @@ type domainJSON struct {
 	IsPrimary bool   `json:"is_primary"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+	// ClientID is the domain's OAuth client_id: the URL of the client
+	// metadata document it serves.
+	ClientID string `json:"client_id"`
 }
 
 func toDomainJSON(d storage.Domain) domainJSON {
-	return domainJSON{ID: d.ID, URL: d.URL, IsPrimary: d.IsPrimary, CreatedAt: admin.Timestamp(d.CreatedAt), UpdatedAt: admin.Timestamp(d.UpdatedAt)}
+	return domainJSON{ID: d.ID, URL: d.URL, IsPrimary: d.IsPrimary, CreatedAt: admin.Timestamp(d.CreatedAt), UpdatedAt: admin.Timestamp(d.UpdatedAt),
+		ClientID: domains.ClientID(d.URL)}
 }
 
 func (h domainHandlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {

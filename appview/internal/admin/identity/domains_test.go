@@ -24,6 +24,7 @@ type domainJSON struct {
 	IsPrimary bool   `json:"is_primary"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
+	ClientID  string `json:"client_id"`
 }
 
 // domainsService boots a domains service on store for publicURL (the
@@ -85,8 +86,11 @@ func TestDomains(t *testing.T) {
 			t.Fatalf("after boot: %+v", list)
 		}
 		primary := list[0]
+		if primary.ClientID != "http://127.0.0.1:3000/oauth-client-metadata.json" {
+			t.Fatalf("client_id: %q", primary.ClientID)
+		}
 		r := su.Do(t, "GET", "/admin/domains", nil)
-		if keys := fieldNames(r.Object(t)["domains"].([]any)[0].(map[string]any)); keys != "created_at,id,is_primary,updated_at,url" {
+		if keys := fieldNames(r.Object(t)["domains"].([]any)[0].(map[string]any)); keys != "client_id,created_at,id,is_primary,updated_at,url" {
 			t.Fatalf("domain fields: %s", keys)
 		}
 
