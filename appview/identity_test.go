@@ -174,7 +174,7 @@ func TestIdentityFollowsPrimaryDomain(t *testing.T) {
 			return env.Do(t, "GET", "/admin/domains", nil, testenv.Bearer(admin.Account.JWT(t, nil, claims))...)
 		}
 		expect(t, call("did:web:first.example#bsky_appview"), 200, "")
-		expect(t, admin.Do(t, "POST", "/admin/domains/"+id+"/primary", nil), 200, "")
+		expect(t, admin.Do(t, "POST", "/admin/domains/"+id+"/primary", nil), 204, "")
 		if did := env.App.InstanceDID(ctx); did != "did:web:second.example%3A8443" {
 			t.Fatalf("InstanceDID %q", did)
 		}

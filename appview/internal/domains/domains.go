@@ -229,20 +229,6 @@ func (s *Service) refresh(ctx context.Context) {
 	}
 }
 
-// ByHost returns the registered domain whose host[:port] is host.
-func (s *Service) ByHost(ctx context.Context, host string) (storage.Domain, bool, error) {
-	list, err := s.opt.Store.ListDomains(ctx)
-	if err != nil {
-		return storage.Domain{}, false, err
-	}
-	for _, d := range list {
-		if Host(d.URL) == host {
-			return d, true, nil
-		}
-	}
-	return storage.Domain{}, false, nil
-}
-
 // reload reads the domains into the cache and returns the primary.
 func (s *Service) reload(ctx context.Context) (storage.Domain, error) {
 	list, err := s.opt.Store.ListDomains(ctx)

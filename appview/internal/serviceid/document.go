@@ -36,7 +36,7 @@ type DocumentServiceRef struct {
 // another registered domain, or an unknown host, is NotFound. Its services
 // are documentServices, with ids DID#fragment.
 func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error) {
-	host = normalHost(host)
+	host = domains.NormalHost(host)
 	id, err := s.Get(ctx)
 	if err != nil {
 		return Document{}, err
@@ -46,9 +46,7 @@ func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error
 	}
 	primary, ok := s.opt.Domains.Primary(ctx)
 	if !ok || domains.Host(primary.URL) != host {
-		if _, known, err := s.opt.Domains.ByHost(ctx, host); err != nil {
-			return Document{}, err
-		} else if known {
+		if _, known := s.opt.Domains.Match(ctx, host); known {
 			return Document{}, fail.New(fail.NotFound, "no DID document on this domain: the instance's DID names its primary domain")
 		}
 		return Document{}, fail.New(fail.NotFound, "unknown host")

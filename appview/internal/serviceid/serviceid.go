@@ -8,7 +8,6 @@ package serviceid
 import (
 	"context"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -191,13 +190,4 @@ func (s *Service) DID(ctx context.Context) string {
 		return ""
 	}
 	return domains.DIDWeb(domains.Host(d.URL))
-}
-
-// normalHost lower-cases a request's Host and drops a default port.
-func normalHost(host string) string {
-	host = strings.ToLower(host)
-	for _, p := range []string{":443", ":80"} {
-		host = strings.TrimSuffix(host, p)
-	}
-	return host
 }

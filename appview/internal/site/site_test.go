@@ -214,13 +214,11 @@ func TestClientMetadataPerDomain(t *testing.T) {
 		}
 
 		// A deleted domain is an unknown host again.
-		var list struct {
-			Domains []struct {
-				ID, URL string
-			} `json:"domains"`
+		var list []struct {
+			ID, URL string
 		}
 		su.Do(t, "GET", "/admin/domains", nil).JSON(t, &list)
-		for _, d := range list.Domains {
+		for _, d := range list {
 			if d.URL == second.URL {
 				if r := su.Do(t, "DELETE", "/admin/domains/"+d.ID, nil); r.Status != 204 {
 					t.Fatalf("delete domain: %d %s", r.Status, r.Raw)

@@ -50,7 +50,7 @@ func (h domainHandlers) list(w http.ResponseWriter, r *http.Request, _ *admins.P
 	for i, d := range list {
 		out[i] = toDomainJSON(d)
 	}
-	respond.JSON(w, http.StatusOK, map[string]any{"domains": out})
+	respond.JSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -78,10 +78,9 @@ func (h domainHandlers) delete(w http.ResponseWriter, r *http.Request, p *admins
 }
 
 func (h domainHandlers) setPrimary(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
-	d, err := h.svc.SetPrimary(r.Context(), p.DID(), r.PathValue("id"))
-	if err != nil {
+	if _, err := h.svc.SetPrimary(r.Context(), p.DID(), r.PathValue("id")); err != nil {
 		return err
 	}
-	respond.JSON(w, http.StatusOK, toDomainJSON(d))
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
