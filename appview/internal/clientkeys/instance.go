@@ -175,19 +175,8 @@ func (s *Instance) Sign(ctx context.Context, clientID, issuer, kid string) (Asse
 		return Assertion{}, errUnknownKID
 	case err != nil:
 		return Assertion{}, err
-	case !Published(k):
-		return Assertion{}, errRevokedKID
 	}
-	priv, err := PrivateKey(s.opt.Sealer, k)
-	if err != nil {
-		return Assertion{}, err
-	}
-	now := s.opt.Now()
-	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, clientID, issuer, now)
-	if err != nil {
-		return Assertion{}, err
-	}
-	return Assertion{JWT: jwt, KID: k.KID, ExpiresAt: exp, IssuedAt: now}, nil
+	return signAssertion(s.opt.Sealer, k, clientID, issuer, s.opt.Now())
 }
 
 func (s *Instance) audit(ctx context.Context, actor, eventType, kid string, detail map[string]any) {

@@ -307,15 +307,21 @@ func (s *Service) Sign(ctx context.Context, c storage.APIClient, issuer, kid str
 		return Assertion{}, errUnknownKID
 	case err != nil:
 		return Assertion{}, err
-	case !Published(k):
+	}
+	return signAssertion(s.opt.Sealer, k, c.ClientIDURL, issuer, s.opt.Now())
+}
+
+// signAssertion signs a client assertion for clientID toward issuer with
+// k, refusing a revoked key.
+func signAssertion(sealer *oauth.Sealer, k storage.ClientAuthKey, clientID, issuer string, now time.Time) (Assertion, error) {
+	if !Published(k) {
 		return Assertion{}, errRevokedKID
 	}
-	priv, err := PrivateKey(s.opt.Sealer, k)
+	priv, err := PrivateKey(sealer, k)
 	if err != nil {
 		return Assertion{}, err
 	}
-	now := s.opt.Now()
-	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, c.ClientIDURL, issuer, now)
+	jwt, exp, err := oauth.NewClientAssertion(priv, k.KID, clientID, issuer, now)
 	if err != nil {
 		return Assertion{}, err
 	}
