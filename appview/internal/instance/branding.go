@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -50,10 +51,36 @@ func (s *Service) Branding(ctx context.Context) (Branding, error) {
 	return b, nil
 }
 
-// Logo returns the stored logo, or storage.ErrNotFound.
+// logoTTL bounds how long the logo is served from memory: another
+// process's change shows within it (this process's at once).
+const logoTTL = 10 * time.Second
+
+// cachedLogo is the logo as last read, or its absence.
+type cachedLogo struct {
+	blob  storage.Blob
+	found bool
+	until time.Time
+}
+
+// Logo returns the stored logo, or storage.ErrNotFound. The public
+// endpoints read it on every request (the logo itself, /config and the
+// client metadata documents), so it is kept in memory for logoTTL rather
+// than read, up to MaxLogoSize, from the database each time.
 func (s *Service) Logo(ctx context.Context) (storage.Blob, error) {
+	now := s.opt.Now()
+	if c := s.logo.Load(); c != nil && now.Before(c.until) {
+		if !c.found {
+			return storage.Blob{}, storage.ErrNotFound
+		}
+		return c.blob, nil
+	}
 	b, err := s.opt.Store.GetBlob(ctx, LogoKey)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+	switch {
+	case err == nil:
+		s.logo.Store(&cachedLogo{blob: b, found: true, until: now.Add(logoTTL)})
+	case errors.Is(err, storage.ErrNotFound):
+		s.logo.Store(&cachedLogo{until: now.Add(logoTTL)})
+	default:
 		return b, fmt.Errorf("read logo: %w", err)
 	}
 	return b, err

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -45,7 +46,11 @@ type Options struct {
 }
 
 // Service runs the instance's operator functions.
-type Service struct{ opt Options }
+type Service struct {
+	opt Options
+	// logo caches the stored logo for the public endpoints that read it.
+	logo atomic.Pointer[cachedLogo]
+}
 
 // New returns the service.
 func New(opt Options) *Service { return &Service{opt: opt} }
@@ -188,6 +193,7 @@ func (s *Service) PutLogo(ctx context.Context, actor, mediaType string, data []b
 		return fail.Invalidf("body is not a %s image", mediaType)
 	}
 	err := s.opt.Store.PutBlob(ctx, LogoKey, storage.Blob{ContentType: mediaType, Data: data, UpdatedAt: s.opt.Now()})
+	s.logo.Store(nil)
 	if err != nil {
 		return err
 	}
@@ -210,6 +216,7 @@ func isImage(mediaType string, data []byte) bool {
 // DeleteLogo removes the instance logo on behalf of actor.
 func (s *Service) DeleteLogo(ctx context.Context, actor string) error {
 	err := s.opt.Store.DeleteBlob(ctx, LogoKey)
+	s.logo.Store(nil)
 	if errors.Is(err, storage.ErrNotFound) {
 		return fail.New(fail.NotFound, "logo not found")
 	}
