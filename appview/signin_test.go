@@ -109,8 +109,8 @@ func TestSignInWithAdminKey(t *testing.T) {
 		past := session.NewCodec([]byte(testSessionSecret), func() time.Time { return time.Now().Add(-13 * time.Hour) })
 		other := session.NewCodec([]byte("another-session-secret-of-32-bytes-or-more"), nil)
 		for name, v := range map[string]string{
-			"tampered":                tampered,
-			"expired":                 past.Encode(did, 12*time.Hour),
+			"tampered":                 tampered,
+			"expired":                  past.Encode(did, 12*time.Hour),
 			"signed by another secret": other.Encode(did, time.Hour),
 		} {
 			r := env.Do(t, "GET", "/admin/lexicons", nil, cookieHeader(v)...)
