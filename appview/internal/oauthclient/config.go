@@ -46,7 +46,10 @@ func (c *Client) config(ctx context.Context, origin, clientID string, scopes []s
 	if err != nil {
 		return nil, fmt.Errorf("oauthclient: instance key: %w", err)
 	}
-	raw := priv.D.FillBytes(make([]byte, 32))
+	raw, err := priv.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("oauthclient: instance key: %w", err)
+	}
 	defer clear(raw)
 	atKey, err := atcrypto.ParsePrivateBytesP256(raw)
 	if err != nil {
