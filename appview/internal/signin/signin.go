@@ -76,7 +76,9 @@ var (
 	errUnknownHost = fail.New(fail.Invalid, "this host is not a registered domain of the instance")
 	errNoHandle    = fail.New(fail.Invalid, "the handle query parameter (a handle or a DID) is required")
 	errNoKey       = fail.New(fail.Unauthenticated, "an admin API key is required: Authorization: Bearer hv_...")
-	errCrossSite   = fail.New(fail.Forbidden, "cross-site request refused: the request must carry an Origin (or Referer) "+
+	errLimitedKey  = fail.New(fail.Forbidden, "this key holds fewer permissions than its user, and the session cookie "+
+		"would carry all of them: sign in with a key that holds every permission of its user")
+	errCrossSite = fail.New(fail.Forbidden, "cross-site request refused: the request must carry an Origin (or Referer) "+
 		"header naming a registered domain of this instance")
 )
 
@@ -124,7 +126,8 @@ func (h *Handler) Finisher() oauthclient.Finisher {
 }
 
 // loginKey sets the session cookie for the admin user whose API key the
-// request carries.
+// request carries. The key must hold every permission of its user (the
+// cookie carries the user's): a limited key is refused.
 func (h *Handler) loginKey(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Origin") != "" && !session.SameSite(r, h.opt.Domains) {
 		respond.Fail(w, r, h.opt.Logger, errCrossSite)
@@ -138,6 +141,11 @@ func (h *Handler) loginKey(w http.ResponseWriter, r *http.Request) {
 	p, err := h.opt.Keys.ByKey(r.Context(), cred)
 	if err != nil {
 		respond.Fail(w, r, h.opt.Logger, err)
+		return
+	}
+	// The cookie stands for the user: a limited key must not become one.
+	if len(p.Perms) != len(admins.EffectivePermissions(p.User)) {
+		respond.Fail(w, r, h.opt.Logger, errLimitedKey)
 		return
 	}
 	did, err := syntax.ParseDID(p.User.DID)
