@@ -1,6 +1,7 @@
 package appview_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -171,4 +172,34 @@ func flip(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// TestLoginRefusals: /auth/login needs an account and a registered
+// domain, and stores nothing when it refuses.
+func TestLoginRefusals(t *testing.T) {
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: testSessionSecret})
+	if r := env.Do(t, "GET", "/auth/login", nil); r.Status != 400 ||
+		r.Error(t) != "the handle query parameter (a handle or a DID) is required" {
+		t.Fatalf("no handle: %d %s", r.Status, r.Raw)
+	}
+	if r := env.Do(t, "GET", "/auth/login?handle=not%20a%20handle", nil); r.Status != 400 ||
+		r.Error(t) != "invalid handle or DID: not a handle" {
+		t.Fatalf("malformed handle: %d %s", r.Status, r.Raw)
+	}
+	req, err := http.NewRequest("GET", env.URL+"/auth/login?handle=did:plc:alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "unregistered.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("login on an unregistered host: %d", resp.StatusCode)
+	}
+	if n, err := env.Store.DeleteExpiredOAuthAuthRequests(context.Background(), time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("refused logins stored %d requests (%v)", n, err)
+	}
 }
