@@ -13,6 +13,7 @@ package appview
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -20,10 +21,12 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/scripting"
 	"github.com/lexview/lexview/appview/internal/server"
 	"github.com/lexview/lexview/appview/internal/serviceauth"
@@ -73,9 +76,10 @@ type App struct {
 	sources       []ingest.Source // live event sources; none when ingestion is off
 	sealer        *oauth.Sealer   // seals secrets at rest
 	users         *userauth.Authenticator
-	pds           *oauth.Client    // acts on users' PDSes with their DPoP sessions
-	svc           *server.Services // the service line under the front ends
-	surfaces      *server.Surfaces // the front ends
+	oauthClient   *oauthclient.Client // the instance as an OAuth client (dashboard sign-in)
+	pds           *oauth.Client       // acts on users' PDSes with their DPoP sessions
+	svc           *server.Services    // the service line under the front ends
+	surfaces      *server.Surfaces    // the front ends
 
 	life  lifecycle // the background work, started and stopped in order
 	state appState
@@ -230,6 +234,12 @@ func (a *App) build(ctx context.Context) error {
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
 	}
+	a.oauthClient = oauthclient.New(oauthclient.Options{
+		Store: a.store, Sealer: a.sealer, Key: a.svc.InstanceKeys,
+		PrivateKey: func(k storage.ClientAuthKey) (*ecdsa.PrivateKey, error) { return clientkeys.PrivateKey(a.sealer, k) },
+		HTTPClient: cfg.HTTPClient, Directory: cfg.Directory, AllowHTTP: cfg.AllowPrivateNetworks,
+		UserAgent: "lexview/" + Version, Now: cfg.Now, Logger: a.log,
+	})
 	a.surfaces = a.routes()
 	a.life = lifecycle{parts: a.components()}
 	if a.metrics != nil && cfg.MetricsRegisterer != nil {

@@ -97,7 +97,8 @@ func every(ctx context.Context, first, interval time.Duration, fn func()) {
 }
 
 // sweep does the hourly housekeeping: it forgets old tombstones, reports
-// validation rejections and retires client authentication keys.
+// validation rejections, retires client authentication keys and forgets
+// expired OAuth authorization requests.
 func (a *App) sweep(ctx context.Context) {
 	if _, err := a.store.PurgeTombstones(ctx, a.cfg.Now().Add(-tombstoneRetention)); err != nil && ctx.Err() == nil {
 		a.log.Warn("purging tombstones failed", "err", err)
@@ -105,6 +106,9 @@ func (a *App) sweep(ctx context.Context) {
 	a.reportRejections(ctx)
 	if _, err := clientkeys.Sweep(ctx, a.store, a.events, a.cfg.Now()); err != nil && ctx.Err() == nil {
 		a.log.Warn("sweeping retiring client authentication keys failed", "err", err)
+	}
+	if _, err := a.oauthClient.SweepRequests(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("sweeping expired OAuth authorization requests failed", "err", err)
 	}
 }
 

@@ -116,6 +116,34 @@ func (s *headlessSignIn) run(pdsURL, username, password string) tokenSet {
 	}
 
 	authorizeURL := s.meta.AuthorizationEndpoint + "?" + url.Values{"client_id": {s.clientID}, "request_uri": {requestURI}}.Encode()
+	loc := s.authorize(authorizeURL, username, password)
+	if !strings.HasPrefix(loc.String(), s.redirectURI+"?") {
+		s.t.Fatalf("authorization redirect: Location %q is not on %s", loc, s.redirectURI)
+	}
+	q := loc.Query()
+	if q.Get("error") != "" || q.Get("code") == "" || q.Get("state") != state || q.Get("iss") != s.meta.Issuer {
+		s.t.Fatalf("authorization redirect: unexpected parameters %v", q)
+	}
+
+	tok := s.dpopForm("token request", s.meta.TokenEndpoint, url.Values{
+		"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "redirect_uri": {s.redirectURI},
+		"client_id": {s.clientID}, "code_verifier": {verifier},
+	}, http.StatusOK)
+	raw, _ := json.Marshal(tok)
+	var ts tokenSet
+	if err := json.Unmarshal(raw, &ts); err != nil || ts.AccessToken == "" || ts.RefreshToken == "" {
+		s.t.Fatalf("token request: unusable answer (%v)", keys(tok))
+	}
+	return ts
+}
+
+// authorize does what the browser and the authorization page do at
+// authorizeURL (the authorization endpoint with client_id and
+// request_uri): it signs username in, consents, and returns where the
+// authorization server redirects to (the client's redirect URI with
+// code, state and iss). discover must have run.
+func (s *headlessSignIn) authorize(authorizeURL, username, password string) *url.URL {
+	s.t.Helper()
 	resp, body := s.do("authorize page", http.MethodGet, authorizeURL, nil, map[string]string{
 		"Accept": "text/html", "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document",
 	})
@@ -160,24 +188,10 @@ func (s *headlessSignIn) run(pdsURL, username, password string) tokenSet {
 		"Referer": authorizeURL,
 	})
 	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || err != nil || !strings.HasPrefix(loc.String(), s.redirectURI+"?") {
+	if resp.StatusCode != http.StatusSeeOther || err != nil {
 		s.t.Fatalf("authorization redirect: %d Location %q %.300s", resp.StatusCode, resp.Header.Get("Location"), body)
 	}
-	q := loc.Query()
-	if q.Get("error") != "" || q.Get("code") == "" || q.Get("state") != state || q.Get("iss") != s.meta.Issuer {
-		s.t.Fatalf("authorization redirect: unexpected parameters %v", q)
-	}
-
-	tok := s.dpopForm("token request", s.meta.TokenEndpoint, url.Values{
-		"grant_type": {"authorization_code"}, "code": {q.Get("code")}, "redirect_uri": {s.redirectURI},
-		"client_id": {s.clientID}, "code_verifier": {verifier},
-	}, http.StatusOK)
-	raw, _ := json.Marshal(tok)
-	var ts tokenSet
-	if err := json.Unmarshal(raw, &ts); err != nil || ts.AccessToken == "" || ts.RefreshToken == "" {
-		s.t.Fatalf("token request: unusable answer (%v)", keys(tok))
-	}
-	return ts
+	return loc
 }
 
 // discover reads the PDS's protected-resource metadata and its issuer's

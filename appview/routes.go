@@ -18,7 +18,8 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.surfaces.All
 func (a *App) Handler() http.Handler { return a.surfaces.All }
 
 // XRPCHandler returns the App's public HTTP surface: /xrpc/*, /oauth/*,
-// /.well-known/did.json, /oauth-client-metadata.json, /config,
+// /auth/* (dashboard sign-in), /.well-known/did.json,
+// /oauth-client-metadata.json, /config,
 // /settings/logo and /health, everything but the admin API (answered 404,
 // as any unknown path). Serve it publicly and AdminHandler on a private listener to keep
 // the admin API off the public network.
@@ -36,7 +37,7 @@ func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
 		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
-		OAuthStore: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
+		OAuthStore: a.store, OAuthClient: a.oauthClient, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
 		Now: a.cfg.Now, Logger: a.log,
 	})
 }

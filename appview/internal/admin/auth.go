@@ -20,13 +20,16 @@ import (
 type Authenticator struct {
 	jwt     *serviceauth.Verifier
 	cookies *session.Codec
+	domains session.DomainMatcher
 	admins  *admins.Service
 	log     *slog.Logger
 }
 
-// NewAuthenticator builds an Authenticator.
-func NewAuthenticator(jwt *serviceauth.Verifier, cookies *session.Codec, svc *admins.Service, log *slog.Logger) *Authenticator {
-	return &Authenticator{jwt: jwt, cookies: cookies, admins: svc, log: log}
+// NewAuthenticator builds an Authenticator. domains are the registered
+// domains a state-changing request authenticated by the cookie must come
+// from (nil: none, so such requests are refused).
+func NewAuthenticator(jwt *serviceauth.Verifier, cookies *session.Codec, domains session.DomainMatcher, svc *admins.Service, log *slog.Logger) *Authenticator {
+	return &Authenticator{jwt: jwt, cookies: cookies, domains: domains, admins: svc, log: log}
 }
 
 var (
@@ -36,7 +39,13 @@ var (
 	errBoundToMethod = fmt.Errorf("%w: a token bound to a method (lxm) is not accepted on the admin API", serviceauth.ErrInvalidToken)
 	errBadSession    = fail.New(fail.Unauthenticated, "invalid session")
 	errBadScheme     = fail.New(fail.Unauthenticated, "unsupported authorization scheme")
+	errCrossSite     = fail.New(fail.Forbidden, CrossSiteMessage)
 )
+
+// CrossSiteMessage refuses a state-changing request authenticated by the
+// session cookie that does not come from a registered domain.
+const CrossSiteMessage = "cross-site request refused: a request that changes state with the session cookie must carry " +
+	"an Origin (or Referer) header naming a registered domain of this instance"
 
 // Authenticate identifies the caller of r.
 func (a *Authenticator) Authenticate(r *http.Request) (*admins.Principal, error) {
@@ -65,6 +74,9 @@ func (a *Authenticator) Authenticate(r *http.Request) (*admins.Principal, error)
 	}
 	if err != nil {
 		return nil, errBadSession
+	}
+	if !session.Safe(r.Method) && (a.domains == nil || !session.SameSite(r, a.domains)) {
+		return nil, errCrossSite
 	}
 	return a.admins.ByDID(ctx, did, r.Header.Get(admins.ClaimTokenHeader))
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
+	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
@@ -41,6 +42,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/serviceentries"
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
+	"github.com/lexview/lexview/appview/internal/signin"
 	"github.com/lexview/lexview/appview/internal/site"
 	"github.com/lexview/lexview/appview/internal/thirdparty"
 	"github.com/lexview/lexview/appview/internal/userauth"
@@ -93,8 +95,11 @@ type Parts struct {
 	PDS        *oauth.Client
 	// The /oauth/* endpoints' store, sealer and public URL.
 	OAuthStore oauthapi.Store
-	Sealer     *oauth.Sealer
-	PublicURL  string
+	// OAuthClient is the instance as an OAuth client: dashboard sign-in
+	// and the /oauth/callback every flow comes back on.
+	OAuthClient *oauthclient.Client
+	Sealer      *oauth.Sealer
+	PublicURL   string
 	// StreamKeepalive paces idle progress streams (0: 15 s).
 	StreamKeepalive time.Duration
 	Now             func() time.Time
@@ -148,6 +153,14 @@ func New(svc Services, p Parts) *Surfaces {
 	})
 	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
 		Logger: log}).Mount(pub)
+	si := signin.New(signin.Options{Flows: p.OAuthClient, Keys: svc.Admins, Cookies: p.Users.Cookies, Domains: svc.Domains,
+		Now: p.Now, Logger: log})
+	si.Mount(pub)
+	// The callback of every flow the instance runs as an OAuth client,
+	// dispatched by the flow's purpose.
+	pub.Handle("GET "+domains.CallbackPath, p.OAuthClient.CallbackHandler(map[string]oauthclient.Finisher{
+		signin.PurposeAdminSignIn: si.Finisher(),
+	}, log))
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -168,7 +181,7 @@ func New(svc Services, p Parts) *Surfaces {
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
 func adminAPI(svc Services, p Parts) *admin.Mux {
-	m := admin.NewMux(admin.NewAuthenticator(p.Users.ServiceAuth, p.Users.Cookies, svc.Admins, p.Logger), p.Logger)
+	m := admin.NewMux(admin.NewAuthenticator(p.Users.ServiceAuth, p.Users.Cookies, svc.Domains, svc.Admins, p.Logger), p.Logger)
 	adminlexicons.Mount(m, svc.Lexicons)
 	users.Mount(m, svc.Admins)
 	adminscripts.Mount(m, svc.Scripts)

@@ -56,6 +56,8 @@ const (
 	msgBadServiceAuth = "invalid service auth token"
 	msgBadSession     = "invalid session"
 	msgAdminKey       = "admin API keys are not accepted here"
+	msgCrossSite      = "cross-site request refused: a request that changes state with the session cookie must carry " +
+		"an Origin (or Referer) header naming a registered domain of this instance"
 )
 
 // SessionStore is the persistence DPoP authentication reads.
@@ -128,6 +130,9 @@ func (a *Authenticator) cookie(r *http.Request) (*Caller, error) {
 	}
 	if err != nil {
 		return nil, unauthorized(msgBadSession)
+	}
+	if !session.Safe(r.Method) && (a.Domains == nil || !session.SameSite(r, a.Domains)) {
+		return nil, fail.New(fail.Forbidden, msgCrossSite)
 	}
 	return &Caller{DID: did.String(), Via: ViaSession}, nil
 }

@@ -29,7 +29,7 @@ func benchAuth(b *testing.B, k256 bool) (*admin.Authenticator, *testenv.Account,
 	dir := identity.NewCacheDirectory(&identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		1000, time.Hour, time.Minute, time.Minute)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	auth := admin.NewAuthenticator(&serviceauth.Verifier{Directory: dir}, session.NewCodec(make([]byte, 32), nil),
+	auth := admin.NewAuthenticator(&serviceauth.Verifier{Directory: dir}, session.NewCodec(make([]byte, 32), nil), nil,
 		admins.New(store, eventlog.New(store, time.Now, log), time.Now, log, admins.ClaimPolicy{FirstRequest: true}), log)
 	u := storage.AdminUser{ID: storage.NewID(), DID: acct.DID.String(), IsSuper: true, Permissions: admins.NewSet(admins.All()).Sorted(), CreatedAt: time.Now()}
 	if ok, err := store.BootstrapSuperUser(context.Background(), u); !ok || err != nil {

@@ -102,7 +102,7 @@ func New(t testing.TB, store storage.Store, mount func(*admin.Mux, *World), conf
 	if configure != nil {
 		configure(w)
 	}
-	m := admin.NewMux(admin.NewAuthenticator(nil, nil, admins.New(store, events, time.Now, log, admins.ClaimPolicy{FirstRequest: true}), log), log)
+	m := admin.NewMux(admin.NewAuthenticator(nil, nil, nil, admins.New(store, events, time.Now, log, admins.ClaimPolicy{FirstRequest: true}), log), log)
 	mount(m, w)
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
