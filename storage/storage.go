@@ -33,6 +33,7 @@ type Store interface {
 	IdentityStore
 	ServiceEntryStore
 	InstanceKeyStore
+	LinkedRepoStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -33,12 +33,13 @@ func Suites() []Suite {
 		{"Scripts", RunScripts},
 		{"Identity", RunIdentity},
 		{"InstanceKey", RunInstanceKey},
+		{"LinkedRepos", RunLinkedRepos},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
-// Scripts, Identity, InstanceKey), each of its tests on a fresh store. A storage.Store
+// Scripts, Identity, InstanceKey, LinkedRepos), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {
