@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/events"
 	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
+	adminlinkedrepos "github.com/lexview/lexview/appview/internal/admin/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
@@ -31,7 +32,9 @@ import (
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/instance"
+	"github.com/lexview/lexview/appview/internal/invitepage"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
@@ -72,6 +75,8 @@ type Services struct {
 	Entries     *serviceentries.Service
 	// InstanceKeys is the instance's own OAuth client key.
 	InstanceKeys *clientkeys.Instance
+	// LinkedRepos manages linked repo grants and their invites.
+	LinkedRepos *linkedrepos.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -148,6 +153,7 @@ func New(svc Services, p Parts) *Surfaces {
 	})
 	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
 		Logger: log}).Mount(pub)
+	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -183,5 +189,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountIdentity(m, svc.Identity)
 	adminidentity.MountServiceEntries(m, svc.Entries)
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
+	adminlinkedrepos.Mount(m, svc.LinkedRepos)
 	return m
 }
