@@ -20,8 +20,8 @@ func (a *App) Handler() http.Handler { return a.surfaces.All }
 // XRPCHandler returns the App's public HTTP surface: /xrpc/*, /oauth/*,
 // /.well-known/did.json, /oauth-client-metadata.json, /config,
 // /settings/logo, the linked-repo invite page (/invite/{token}) and /health,
-// everything but the admin API (answered 404,
-// as any unknown path). Serve it publicly and AdminHandler on a private listener to keep
+// everything but the admin API (answered 404, as any unknown path). Serve it
+// publicly and AdminHandler on a private listener to keep
 // the admin API off the public network.
 func (a *App) XRPCHandler() http.Handler { return a.surfaces.Public }
 
