@@ -102,8 +102,11 @@ type LinkedRepoStore interface {
 	// outstanding at now; ErrNotFound when none is (unknown, used,
 	// revoked or expired, or another grant's).
 	RevokeLinkedRepoInvite(ctx context.Context, grantID, inviteID string, now time.Time) error
-	// UseLinkedRepoInvite marks an invite outstanding at now as used and
-	// returns it; ErrNotFound when it is not outstanding. Of concurrent
-	// calls for one invite, one succeeds.
-	UseLinkedRepoInvite(ctx context.Context, inviteID string, now time.Time) (LinkedRepoInvite, error)
+	// RedeemLinkedRepoInvite uses up an invite of grant id outstanding at
+	// at and authorizes the grant as AuthorizeLinkedRepo does, in one
+	// transaction: on any error nothing changes. ErrNotFound when the
+	// invite is not outstanding (or not the grant's) or the grant is
+	// absent, ErrConflict when another grant has did. Of concurrent calls
+	// for one invite, one succeeds.
+	RedeemLinkedRepoInvite(ctx context.Context, inviteID, id, did string, s LinkedRepoSession, at time.Time) error
 }

@@ -171,8 +171,8 @@ func linkedRepoInvite(id, grant string, created time.Time, life time.Duration) s
 }
 
 // testLinkedRepoInvites: listing shows outstanding invites only, newest
-// first; revoke and use apply to outstanding invites only; invites go
-// with their grant.
+// first; revoke and redeem apply to outstanding invites only; a refused
+// redemption changes nothing; invites go with their grant.
 func testLinkedRepoInvites(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	g := linkedRepo(storage.NewID(), "", "", base)
@@ -230,15 +230,37 @@ func testLinkedRepoInvites(t *testing.T, s storage.Store) {
 	if err := s.RevokeLinkedRepoInvite(ctx, g.ID, "cc", now); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("revoke twice: %v", err)
 	}
-	if _, err := s.UseLinkedRepoInvite(ctx, "cc", now); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("use a revoked invite: %v", err)
+	sess := storage.LinkedRepoSession{GrantID: g.ID, Sealed: "sealed", ExpiresAt: now.Add(time.Hour), UpdatedAt: now}
+	if err := s.RedeemLinkedRepoInvite(ctx, "cc", g.ID, "did:plc:carol", sess, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("redeem a revoked invite: %v", err)
 	}
-	used, err := s.UseLinkedRepoInvite(ctx, "dd", now)
-	if err != nil || used.ID != "dd" || used.GrantID != g.ID || !used.UsedAt.Equal(now) {
-		t.Fatalf("use: %+v %v", used, err)
+	if err := s.RedeemLinkedRepoInvite(ctx, "xx", g.ID, "did:plc:carol", sess, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("redeem another grant's invite: %v", err)
 	}
-	if _, err := s.UseLinkedRepoInvite(ctx, "dd", now); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("use twice: %v", err)
+	// A DID another grant has: refused, and the invite stays usable.
+	createLinkedRepoT(t, s, linkedRepo(storage.NewID(), "did:plc:taken", "did:plc:taken", base))
+	if err := s.RedeemLinkedRepoInvite(ctx, "dd", g.ID, "did:plc:taken", sess, now); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("redeem as a taken DID: %v", err)
+	}
+	if got, _ := s.GetLinkedRepoInvite(ctx, "dd"); !got.Outstanding(now) {
+		t.Fatalf("a refused redemption used the invite: %+v", got)
+	}
+	if _, err := s.GetLinkedRepoSession(ctx, g.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a refused redemption stored a session: %v", err)
+	}
+	if err := s.RedeemLinkedRepoInvite(ctx, "dd", g.ID, "did:plc:carol", sess, now); err != nil {
+		t.Fatal(err)
+	}
+	used, _ := s.GetLinkedRepoInvite(ctx, "dd")
+	bound, _ := s.GetLinkedRepo(ctx, g.ID)
+	if !used.UsedAt.Equal(now) || bound.DID != "did:plc:carol" || bound.Status != storage.LinkedRepoActive || !bound.AuthorizedAt.Equal(now) {
+		t.Fatalf("redeemed: %+v %+v", used, bound)
+	}
+	if st, err := s.GetLinkedRepoSession(ctx, g.ID); err != nil || st != sess {
+		t.Fatalf("redeemed session: %+v %v", st, err)
+	}
+	if err := s.RedeemLinkedRepoInvite(ctx, "dd", g.ID, "did:plc:carol", sess, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("redeem twice: %v", err)
 	}
 	if err := s.RevokeLinkedRepoInvite(ctx, g.ID, "dd", now); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("revoke a used invite: %v", err)
@@ -251,8 +273,8 @@ func testLinkedRepoInvites(t *testing.T, s storage.Store) {
 	if err := s.RevokeLinkedRepoInvite(ctx, g.ID, "bb", late); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("revoke an expired invite: %v", err)
 	}
-	if _, err := s.UseLinkedRepoInvite(ctx, "bb", late); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("use an expired invite: %v", err)
+	if err := s.RedeemLinkedRepoInvite(ctx, "bb", g.ID, "did:plc:carol", sess, late); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("redeem an expired invite: %v", err)
 	}
 	if got, _ := s.GetLinkedRepoInvite(ctx, "cc"); got.RevokedAt.IsZero() || got.Outstanding(now) {
 		t.Fatalf("revoked invite: %+v", got)
@@ -268,8 +290,8 @@ func testLinkedRepoInvites(t *testing.T, s storage.Store) {
 	}
 }
 
-// testLinkedRepoInviteRace: of concurrent uses of one invite, exactly
-// one succeeds.
+// testLinkedRepoInviteRace: of concurrent redemptions of one invite,
+// exactly one succeeds.
 func testLinkedRepoInviteRace(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	g := linkedRepo(storage.NewID(), "", "", base)
@@ -284,7 +306,8 @@ func testLinkedRepoInviteRace(t *testing.T, s storage.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = s.UseLinkedRepoInvite(ctx, "once", base.Add(time.Second))
+			sess := storage.LinkedRepoSession{GrantID: g.ID, Sealed: "s", ExpiresAt: base.Add(time.Hour), UpdatedAt: base}
+			errs[i] = s.RedeemLinkedRepoInvite(ctx, "once", g.ID, "did:plc:carol", sess, base.Add(time.Second))
 		}()
 	}
 	wg.Wait()

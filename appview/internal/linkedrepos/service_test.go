@@ -407,6 +407,14 @@ func TestInvites(t *testing.T) {
 		wantKind(t, e.svc.RedeemInvite(ctx, g.ID, "unknown", carol, sess), fail.NotFound, "")
 		other, _ := e.svc.Create(ctx, "did:plc:admin", linkedrepos.CreateInput{Scopes: "atproto"})
 		wantKind(t, e.svc.RedeemInvite(ctx, other.ID, idOf(longest.URL), carol, sess), fail.NotFound, "")
+		// A DID another grant has: 409, and the invite stays usable.
+		if _, err := e.svc.Create(ctx, "did:plc:admin", linkedrepos.CreateInput{Scopes: "atproto", Handle: "did:plc:erin"}); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, e.svc.RedeemInvite(ctx, g.ID, idOf(longest.URL), linkedrepos.Account{DID: "did:plc:erin"}, sess), fail.Conflict, "")
+		if got := ids(); len(got) != 1 {
+			t.Fatalf("a refused redemption used the invite: %v", got)
+		}
 		if err := e.svc.RedeemInvite(ctx, g.ID, idOf(longest.URL), carol, sess); err != nil {
 			t.Fatal(err)
 		}

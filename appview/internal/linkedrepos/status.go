@@ -39,15 +39,13 @@ func (s *Service) MarkAuthorized(ctx context.Context, id string, acct Account, s
 }
 
 // RedeemInvite records an authorization completed through an invite: the
-// invite must be outstanding and belong to grant id; it is used up, then
-// the grant is authorized as MarkAuthorized does. The binding rule is
-// checked before the invite is used, so a wrong account leaves it usable.
+// invite must be outstanding and belong to grant id. The invite is used
+// up and the grant authorized (as MarkAuthorized does) in one
+// transaction, so a refused authorization (a wrong account, a DID another
+// grant has) leaves the invite usable and stores nothing.
 func (s *Service) RedeemInvite(ctx context.Context, id, inviteID string, acct Account, sess Session) error {
 	g, err := s.Get(ctx, id)
 	if err != nil {
-		return err
-	}
-	if err := CheckBinding(g, acct); err != nil {
 		return err
 	}
 	inv, err := s.opt.Store.GetLinkedRepoInvite(ctx, inviteID)
@@ -57,11 +55,8 @@ func (s *Service) RedeemInvite(ctx context.Context, id, inviteID string, acct Ac
 	if err != nil {
 		return err
 	}
-	if _, err := s.opt.Store.UseLinkedRepoInvite(ctx, inviteID, s.opt.Now()); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return ErrInviteEnded
-		}
-		return err
+	if !inv.Outstanding(s.opt.Now()) {
+		return ErrInviteEnded
 	}
 	return s.authorize(ctx, g, acct, sess, inviteID)
 }
@@ -74,11 +69,19 @@ func (s *Service) authorize(ctx context.Context, g storage.LinkedRepoGrant, acct
 		return errEmptySession
 	}
 	now := s.opt.Now().UTC()
-	err := s.opt.Store.AuthorizeLinkedRepo(ctx, g.ID, acct.DID,
-		storage.LinkedRepoSession{GrantID: g.ID, Sealed: sess.Sealed, ExpiresAt: sess.ExpiresAt, UpdatedAt: now}, now)
+	stored := storage.LinkedRepoSession{GrantID: g.ID, Sealed: sess.Sealed, ExpiresAt: sess.ExpiresAt, UpdatedAt: now}
+	var err error
+	if inviteID == "" {
+		err = s.opt.Store.AuthorizeLinkedRepo(ctx, g.ID, acct.DID, stored, now)
+	} else {
+		err = s.opt.Store.RedeemLinkedRepoInvite(ctx, inviteID, g.ID, acct.DID, stored, now)
+	}
 	switch {
 	case errors.Is(err, storage.ErrConflict):
 		return errDIDTaken
+	case errors.Is(err, storage.ErrNotFound) && inviteID != "":
+		// The invite ended (or the grant went) since it was read.
+		return ErrInviteEnded
 	case errors.Is(err, storage.ErrNotFound):
 		return errGrantNotFound
 	case err != nil:

@@ -61,19 +61,22 @@ func (db *DB) putLinkedRepoSession(ctx context.Context, tx *sql.Tx, id string, s
 	return err
 }
 
-// updateLinkedRepo runs an UPDATE of one grant and then stores its
-// session, in one transaction.
-func (db *DB) updateLinkedRepo(ctx context.Context, what, id string, s storage.LinkedRepoSession, q string, args ...any) error {
-	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, Bind(db.dialect, q), args...)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return storage.ErrNotFound
-		}
-		return db.putLinkedRepoSession(ctx, tx, id, s)
-	})
+// updateLinkedRepoInTx runs an UPDATE of grant id in tx (ErrNotFound
+// when it changes nothing) and then stores the grant's session.
+func (db *DB) updateLinkedRepoInTx(ctx context.Context, tx *sql.Tx, id string, s storage.LinkedRepoSession, q string, args ...any) error {
+	res, err := tx.ExecContext(ctx, Bind(db.dialect, q), args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return storage.ErrNotFound
+	}
+	return db.putLinkedRepoSession(ctx, tx, id, s)
+}
+
+// linkedRepoTxError maps the error of a grant transaction: ErrNotFound
+// as is, a unique violation to ErrConflict, others wrapped.
+func (db *DB) linkedRepoTxError(what string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, storage.ErrNotFound):
 		return err
@@ -86,15 +89,23 @@ func (db *DB) updateLinkedRepo(ctx context.Context, what, id string, s storage.L
 
 // AuthorizeLinkedRepo implements storage.LinkedRepoStore.
 func (db *DB) AuthorizeLinkedRepo(ctx context.Context, id, did string, s storage.LinkedRepoSession, at time.Time) error {
-	return db.updateLinkedRepo(ctx, "authorize linked repo", id, s,
+	err := db.inTx(ctx, func(tx *sql.Tx) error { return db.authorizeInTx(ctx, tx, id, did, s, at) })
+	return db.linkedRepoTxError("authorize linked repo", err)
+}
+
+// authorizeInTx binds grant id to did and stores its session in tx.
+func (db *DB) authorizeInTx(ctx context.Context, tx *sql.Tx, id, did string, s storage.LinkedRepoSession, at time.Time) error {
+	return db.updateLinkedRepoInTx(ctx, tx, id, s,
 		`UPDATE linked_repos SET did = ?, status = ?, last_error = NULL, authorized_at = ?, last_refreshed_at = ? WHERE id = ?`,
 		did, storage.LinkedRepoActive, db.dialect.Time(at), db.dialect.Time(at), id)
 }
 
 // RefreshLinkedRepo implements storage.LinkedRepoStore.
 func (db *DB) RefreshLinkedRepo(ctx context.Context, id string, s storage.LinkedRepoSession, at time.Time) error {
-	return db.updateLinkedRepo(ctx, "refresh linked repo", id, s,
-		`UPDATE linked_repos SET last_refreshed_at = ? WHERE id = ?`, db.dialect.Time(at), id)
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		return db.updateLinkedRepoInTx(ctx, tx, id, s, `UPDATE linked_repos SET last_refreshed_at = ? WHERE id = ?`, db.dialect.Time(at), id)
+	})
+	return db.linkedRepoTxError("refresh linked repo", err)
 }
 
 // LinkedRepoNeedsReauth implements storage.LinkedRepoStore.
@@ -168,16 +179,19 @@ func (db *DB) RevokeLinkedRepoInvite(ctx context.Context, grantID, inviteID stri
 		db.dialect.Time(now), inviteID, grantID, db.dialect.Time(now))
 }
 
-// UseLinkedRepoInvite implements storage.LinkedRepoStore.
-func (db *DB) UseLinkedRepoInvite(ctx context.Context, inviteID string, now time.Time) (storage.LinkedRepoInvite, error) {
-	i, err := scanLinkedRepoInvite(db.writer.QueryRowContext(ctx, Bind(db.dialect, `UPDATE linked_repo_invites SET used_at = ?
-		WHERE invite_id = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?
-		RETURNING `+linkedRepoInviteColumns), db.dialect.Time(now), inviteID, db.dialect.Time(now)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return i, storage.ErrNotFound
-	}
-	if err != nil {
-		return i, fmt.Errorf("use linked repo invite: %w", err)
-	}
-	return i, nil
+// RedeemLinkedRepoInvite implements storage.LinkedRepoStore.
+func (db *DB) RedeemLinkedRepoInvite(ctx context.Context, inviteID, id, did string, s storage.LinkedRepoSession, at time.Time) error {
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE linked_repo_invites SET used_at = ?
+			WHERE invite_id = ? AND grant_id = ? AND used_at IS NULL AND revoked_at IS NULL AND expires_at > ?`),
+			db.dialect.Time(at), inviteID, id, db.dialect.Time(at))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return storage.ErrNotFound
+		}
+		return db.authorizeInTx(ctx, tx, id, did, s, at)
+	})
+	return db.linkedRepoTxError("redeem linked repo invite", err)
 }
