@@ -87,7 +87,9 @@ func (h *Handler) render(w http.ResponseWriter, status int, v view) {
 	hdr.Set("Cache-Control", "no-store")
 	// The URL carries the invite token: never send it on.
 	hdr.Set("Referrer-Policy", "no-referrer")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; form-action 'self' https:; frame-ancestors 'none'")
+	// No form-action: browsers apply it to the redirect the form answers
+	// with, and a development PDS is plain http.
+	hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'")
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	if err := page.Execute(w, v); err != nil {

@@ -111,7 +111,8 @@ func TestInvitePageWithoutOAuthClient(t *testing.T) {
 		if !strings.Contains(p.body, "Sign-in is not available on this instance yet") || strings.Contains(p.body, "<form") {
 			t.Fatalf("sign-in offered without an OAuth client: %s", p.body)
 		}
-		if p.header.Get("Referrer-Policy") != "no-referrer" || p.header.Get("Cache-Control") != "no-store" {
+		if p.header.Get("Referrer-Policy") != "no-referrer" || p.header.Get("Cache-Control") != "no-store" ||
+			!strings.Contains(p.header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 			t.Fatalf("headers: %v", p.header)
 		}
 		// Posting the form answers 503 as a page, and uses nothing up.
