@@ -1,6 +1,9 @@
 package appview
 
 import (
+	"context"
+	"strings"
+
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/backfilljobs"
 	"github.com/lexview/lexview/appview/internal/clientkeys"
@@ -8,6 +11,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/plc"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
@@ -60,5 +64,18 @@ func (a *App) newServices() *server.Services {
 		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
 			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,
 		}),
+		// No Authorizer yet: the instance's OAuth client is wired in a
+		// later step; until then authorize and invite sign-in answer 503.
+		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now,
+			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) }}),
 	}
+}
+
+// inviteBase is the origin invite URLs are built on: the primary domain,
+// else PUBLIC_URL.
+func inviteBase(ctx context.Context, doms *domains.Service, publicURL string) string {
+	if d, ok := doms.Primary(ctx); ok {
+		return strings.TrimRight(d.URL, "/")
+	}
+	return strings.TrimRight(publicURL, "/")
 }

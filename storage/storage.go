@@ -34,6 +34,7 @@ type Store interface {
 	ServiceEntryStore
 	InstanceKeyStore
 	OAuthClientStore
+	LinkedRepoStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -34,12 +34,13 @@ func Suites() []Suite {
 		{"Identity", RunIdentity},
 		{"InstanceKey", RunInstanceKey},
 		{"OAuthClient", RunOAuthClient},
+		{"LinkedRepos", RunLinkedRepos},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
-// Scripts, Identity, InstanceKey, OAuthClient), each of its tests on a fresh store. A storage.Store
+// Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admin/events"
 	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
+	adminlinkedrepos "github.com/lexview/lexview/appview/internal/admin/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
@@ -31,7 +32,9 @@ import (
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/instance"
+	"github.com/lexview/lexview/appview/internal/invitepage"
 	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/profiles"
@@ -74,6 +77,8 @@ type Services struct {
 	Entries     *serviceentries.Service
 	// InstanceKeys is the instance's own OAuth client key.
 	InstanceKeys *clientkeys.Instance
+	// LinkedRepos manages linked repo grants and their invites.
+	LinkedRepos *linkedrepos.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -161,6 +166,7 @@ func New(svc Services, p Parts) *Surfaces {
 	pub.Handle("GET "+domains.CallbackPath, p.OAuthClient.CallbackHandler(map[string]oauthclient.Finisher{
 		signin.PurposeAdminSignIn: si.Finisher(),
 	}, log))
+	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)
@@ -196,5 +202,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountIdentity(m, svc.Identity)
 	adminidentity.MountServiceEntries(m, svc.Entries)
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
+	adminlinkedrepos.Mount(m, svc.LinkedRepos)
 	return m
 }
