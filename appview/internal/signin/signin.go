@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
+	"golang.org/x/time/rate"
 
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/fail"
@@ -46,12 +47,27 @@ type Options struct {
 	Domains session.DomainMatcher
 	// CookieTTL is the cookie's lifetime (DefaultCookieTTL when zero).
 	CookieTTL time.Duration
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// StartRate and StartBurst bound how fast sign-in flows start, for
+	// the whole instance (DefaultStartRate and DefaultStartBurst when
+	// zero): each start resolves an account, calls its authorization
+	// server and stores a pending request, for anyone who asks.
+	StartRate  rate.Limit
+	StartBurst int
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
+// The default bound on starting sign-in flows: 2 a second, 20 at once.
+const (
+	DefaultStartRate  rate.Limit = 2
+	DefaultStartBurst int        = 20
+)
+
 // Handler serves the sign-in endpoints.
-type Handler struct{ opt Options }
+type Handler struct {
+	opt    Options
+	starts *rate.Limiter
+}
 
 // New returns a Handler.
 func New(opt Options) *Handler {
@@ -61,7 +77,13 @@ func New(opt Options) *Handler {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Handler{opt: opt}
+	if opt.StartRate <= 0 {
+		opt.StartRate = DefaultStartRate
+	}
+	if opt.StartBurst <= 0 {
+		opt.StartBurst = DefaultStartBurst
+	}
+	return &Handler{opt: opt, starts: rate.NewLimiter(opt.StartRate, opt.StartBurst)}
 }
 
 // Mount registers the sign-in routes on mux (the callback is mounted by
@@ -93,6 +115,10 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	handle := strings.TrimSpace(r.URL.Query().Get("handle"))
 	if handle == "" {
 		respond.Fail(w, r, h.opt.Logger, errNoHandle)
+		return
+	}
+	if !h.starts.Allow() {
+		respond.Fail(w, r, h.opt.Logger, fail.RateLimit("too many sign-ins are starting: try again in a few seconds", time.Second))
 		return
 	}
 	to, err := h.opt.Flows.Authorize(r.Context(), oauthclient.Request{
