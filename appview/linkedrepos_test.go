@@ -3,41 +3,128 @@ package appview_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/bluesky-social/indigo/atproto/identity"
+
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/refpds"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-// TestLinkedReposWired: the App serves the linked-repo admin endpoints and
-// the invite page, builds invite URLs on the primary domain, keeps the
-// invite page on the public surface only, and answers 503 where the OAuth
-// client is still missing.
-func TestLinkedReposWired(t *testing.T) {
+// TestLinkedReposAuthorize takes linked repo grants through the instance's
+// OAuth client and the reference PDS: a grant pinned to an account's DID
+// is authorized from the authorize_url the admin API returns, and an open
+// grant by whoever follows its invite and signs in. The grants become
+// active, bound to those accounts, and the used invite is gone. The
+// invite page belongs to the public surface only.
+func TestLinkedReposAuthorize(t *testing.T) {
+	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{})
+		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
+		bob := n.CreateAccount(t, "linked-"+backend)
+		carol := n.CreateAccount(t, "invited-"+backend)
+		standIn := testenv.NewPLC(t)
+		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL,
+			Directory: twoDirectories{
+				&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
+				&identity.BaseDirectory{PLCURL: n.PLCURL, HTTPClient: *http.DefaultClient},
+			}})
+		env.PLC = standIn
 		admin := env.Bootstrap(t)
-		r := admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "repo:app.example.post", "reason": "weekly digest",
-			"handle": "did:plc:abc"})
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		grant := func(id string) map[string]any {
+			t.Helper()
+			var list struct {
+				LinkedRepos []map[string]any `json:"linked_repos"`
+			}
+			admin.Do(t, "GET", "/admin/linked-repos", nil).JSON(t, &list)
+			for _, g := range list.LinkedRepos {
+				if g["id"] == id {
+					return g
+				}
+			}
+			t.Fatalf("grant %s not listed", id)
+			return nil
+		}
+		// finish takes an authorization URL through the PDS as acct and
+		// back to the instance's callback.
+		finish := func(authorizeURL string, acct *refpds.Account) testenv.Response {
+			t.Helper()
+			flow := newHeadlessSignIn(t, nil, "", "")
+			flow.discover(n.PDSPublicURL)
+			loc := flow.authorize(authorizeURL, acct.Handle, acct.Password)
+			if !strings.HasPrefix(loc.String(), env.URL+"/oauth/callback?") {
+				t.Fatalf("the PDS redirects to %q", loc)
+			}
+			return testenv.Request(t, "GET", loc.String(), nil)
+		}
+
+		// A grant pinned to bob's DID, authorized from the admin API.
+		r := admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "transition:generic", "handle": bob.DID, "reason": "weekly digest"})
 		if r.Status != 200 {
 			t.Fatalf("create: %d %s", r.Status, r.Raw)
 		}
-		id, _ := r.Object(t)["id"].(string)
-		if r := admin.Do(t, "POST", "/admin/linked-repos/"+id+"/authorize", nil); r.Status != 503 {
-			t.Fatalf("authorize without an OAuth client: %d %s", r.Status, r.Raw)
+		pinned, _ := r.Object(t)["id"].(string)
+		r = admin.Do(t, "POST", "/admin/linked-repos/"+pinned+"/authorize", nil)
+		authorizeURL, _ := r.Object(t)["authorize_url"].(string)
+		if r.Status != 200 || authorizeURL == "" {
+			t.Fatalf("authorize: %d %s", r.Status, r.Raw)
 		}
-		r = admin.Do(t, "POST", "/admin/linked-repos/"+id+"/invite", nil)
+		r = finish(authorizeURL, bob)
+		if o := r.Object(t); r.Status != 200 || o["grant_id"] != pinned || o["did"] != bob.DID || o["status"] != "active" {
+			t.Fatalf("callback: %d %s", r.Status, r.Raw)
+		}
+		if g := grant(pinned); g["status"] != "active" || g["did"] != bob.DID || g["authorized_at"] == nil {
+			t.Fatalf("pinned grant after authorization: %v", g)
+		}
+
+		// An open grant, taken through its invite by carol.
+		r = admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "atproto", "reason": "guest posts"})
+		openID, _ := r.Object(t)["id"].(string)
+		r = admin.Do(t, "POST", "/admin/linked-repos/"+openID+"/invite", nil)
 		inviteURL, _ := r.Object(t)["invite_url"].(string)
 		if r.Status != 200 || !strings.HasPrefix(inviteURL, env.URL+"/invite/") {
 			t.Fatalf("invite on the primary domain %s: %d %s", env.URL, r.Status, r.Raw)
 		}
-		p := testenv.Request(t, "GET", inviteURL, nil)
-		if p.Status != 200 || !strings.Contains(string(p.Raw), "weekly digest") || !strings.Contains(string(p.Raw), "not available on this instance yet") {
+		if p := testenv.Request(t, "GET", inviteURL, nil); p.Status != 200 || !strings.Contains(string(p.Raw), "guest posts") ||
+			!strings.Contains(string(p.Raw), "<form") {
 			t.Fatalf("invite page: %d %s", p.Status, p.Raw)
 		}
+		resp, err := noRedirect.PostForm(inviteURL, url.Values{"handle": {carol.DID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") == "" {
+			t.Fatalf("invite sign-in: %d", resp.StatusCode)
+		}
+		r = finish(resp.Header.Get("Location"), carol)
+		if o := r.Object(t); r.Status != 200 || o["grant_id"] != openID || o["did"] != carol.DID {
+			t.Fatalf("invite callback: %d %s", r.Status, r.Raw)
+		}
+		if g := grant(openID); g["status"] != "active" || g["did"] != carol.DID {
+			t.Fatalf("open grant after the invite: %v", g)
+		}
+		if p := testenv.Request(t, "GET", inviteURL, nil); p.Status != http.StatusGone {
+			t.Fatalf("a used invite: %d", p.Status)
+		}
+
+		// The client metadata declares every grant's scopes (an
+		// authorization server refuses undeclared ones).
+		admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "repo:app.example.post?action=create"})
+		var meta struct {
+			Scope string `json:"scope"`
+		}
+		testenv.Request(t, "GET", env.URL+"/oauth-client-metadata.json", nil).JSON(t, &meta)
+		if meta.Scope != "atproto transition:generic repo:app.example.post?action=create" {
+			t.Fatalf("client metadata scope %q", meta.Scope)
+		}
+
 		path := strings.TrimPrefix(inviteURL, env.URL)
 		if !servedBy(t, env.App.XRPCHandler(), path) || servedBy(t, env.App.AdminHandler(), path) {
 			t.Fatal("the invite page belongs to the public surface only")

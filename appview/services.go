@@ -64,15 +64,19 @@ func (a *App) newServices() *server.Services {
 		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
 			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,
 		}),
-		// No Authorizer yet: the instance's OAuth client is wired in a
-		// later step; until then authorize and invite sign-in answer 503.
+		// Grants are authorized on the primary domain through the
+		// instance's OAuth client, which is built after the services.
 		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now,
-			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) }}),
+			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
+			Authorizer: linkedrepos.OAuthAuthorizer{
+				Flows:  func() linkedrepos.Flows { return a.oauthClient },
+				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
+			}}),
 	}
 }
 
-// inviteBase is the origin invite URLs are built on: the primary domain,
-// else PUBLIC_URL.
+// inviteBase is the origin invite URLs are built on, and grants'
+// authorizations run on: the primary domain, else PUBLIC_URL.
 func inviteBase(ctx context.Context, doms *domains.Service, publicURL string) string {
 	if d, ok := doms.Primary(ctx); ok {
 		return strings.TrimRight(d.URL, "/")

@@ -10,8 +10,10 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Session is a grant's OAuth session as the OAuth client hands it over:
-// sealed (opaque here) with the expiry of its tokens.
+// Session is a grant's OAuth session as the OAuth client hands it over,
+// opaque here: what finds the session again, and the expiry of its
+// tokens when known. The instance's client (Finisher) hands over the
+// session's ID; the tokens stay sealed in the client's own store.
 type Session struct {
 	Sealed    string
 	ExpiresAt time.Time

@@ -103,8 +103,10 @@ type Parts struct {
 	// OAuthClient is the instance as an OAuth client: dashboard sign-in
 	// and the /oauth/callback every flow comes back on.
 	OAuthClient *oauthclient.Client
-	Sealer      *oauth.Sealer
-	PublicURL   string
+	// Handles resolves the handles linked repo grants are pinned to.
+	Handles   linkedrepos.Handles
+	Sealer    *oauth.Sealer
+	PublicURL string
 	// StreamKeepalive paces idle progress streams (0: 15 s).
 	StreamKeepalive time.Duration
 	Now             func() time.Time
@@ -157,14 +159,15 @@ func New(svc Services, p Parts) *Surfaces {
 		respond.JSON(w, http.StatusOK, doc)
 	})
 	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
-		Logger: log}).Mount(pub)
+		Scopes: svc.LinkedRepos.Scopes, Logger: log}).Mount(pub)
 	si := signin.New(signin.Options{Flows: p.OAuthClient, Keys: svc.Admins, Cookies: p.Users.Cookies, Domains: svc.Domains,
 		Now: p.Now, Logger: log})
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
 	// dispatched by the flow's purpose.
 	pub.Handle("GET "+domains.CallbackPath, p.OAuthClient.CallbackHandler(map[string]oauthclient.Finisher{
-		signin.PurposeAdminSignIn: si.Finisher(),
+		signin.PurposeAdminSignIn:     si.Finisher(),
+		linkedrepos.PurposeLinkedRepo: svc.LinkedRepos.Finisher(p.OAuthClient, p.Handles, log),
 	}, log))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pub.HandleFunc("/", notFound)

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/fail"
@@ -44,7 +46,11 @@ type Options struct {
 	Branding Branding
 	Keys     KeySet
 	// DID returns the instance's DID ("" when it has none).
-	DID    func(ctx context.Context) string
+	DID func(ctx context.Context) string
+	// Scopes returns the scopes the instance asks accounts for beyond
+	// Scope (linked repo grants'); nil for none. Authorization servers
+	// refuse a request for a scope the client metadata does not declare.
+	Scopes func(ctx context.Context) ([]string, error)
 	Logger *slog.Logger
 }
 
@@ -95,8 +101,9 @@ type ClientMetadataDocument struct {
 }
 
 // ClientMetadata is the client metadata document of the domain origin,
-// branded by b: every URL in it is on that domain.
-func ClientMetadata(origin string, b instance.Branding) ClientMetadataDocument {
+// branded by b: every URL in it is on that domain. Its scope is Scope and
+// the extra scopes, each once.
+func ClientMetadata(origin string, b instance.Branding, extra ...string) ClientMetadataDocument {
 	m := ClientMetadataDocument{
 		ClientID:                    domains.ClientID(origin),
 		ApplicationType:             applicationType,
@@ -106,7 +113,7 @@ func ClientMetadata(origin string, b instance.Branding) ClientMetadataDocument {
 		PolicyURI:                   b.PrivacyPolicyURL,
 		GrantTypes:                  []string{"authorization_code", "refresh_token"},
 		ResponseTypes:               []string{"code"},
-		Scope:                       Scope,
+		Scope:                       scopeString(extra),
 		RedirectURIs:                []string{domains.RedirectURI(origin)},
 		DPoPBoundAccessTokens:       true,
 		TokenEndpointAuthMethod:     authMethod,
@@ -130,14 +137,30 @@ func (h *Handler) domain(r *http.Request) (storage.Domain, error) {
 
 func (h *Handler) clientMetadata(w http.ResponseWriter, r *http.Request) {
 	d, err := h.domain(r)
+	var b instance.Branding
 	if err == nil {
-		var b instance.Branding
-		if b, err = h.opt.Branding.Branding(r.Context()); err == nil {
-			respond.JSON(w, http.StatusOK, ClientMetadata(d.URL, b))
-			return
+		b, err = h.opt.Branding.Branding(r.Context())
+	}
+	var extra []string
+	if err == nil && h.opt.Scopes != nil {
+		extra, err = h.opt.Scopes(r.Context())
+	}
+	if err != nil {
+		respond.Fail(w, r, h.opt.Logger, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, ClientMetadata(d.URL, b, extra...))
+}
+
+// scopeString is Scope with the extra scopes, each once, in order.
+func scopeString(extra []string) string {
+	out := strings.Fields(Scope)
+	for _, sc := range extra {
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
 		}
 	}
-	respond.Fail(w, r, h.opt.Logger, err)
+	return strings.Join(out, " ")
 }
 
 func (h *Handler) jwks(w http.ResponseWriter, r *http.Request) {

@@ -274,3 +274,12 @@ func fullBranding() instance.Branding {
 	return instance.Branding{AppName: "View", TermsOfServiceURL: "https://view.example/tos",
 		PrivacyPolicyURL: "https://view.example/p", HasLogo: true}
 }
+
+// TestClientMetadataScopes: the scopes the instance asks accounts for
+// (linked repo grants') join the declared scope, each once.
+func TestClientMetadataScopes(t *testing.T) {
+	m := site.ClientMetadata("https://view.example", fullBranding(), "atproto", "repo:app.example.post?action=create", "transition:generic")
+	if m.Scope != "atproto transition:generic repo:app.example.post?action=create" {
+		t.Fatalf("scope %q", m.Scope)
+	}
+}
