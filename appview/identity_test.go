@@ -3,7 +3,6 @@ package appview_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -33,18 +32,7 @@ func expect(t *testing.T, r testenv.Response, status int, msg string) {
 // didJSON gets /.well-known/did.json from the server at base as host.
 func didJSON(t *testing.T, base, host string) testenv.Response {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/.well-known/did.json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return testenv.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	return testenv.Request(t, "GET", base+"/.well-known/did.json", nil, "Host", host)
 }
 
 // TestDIDDocumentResolves: the instance's did:web (its primary domain,

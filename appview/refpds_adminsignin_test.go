@@ -2,7 +2,6 @@ package appview_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -67,18 +66,7 @@ func TestReferencePDSAdminSignIn(t *testing.T) {
 			if host == "" {
 				return testenv.Request(t, "GET", u.String(), nil)
 			}
-			req, err := http.NewRequest("GET", u.String(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Host = host
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
-			return testenv.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+			return testenv.Request(t, "GET", u.String(), nil, "Host", host)
 		}
 
 		// A callback arriving on another host is refused, and its state

@@ -186,18 +186,8 @@ func TestLoginRefusals(t *testing.T) {
 		r.Error(t) != "invalid handle or DID: not a handle" {
 		t.Fatalf("malformed handle: %d %s", r.Status, r.Raw)
 	}
-	req, err := http.NewRequest("GET", env.URL+"/auth/login?handle=did:plc:alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "unregistered.example"
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 400 {
-		t.Fatalf("login on an unregistered host: %d", resp.StatusCode)
+	if r := env.Do(t, "GET", "/auth/login?handle=did:plc:alice", nil, "Host", "unregistered.example"); r.Status != 400 {
+		t.Fatalf("login on an unregistered host: %d %s", r.Status, r.Raw)
 	}
 	if n, err := env.Store.DeleteExpiredOAuthAuthRequests(context.Background(), time.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("refused logins stored %d requests (%v)", n, err)

@@ -3,8 +3,6 @@ package site_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -26,23 +24,10 @@ var pngLogo = append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...)
 // get fetches url, sending host as the Host header when set.
 func get(t *testing.T, url, host string) testenv.Response {
 	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
+	if host == "" {
+		return testenv.Request(t, "GET", url, nil)
 	}
-	if host != "" {
-		req.Host = host
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testenv.Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	return testenv.Request(t, "GET", url, nil, "Host", host)
 }
 
 // metadata fetches and validates origin's client metadata document, with

@@ -289,7 +289,8 @@ func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string)
 }
 
 // Request sends a request to url and reads the answer. body is
-// JSON-encoded unless it is []byte or nil; headers are name, value pairs.
+// JSON-encoded unless it is []byte or nil; headers are name, value pairs
+// ("Host" sets the request's Host).
 func Request(t testing.TB, method, url string, body any, headers ...string) Response {
 	t.Helper()
 	var rd io.Reader
@@ -312,6 +313,10 @@ func Request(t testing.TB, method, url string, body any, headers ...string) Resp
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if strings.EqualFold(headers[i], "Host") { // net/http sends req.Host, not a Host header
+			req.Host = headers[i+1]
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
