@@ -37,9 +37,10 @@ const writerPart = "writer"
 //  4. lexicon refresh: changes made through other instances
 //  5. backfill worker: one job at a time
 //  6. sweeps: tombstones, rejection reports, retiring client keys (hourly)
-//  7. event-log purge, when EventLogRetentionDays > 0
-//  8. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  9. event sources, one per source ("source NAME")
+//  7. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  8. event-log purge, when EventLogRetentionDays > 0
+//  9. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  10. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -66,6 +67,11 @@ func (a *App) components() []*part {
 		}}},
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
+	}
+	if a.sealer != nil {
+		parts = append(parts, &part{name: "linked repo refresh", component: &worker{run: func(ctx context.Context) {
+			every(ctx, a.cfg.LinkedRepoRefresh, a.cfg.LinkedRepoRefresh, func() { a.svc.LinkedRepos.RefreshAll(ctx, a.oauthClient, a.log) })
+		}}})
 	}
 	if days := a.cfg.EventLogRetentionDays; days > 0 {
 		parts = append(parts, &part{name: "event-log purge", component: &worker{run: func(ctx context.Context) {

@@ -30,6 +30,7 @@ const (
 	DefaultJetstreamURL          = "wss://jetstream2.us-east.bsky.network/subscribe"
 	DefaultRelayURL              = "https://bsky.network"
 	DefaultPLCURL                = "https://plc.directory"
+	DefaultLinkedRepoRefresh     = 30 * time.Minute
 	DefaultRateLimitCapacity     = 100
 	DefaultRateLimitRefillRate   = 2.0
 	DefaultEventLogRetentionDays = 30
@@ -142,6 +143,11 @@ type Config struct {
 	// StreamKeepalive is how often an idle Server-Sent Events stream (a
 	// backfill job's progress) sends a keepalive comment; default 15 s.
 	StreamKeepalive time.Duration
+
+	// LinkedRepoRefresh is how often the sessions of active linked repo
+	// grants are refreshed (DefaultLinkedRepoRefresh when zero); a refused
+	// refresh moves the grant to needs_reauth.
+	LinkedRepoRefresh time.Duration
 
 	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
 	// (admin API and XRPC) besides the instance's own DID, which is always
@@ -256,6 +262,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultRateLimitRefillRate == 0 {
 		c.DefaultRateLimitRefillRate = DefaultRateLimitRefillRate
+	}
+	if c.LinkedRepoRefresh <= 0 {
+		c.LinkedRepoRefresh = DefaultLinkedRepoRefresh
 	}
 	if c.EventLogRetentionDays == 0 {
 		c.EventLogRetentionDays = DefaultEventLogRetentionDays

@@ -1,11 +1,13 @@
 package appview_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 
@@ -29,7 +31,7 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		bob := n.CreateAccount(t, "linked-"+backend)
 		carol := n.CreateAccount(t, "invited-"+backend)
 		standIn := testenv.NewPLC(t)
-		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL,
+		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL, LinkedRepoRefresh: 500 * time.Millisecond,
 			Directory: twoDirectories{
 				&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
 				&identity.BaseDirectory{PLCURL: n.PLCURL, HTTPClient: *http.DefaultClient},
@@ -79,9 +81,28 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		if o := r.Object(t); r.Status != 200 || o["grant_id"] != pinned || o["did"] != bob.DID || o["status"] != "active" {
 			t.Fatalf("callback: %d %s", r.Status, r.Raw)
 		}
-		if g := grant(pinned); g["status"] != "active" || g["did"] != bob.DID || g["authorized_at"] == nil {
+		g := grant(pinned)
+		if g["status"] != "active" || g["did"] != bob.DID || g["authorized_at"] == nil {
 			t.Fatalf("pinned grant after authorization: %v", g)
 		}
+		// waitFor polls the pinned grant until ok holds.
+		waitFor := func(what string, ok func(g map[string]any) bool) map[string]any {
+			t.Helper()
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				g := grant(pinned)
+				if ok(g) {
+					return g
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: grant %v", what, g)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		// The background refresh keeps the session alive.
+		authorizedAt := g["last_refreshed_at"]
+		waitFor("a refresh", func(g map[string]any) bool { return g["status"] == "active" && g["last_refreshed_at"] != authorizedAt })
 
 		// An open grant, taken through its invite by carol.
 		r = admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "atproto", "reason": "guest posts"})
@@ -123,6 +144,20 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		testenv.Request(t, "GET", env.URL+"/oauth-client-metadata.json", nil).JSON(t, &meta)
 		if meta.Scope != "atproto transition:generic repo:app.example.post?action=create" {
 			t.Fatalf("client metadata scope %q", meta.Scope)
+		}
+
+		// bob's account goes (deleted by the PDS's administrator): the
+		// next refresh is refused and the grant needs a new authorization;
+		// carol's grant is unaffected.
+		if err := n.XRPC(context.Background(), "com.atproto.admin.deleteAccount", n.AdminAuth(), nil, map[string]any{"did": bob.DID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		g = waitFor("needs_reauth", func(g map[string]any) bool { return g["status"] == "needs_reauth" })
+		if msg, _ := g["last_error"].(string); msg == "" {
+			t.Fatalf("needs_reauth without last_error: %v", g)
+		}
+		if g := grant(openID); g["status"] != "active" {
+			t.Fatalf("carol's grant after bob's failed: %v", g)
 		}
 
 		path := strings.TrimPrefix(inviteURL, env.URL)

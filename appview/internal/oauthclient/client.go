@@ -319,3 +319,17 @@ func callbackOrigin(callbackURL string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// Refresh refreshes a kept session's tokens at its authorization server
+// and stores them again, sealed: a refused refresh (the session revoked,
+// expired or unknown there) is an error.
+func (c *Client) Refresh(ctx context.Context, did syntax.DID, sessionID string) error {
+	sess, err := c.Session(ctx, did, sessionID)
+	if err != nil {
+		return err
+	}
+	if _, err := sess.RefreshTokens(ctx); err != nil {
+		return fmt.Errorf("refresh the session of %s: %w", did, err)
+	}
+	return nil
+}
