@@ -37,11 +37,13 @@ type DocumentServiceRef struct {
 // are documentServices, with ids DID#fragment.
 func (s *Service) DocumentFor(ctx context.Context, host string) (Document, error) {
 	host = domains.NormalHost(host)
-	id, err := s.Get(ctx)
+	// Only the mode matters here: Get would also open the sealed keys of
+	// the other modes, on a public endpoint.
+	mode, err := s.setting(ctx, ModeSetting)
 	if err != nil {
 		return Document{}, err
 	}
-	if id.Mode != ModeDIDWeb {
+	if mode != "" && mode != ModeDIDWeb {
 		return Document{}, fail.New(fail.NotFound, "no DID document here: the instance's identity is not a did:web (resolve its DID at the PLC directory)")
 	}
 	primary, ok := s.opt.Domains.Primary(ctx)
