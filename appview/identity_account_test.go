@@ -2,7 +2,6 @@ package appview_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -58,13 +56,7 @@ func TestAttachAccountIdentity(t *testing.T) {
 	ctx := context.Background()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		acct := n.CreateAccount(t, "attach-"+t.Name()[strings.LastIndexByte(t.Name(), '/')+1:])
-		standIn := testenv.NewPLC(t)
-		env := testenv.New(t, open(t), appview.Config{PublicURL: "https://example.com", PLCURL: n.PLCURL,
-			Directory: twoDirectories{
-				&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
-				&identity.BaseDirectory{PLCURL: n.PLCURL, HTTPClient: *http.DefaultClient},
-			}})
-		env.PLC = standIn
+		env := plcEnv(t, open(t), n.PLCURL, appview.Config{PublicURL: "https://example.com"})
 		admin := env.Bootstrap(t)
 		before, _ := resolvePLC(t, n.PLCURL, acct.DID)
 

@@ -49,13 +49,19 @@ func resolvePLC(t *testing.T, plcURL, did string) (keys, services map[string]str
 	return keys, services
 }
 
-// plcEnv is an instance writing to the PLC directory at plcURL while its
-// admins' DIDs resolve at a stand-in directory.
-func plcEnv(t *testing.T, store storage.Store, plcURL string) *testenv.Env {
+// plcEnv is an App whose PLC directory is plcURL (the reference one, or
+// one that is down) and whose accounts resolve there, while its admins'
+// DIDs resolve at a stand-in directory (env.PLC) first. cfg's PLCURL and
+// Directory are set here.
+func plcEnv(t *testing.T, store storage.Store, plcURL string, cfg appview.Config) *testenv.Env {
 	t.Helper()
 	standIn := testenv.NewPLC(t)
-	env := testenv.New(t, store, appview.Config{PublicURL: "https://example.com", PLCURL: plcURL,
-		Directory: &identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient}})
+	cfg.PLCURL = plcURL
+	cfg.Directory = twoDirectories{
+		&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
+		&identity.BaseDirectory{PLCURL: plcURL, HTTPClient: *http.DefaultClient},
+	}
+	env := testenv.New(t, store, cfg)
 	env.PLC = standIn
 	return env
 }
@@ -69,7 +75,7 @@ func TestDIDPLCIdentity(t *testing.T) {
 	ctx := context.Background()
 	directory := &plc.Client{URL: n.PLCURL, HTTP: http.DefaultClient}
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := plcEnv(t, open(t), n.PLCURL)
+		env := plcEnv(t, open(t), n.PLCURL, appview.Config{PublicURL: "https://example.com"})
 		admin := env.Bootstrap(t)
 		r := admin.Do(t, "POST", "/admin/verification-methods", map[string]any{"fragment_id": "#atproto", "generate": true, "key_type": "secp256k1"})
 		expect(t, r, 201, "")
@@ -193,7 +199,7 @@ func TestDIDPLCDirectoryDown(t *testing.T) {
 	down := "http://" + l.Addr().String()
 	l.Close()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := plcEnv(t, open(t), down)
+		env := plcEnv(t, open(t), down, appview.Config{PublicURL: "https://example.com"})
 		admin := env.Bootstrap(t)
 		r := admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_plc", "create": true})
 		if r.Status != 502 || !strings.HasPrefix(r.Error(t), "the PLC directory could not be reached or failed: ") {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bluesky-social/indigo/atproto/identity"
-
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/refpds"
 	"github.com/lexview/lexview/appview/internal/testenv"
@@ -30,13 +28,7 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
 		bob := n.CreateAccount(t, "linked-"+backend)
 		carol := n.CreateAccount(t, "invited-"+backend)
-		standIn := testenv.NewPLC(t)
-		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL, LinkedRepoRefresh: 500 * time.Millisecond,
-			Directory: twoDirectories{
-				&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
-				&identity.BaseDirectory{PLCURL: n.PLCURL, HTTPClient: *http.DefaultClient},
-			}})
-		env.PLC = standIn
+		env := plcEnv(t, open(t), n.PLCURL, appview.Config{LinkedRepoRefresh: 500 * time.Millisecond})
 		admin := env.Bootstrap(t)
 		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		grant := func(id string) map[string]any {
