@@ -177,6 +177,17 @@ func TestDIDPLCIdentity(t *testing.T) {
 			t.Fatalf("adopted DID after sync: %+v %v", state, err)
 		}
 
+		// The first DID's rotation key was kept: it is adopted again with
+		// its DID alone.
+		r = admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_plc", "did": did})
+		expect(t, r, 200, "")
+		if o := r.Object(t); o["did"] != did || o["rotation_key"] != rotation {
+			t.Fatalf("adopting the first DID again: %s", r.Raw)
+		}
+		expect(t, admin.Do(t, "POST", "/admin/service-entries/sync-plc", nil), 204, "")
+		r = admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_plc", "did": adopted})
+		expect(t, r, 200, "")
+
 		// Back to did_web: the PLC identity is kept, sync-plc is refused.
 		expect(t, admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_web"}), 200, "")
 		expect(t, admin.Do(t, "POST", "/admin/service-entries/sync-plc", nil), 400,

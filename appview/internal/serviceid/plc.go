@@ -19,12 +19,15 @@ import (
 
 // The settings holding the did_plc identity (reserved, like ModeSetting).
 const (
-	PLCDIDSetting         = "identity.plc.did"
-	PLCRotationKeySetting = "identity.plc.rotation_key" // sealed multibase private key
+	PLCDIDSetting = "identity.plc.did"
+	// PLCRotationKeyPrefix + a DID holds that DID's rotation key (sealed
+	// multibase private key): one per DID, so that adopting another DID
+	// never overwrites the only copy of a key the instance generated.
+	PLCRotationKeyPrefix = "identity.plc.rotation_key."
 )
 
-// rotationKeyPurpose binds the sealed rotation key to its use.
-const rotationKeyPurpose = "identity:plc-rotation-key"
+// rotationKeyPurpose binds a sealed rotation key to its use and its DID.
+func rotationKeyPurpose(did string) string { return "identity:plc-rotation-key:" + did }
 
 // PLCRequest is what PUT /admin/service-identity carries for did_plc:
 // Create makes a new DID (a genesis operation); DID with RotationKey
@@ -81,7 +84,7 @@ func (s *Service) createPLC(ctx context.Context, actor string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.storeRotationKey(ctx, key); err != nil {
+	if err := s.storeRotationKey(ctx, did, key); err != nil {
 		return err
 	}
 	if err := s.opt.PLC.Submit(ctx, did, op); err != nil {
@@ -96,16 +99,23 @@ func (s *Service) createPLC(ctx context.Context, actor string) error {
 }
 
 // adoptPLC takes over an existing DID whose rotation keys include the
-// given private key.
+// given private key, or the key the instance keeps for that DID (one it
+// created or adopted before) when none is given.
 func (s *Service) adoptPLC(ctx context.Context, actor, did, rawKey string) error {
-	if did == "" || rawKey == "" {
-		return fail.New(fail.Invalid, "adopting a did:plc needs both did and rotation_key")
+	errBoth := fail.New(fail.Invalid, "adopting a did:plc needs both did and rotation_key")
+	if did == "" {
+		return errBoth
 	}
 	if d, err := syntax.ParseDID(did); err != nil || d.Method() != "plc" {
 		return fail.New(fail.Invalid, "invalid did: a did:plc is expected")
 	}
-	key, err := parseRotationKey(rawKey)
-	if err != nil {
+	var key atcrypto.PrivateKeyExportable
+	var err error
+	if rawKey == "" {
+		if key, err = s.rotationKey(ctx, did); err != nil {
+			return errBoth
+		}
+	} else if key, err = parseRotationKey(rawKey); err != nil {
 		return err
 	}
 	pub, err := key.PublicKey()
@@ -121,7 +131,7 @@ func (s *Service) adoptPLC(ctx context.Context, actor, did, rawKey string) error
 	if !slices.Contains(state.RotationKeys, pub.DIDKey()) {
 		return fail.Invalidf("rotation_key is not a rotation key of %s", did)
 	}
-	if err := s.storeRotationKey(ctx, key); err != nil {
+	if err := s.storeRotationKey(ctx, did, key); err != nil {
 		return err
 	}
 	if err := s.opt.Store.PutSetting(ctx, PLCDIDSetting, did); err != nil {
@@ -149,19 +159,20 @@ func parseRotationKey(raw string) (atcrypto.PrivateKeyExportable, error) {
 	return k, nil
 }
 
-func (s *Service) storeRotationKey(ctx context.Context, key atcrypto.PrivateKeyExportable) error {
+func (s *Service) storeRotationKey(ctx context.Context, did string, key atcrypto.PrivateKeyExportable) error {
 	if s.opt.Sealer == nil {
 		return errNoSealer
 	}
-	sealed, err := s.opt.Sealer.SealString(rotationKeyPurpose, key.Multibase())
+	sealed, err := s.opt.Sealer.SealString(rotationKeyPurpose(did), key.Multibase())
 	if err != nil {
 		return err
 	}
-	return s.opt.Store.PutSetting(ctx, PLCRotationKeySetting, sealed)
+	return s.opt.Store.PutSetting(ctx, PLCRotationKeyPrefix+did, sealed)
 }
 
-func (s *Service) rotationKey(ctx context.Context) (atcrypto.PrivateKeyExportable, error) {
-	sealed, err := s.setting(ctx, PLCRotationKeySetting)
+// rotationKey opens the stored rotation key of did.
+func (s *Service) rotationKey(ctx context.Context, did string) (atcrypto.PrivateKeyExportable, error) {
+	sealed, err := s.setting(ctx, PLCRotationKeyPrefix+did)
 	if err != nil {
 		return nil, err
 	}
@@ -171,17 +182,17 @@ func (s *Service) rotationKey(ctx context.Context) (atcrypto.PrivateKeyExportabl
 	if s.opt.Sealer == nil {
 		return nil, errNoSealer
 	}
-	raw, err := s.opt.Sealer.OpenString(rotationKeyPurpose, sealed)
+	raw, err := s.opt.Sealer.OpenString(rotationKeyPurpose(did), sealed)
 	if err != nil {
 		return nil, err
 	}
 	return atcrypto.ParsePrivateMultibase(raw)
 }
 
-// RotationKeyDID is the public did:key of the stored rotation key, "" when
-// none is stored.
-func (s *Service) RotationKeyDID(ctx context.Context) string {
-	key, err := s.rotationKey(ctx)
+// RotationKeyDID is the public did:key of did's stored rotation key, ""
+// when none is stored.
+func (s *Service) RotationKeyDID(ctx context.Context, did string) string {
+	key, err := s.rotationKey(ctx, did)
 	if err != nil {
 		return ""
 	}
@@ -210,7 +221,7 @@ func (s *Service) SyncPLC(ctx context.Context, actor string) (bool, error) {
 	if s.opt.PLC == nil {
 		return false, fail.New(fail.Unavailable, "no PLC directory is configured")
 	}
-	key, err := s.rotationKey(ctx)
+	key, err := s.rotationKey(ctx, id.DID)
 	if err != nil {
 		return false, err
 	}

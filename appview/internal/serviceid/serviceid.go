@@ -112,7 +112,7 @@ func (s *Service) Get(ctx context.Context) (Identity, error) {
 		if id.DID, err = s.setting(ctx, PLCDIDSetting); err != nil {
 			return Identity{}, err
 		}
-		id.RotationKey = s.RotationKeyDID(ctx)
+		id.RotationKey = s.RotationKeyDID(ctx, id.DID)
 	case ModeAttachAccount:
 		if id.DID, err = s.setting(ctx, AccountDIDSetting); err != nil {
 			return Identity{}, err
