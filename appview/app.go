@@ -25,6 +25,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/scripting"
@@ -179,7 +180,7 @@ func (a *App) build(ctx context.Context) error {
 	a.scripts = scripting.New(scripting.Options{
 		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
 		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
-		Writer: writerLink{a}, LocalXRPC: a.localXRPC,
+		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a},
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err
@@ -331,4 +332,16 @@ type writerLink struct{ a *App }
 
 func (l writerLink) Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error) {
 	return l.a.writer.Write(ctx, source, changes)
+}
+
+// linkedReposLink lets the script runtime, built before the services and
+// the OAuth client, write into linked repositories through them.
+type linkedReposLink struct{ a *App }
+
+func (l linkedReposLink) List(ctx context.Context) ([]storage.LinkedRepoGrant, error) {
+	return l.a.svc.LinkedRepos.List(ctx)
+}
+
+func (l linkedReposLink) Write(ctx context.Context, w linkedrepos.Write) (linkedrepos.Written, error) {
+	return l.a.svc.LinkedRepos.Write(ctx, l.a.oauthClient, w)
 }

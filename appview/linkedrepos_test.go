@@ -2,6 +2,7 @@ package appview_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/refpds"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
@@ -96,6 +98,48 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		authorizedAt := g["last_refreshed_at"]
 		waitFor("a refresh", func(g map[string]any) bool { return g["status"] == "active" && g["last_refreshed_at"] != authorizedAt })
 
+		// A procedure script writes into bob's repository through the
+		// grant: the record is at the PDS and in the index at once, and
+		// the script deletes it again the same way.
+		publish := newLinkedPublisher(t, env, admin)
+		r = publish.call(t, map[string]any{"repo": bob.DID, "text": "digest #1"})
+		uri, _ := r.Object(t)["uri"].(string)
+		if r.Status != 200 || !strings.HasPrefix(uri, "at://"+bob.DID+"/app.test.note/") || r.Object(t)["cid"] == "" {
+			t.Fatalf("linked.create: %d %s", r.Status, r.Raw)
+		}
+		rkey := uri[strings.LastIndexByte(uri, '/')+1:]
+		var atPDS struct {
+			Value map[string]any `json:"value"`
+		}
+		n.Query(t, "com.atproto.repo.getRecord", url.Values{"repo": {bob.DID}, "collection": {"app.test.note"}, "rkey": {rkey}}, &atPDS)
+		if atPDS.Value["text"] != "digest #1" || atPDS.Value["$type"] != "app.test.note" {
+			t.Fatalf("the record at the PDS: %v", atPDS.Value)
+		}
+		if got := publish.indexed(t, bob.DID); len(got) != 1 || got[0] != uri {
+			t.Fatalf("indexed %v, want [%s]", got, uri)
+		}
+		r = publish.call(t, map[string]any{"repo": bob.DID, "rkey": rkey, "delete": true})
+		if r.Status != 200 {
+			t.Fatalf("linked.delete: %d %s", r.Status, r.Raw)
+		}
+		if err := n.XRPC(context.Background(), "com.atproto.repo.getRecord", "", url.Values{"repo": {bob.DID}, "collection": {"app.test.note"}, "rkey": {rkey}}, nil, nil); err == nil {
+			t.Fatal("the deleted record is still at the PDS")
+		}
+		if got := publish.indexed(t, bob.DID); len(got) != 0 {
+			t.Fatalf("indexed after the delete: %v", got)
+		}
+		var events struct {
+			Events []struct {
+				Subject string         `json:"subject"`
+				Detail  map[string]any `json:"detail"`
+			} `json:"events"`
+		}
+		admin.Do(t, "GET", "/admin/events?event_type=linked_repo.write", nil).JSON(t, &events)
+		if len(events.Events) != 2 || events.Events[0].Subject != pinned || events.Events[0].Detail["action"] != "delete" ||
+			events.Events[1].Detail["uri"] != uri || events.Events[1].Detail["trigger"] != "xrpc.procedure:app.test.publish" {
+			t.Fatalf("write events: %+v", events.Events)
+		}
+
 		// An open grant, taken through its invite by carol.
 		r = admin.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "atproto", "reason": "guest posts"})
 		openID, _ := r.Object(t)["id"].(string)
@@ -122,6 +166,18 @@ func TestLinkedReposAuthorize(t *testing.T) {
 		}
 		if g := grant(openID); g["status"] != "active" || g["did"] != carol.DID {
 			t.Fatalf("open grant after the invite: %v", g)
+		}
+		// carol granted only `atproto`: a script's write is refused
+		// before it reaches her PDS.
+		if r := publish.call(t, map[string]any{"repo": carol.DID, "text": "not allowed"}); r.Status != 500 {
+			t.Fatalf("a write outside the grant's scopes: %d %s", r.Status, r.Raw)
+		}
+		var carolNotes struct {
+			Records []any `json:"records"`
+		}
+		n.Query(t, "com.atproto.repo.listRecords", url.Values{"repo": {carol.DID}, "collection": {"app.test.note"}}, &carolNotes)
+		if len(carolNotes.Records) != 0 {
+			t.Fatalf("carol's repository has %d notes", len(carolNotes.Records))
 		}
 		if p := testenv.Request(t, "GET", inviteURL, nil); p.Status != http.StatusGone {
 			t.Fatalf("a used invite: %d", p.Status)
@@ -157,6 +213,65 @@ func TestLinkedReposAuthorize(t *testing.T) {
 			t.Fatal("the invite page belongs to the public surface only")
 		}
 	})
+}
+
+// linkedPublisher is a procedure whose script writes into linked
+// repositories, and a caller with an API client to call it.
+type linkedPublisher struct {
+	env    *testenv.Env
+	caller *testenv.Account
+	key    string
+}
+
+// publishScript creates input.text in input.repo, or deletes input.rkey
+// there when input.delete is set.
+const publishScript = `function handle()
+  if input.delete then
+    return {deleted = linked.delete(input.repo, "app.test.note", input.rkey)}
+  end
+  return linked.create(input.repo, "app.test.note", {text = input.text})
+end`
+
+func newLinkedPublisher(t *testing.T, env *testenv.Env, admin *testenv.Admin) *linkedPublisher {
+	t.Helper()
+	putNoteLexicons(t, env)
+	r := admin.Do(t, "POST", "/admin/lexicons", map[string]any{
+		"lexicon_json":      json.RawMessage(`{"lexicon":1,"id":"app.test.publish","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`),
+		"target_collection": "app.test.note",
+	})
+	if r.Status != 200 && r.Status != 201 {
+		t.Fatalf("procedure lexicon: %d %s", r.Status, r.Raw)
+	}
+	if r := admin.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "xrpc.procedure:app.test.publish", "source": publishScript}); r.Status != 200 && r.Status != 201 {
+		t.Fatalf("script: %d %s", r.Status, r.Raw)
+	}
+	client, _ := env.NewClient(t, clients.NewClient{})
+	return &linkedPublisher{env: env, caller: env.PLC.NewAccount(t, false, "https://pds.test"), key: client.Key}
+}
+
+func (p *linkedPublisher) call(t *testing.T, input map[string]any) testenv.Response {
+	t.Helper()
+	return p.env.Do(t, "POST", "/xrpc/app.test.publish", input, append(testenv.Bearer(p.caller.ServiceAuth(t)), "X-Client-Key", p.key)...)
+}
+
+// indexed lists the URIs of did's notes in Lexview's index.
+func (p *linkedPublisher) indexed(t *testing.T, did string) []string {
+	t.Helper()
+	var page struct {
+		Records []struct {
+			URI string `json:"uri"`
+		} `json:"records"`
+	}
+	r := p.env.Do(t, "GET", "/xrpc/app.test.listNotes?did="+url.QueryEscape(did), nil, "X-Client-Key", p.key)
+	if r.Status != 200 {
+		t.Fatalf("listNotes: %d %s", r.Status, r.Raw)
+	}
+	r.JSON(t, &page)
+	out := []string{}
+	for _, rec := range page.Records {
+		out = append(out, rec.URI)
+	}
+	return out
 }
 
 // servedBy reports whether h answers path with the page rather than the

@@ -135,6 +135,29 @@ type WriteResult struct {
 	CID string
 }
 
+// LinkedRepo is a linked account as scripts see it: a linked repo grant
+// bound to an account, through which the instance writes into the
+// account's repository.
+type LinkedRepo struct {
+	DID string
+	// Handle is the handle or DID the grant was pinned to; "" for a grant
+	// taken through an open invite.
+	Handle string
+	// Scopes is the grant's OAuth scope string.
+	Scopes string
+	// Status is "active" or "needs_reauth"; only active grants write.
+	Status string
+}
+
+// LinkedWrite is a write into a linked account's repository through its
+// grant's session. RecordWrite's RKey with neither Update nor Delete is a
+// createRecord with a chosen key.
+type LinkedWrite struct {
+	// Repo is the linked account's DID.
+	Repo string
+	RecordWrite
+}
+
 // Host is Lexview as a script sees it. Every method takes the request's
 // context, not the script's budget.
 type Host interface {
@@ -148,6 +171,12 @@ type Host interface {
 	// WriteRecord writes through the caller's PDS session and indexes the
 	// result.
 	WriteRecord(ctx context.Context, caller *Caller, w RecordWrite) (WriteResult, error)
+	// LinkedRepos lists the linked accounts (grants bound to an account).
+	LinkedRepos(ctx context.Context) ([]LinkedRepo, error)
+	// WriteLinkedRecord writes into a linked account's repository through
+	// its grant's session and indexes the result. It is refused unless
+	// the grant is active and its scopes cover the collection and action.
+	WriteLinkedRecord(ctx context.Context, inv *Invocation, w LinkedWrite) (WriteResult, error)
 	// XRPC calls a local XRPC method as the invocation's caller and
 	// returns the HTTP status and body.
 	XRPC(ctx context.Context, inv *Invocation, httpMethod, nsid string, params url.Values, body []byte) (int, []byte, error)

@@ -37,6 +37,7 @@ func (v *vm) installHostLibs() {
 	})
 	set(v.lib("Record"), map[string]lua.LGFunction{"load_all": v.recordLoadAll})
 	v.installRecord()
+	v.installLinked()
 }
 
 // setInvocationGlobals sets the globals that describe the invocation.

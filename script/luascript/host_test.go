@@ -35,6 +35,10 @@ func (nopHost) Log(context.Context, *script.Invocation, string) {}
 func (nopHost) WriteRecord(context.Context, *script.Caller, script.RecordWrite) (script.WriteResult, error) {
 	return script.WriteResult{}, errNoHost
 }
+func (nopHost) LinkedRepos(context.Context) ([]script.LinkedRepo, error) { return nil, errNoHost }
+func (nopHost) WriteLinkedRecord(context.Context, *script.Invocation, script.LinkedWrite) (script.WriteResult, error) {
+	return script.WriteResult{}, errNoHost
+}
 func (nopHost) XRPC(context.Context, *script.Invocation, string, string, url.Values, []byte) (int, []byte, error) {
 	return 0, nil, errNoHost
 }

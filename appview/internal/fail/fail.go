@@ -75,6 +75,11 @@ func Wrap(kind Kind, msg string, cause error) *Error {
 	return &Error{Kind: kind, Message: msg, Cause: cause}
 }
 
+// Newf is an error of kind with a formatted message.
+func Newf(kind Kind, format string, args ...any) *Error {
+	return New(kind, fmt.Sprintf(format, args...))
+}
+
 // Invalidf is an Invalid error with a formatted message.
 func Invalidf(format string, args ...any) *Error { return New(Invalid, fmt.Sprintf(format, args...)) }
 

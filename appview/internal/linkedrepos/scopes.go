@@ -1,6 +1,7 @@
 package linkedrepos
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/bluesky-social/indigo/atproto/auth"
@@ -85,4 +86,35 @@ func badRepoNSID(s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Repository write actions, as atproto's `repo:` permission names them.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+)
+
+// Covers reports whether a grant's scope string allows action (ActionCreate,
+// ActionUpdate or ActionDelete) on records of collection: a
+// `transition:generic` scope allows every repository write; a `repo:`
+// permission allows the collections it names (or `*`, every collection)
+// with the actions it names (every action when it names none). Other
+// scopes, `include:` permission sets among them, allow no write here: a
+// set's contents are only known to the PDS that expands it.
+func Covers(scopes, collection, action string) bool {
+	for _, s := range strings.Fields(scopes) {
+		if s == "transition:generic" {
+			return true
+		}
+		p, err := auth.ParsePermissionString(s)
+		if err != nil || p.Resource != "repo" {
+			continue
+		}
+		if (len(p.Action) == 0 || slices.Contains(p.Action, action)) &&
+			(slices.Contains(p.Collection, "*") || slices.Contains(p.Collection, collection)) {
+			return true
+		}
+	}
+	return false
 }

@@ -79,3 +79,31 @@ func TestCheckBinding(t *testing.T) {
 		}
 	}
 }
+
+func TestCovers(t *testing.T) {
+	tests := []struct {
+		scopes, collection, action string
+		want                       bool
+	}{
+		{"atproto", "app.example.post", ActionCreate, false},
+		{"atproto transition:generic", "app.example.post", ActionDelete, true},
+		{"atproto repo:app.example.post", "app.example.post", ActionCreate, true},
+		{"atproto repo:app.example.post", "app.example.post", ActionUpdate, true},
+		{"atproto repo:app.example.post", "app.example.post", ActionDelete, true},
+		{"atproto repo:app.example.post", "app.example.like", ActionCreate, false},
+		{"atproto repo:app.example.post?action=create", "app.example.post", ActionCreate, true},
+		{"atproto repo:app.example.post?action=create", "app.example.post", ActionDelete, false},
+		{"atproto repo:app.example.post?action=create repo:app.example.post?action=delete", "app.example.post", ActionDelete, true},
+		{"atproto repo?collection=app.example.post&collection=app.example.like&action=update", "app.example.like", ActionUpdate, true},
+		{"atproto repo?collection=app.example.post&collection=app.example.like&action=update", "app.example.like", ActionCreate, false},
+		{"atproto repo:*", "com.other.thing", ActionCreate, true},
+		{"atproto repo:*?action=delete", "com.other.thing", ActionCreate, false},
+		{"atproto include:app.example.authFull", "app.example.post", ActionCreate, false},
+		{"atproto rpc:app.example.post?aud=*", "app.example.post", ActionCreate, false},
+	}
+	for _, tc := range tests {
+		if got := Covers(tc.scopes, tc.collection, tc.action); got != tc.want {
+			t.Errorf("Covers(%q, %q, %q) = %v; want %v", tc.scopes, tc.collection, tc.action, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/scripts"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
@@ -154,6 +155,58 @@ func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.R
 	if u, perr := syntax.ParseATURI(res.URI); perr == nil {
 		h.index(ctx, storage.Change{Op: op, DID: caller.DID, Collection: w.Collection, RKey: u.RecordKey().String(),
 			CID: res.CID, Rev: res.Rev, Record: w.Record})
+	}
+	return script.WriteResult{URI: res.URI, CID: res.CID}, nil
+}
+
+// LinkedRepos lists the grants bound to an account.
+func (h host) LinkedRepos(ctx context.Context) ([]script.LinkedRepo, error) {
+	lr := h.r.opt.LinkedRepos
+	if lr == nil {
+		return nil, nil
+	}
+	grants, err := lr.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]script.LinkedRepo, 0, len(grants))
+	for _, g := range grants {
+		if g.DID != "" {
+			out = append(out, script.LinkedRepo{DID: g.DID, Handle: g.Handle, Scopes: g.Scopes, Status: g.Status})
+		}
+	}
+	return out, nil
+}
+
+// WriteLinkedRecord writes through a linked repo grant's session, then
+// indexes the result like WriteRecord does.
+func (h host) WriteLinkedRecord(ctx context.Context, inv *script.Invocation, w script.LinkedWrite) (script.WriteResult, error) {
+	lr := h.r.opt.LinkedRepos
+	if lr == nil {
+		return script.WriteResult{}, errors.New("linked repos are not available")
+	}
+	lw := linkedrepos.Write{Repo: w.Repo, Action: linkedrepos.ActionCreate, Collection: w.Collection, RKey: w.RKey,
+		Record: w.Record, Trigger: script.Trigger(inv.Kind, inv.Method)}
+	op := storage.OpCreate
+	switch {
+	case w.Delete:
+		lw.Action, lw.Record, op = linkedrepos.ActionDelete, nil, storage.OpDelete
+	case w.Update:
+		lw.Action, op = linkedrepos.ActionUpdate, storage.OpUpdate
+	}
+	if inv.Caller != nil {
+		lw.ActorDID = inv.Caller.DID
+	}
+	res, err := lr.Write(ctx, lw)
+	if err != nil {
+		return script.WriteResult{}, err
+	}
+	if u, perr := syntax.ParseATURI(res.URI); perr == nil {
+		c := storage.Change{Op: op, DID: w.Repo, Collection: w.Collection, RKey: u.RecordKey().String(), CID: res.CID, Rev: res.Rev}
+		if op != storage.OpDelete {
+			c.Record = w.Record
+		}
+		h.index(ctx, c)
 	}
 	return script.WriteResult{URI: res.URI, CID: res.CID}, nil
 }

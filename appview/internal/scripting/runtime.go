@@ -23,6 +23,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -51,6 +52,14 @@ type Writer interface {
 	Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
 }
 
+// LinkedRepos is the linked repos service as scripts use it: Write goes
+// through the grant's session (the service with the instance's OAuth
+// client).
+type LinkedRepos interface {
+	List(ctx context.Context) ([]storage.LinkedRepoGrant, error)
+	Write(ctx context.Context, w linkedrepos.Write) (linkedrepos.Written, error)
+}
+
 // LocalXRPC calls a local XRPC method in-process, as the invocation's
 // caller.
 type LocalXRPC func(ctx context.Context, inv *script.Invocation, httpMethod, nsid string, query map[string][]string, body []byte) (int, []byte, error)
@@ -77,6 +86,10 @@ type Options struct {
 	// LocalXRPC serves scripts' in-process XRPC calls; like Writer, it may
 	// forward to a handler built after the runtime. Nil: such calls fail.
 	LocalXRPC LocalXRPC
+	// LinkedRepos serves scripts' writes into linked repositories; like
+	// Writer, it may forward to a service built after the runtime. Nil:
+	// such writes fail.
+	LinkedRepos LinkedRepos
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to
