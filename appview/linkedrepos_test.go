@@ -152,15 +152,31 @@ func TestLinkedReposAuthorize(t *testing.T) {
 			!strings.Contains(string(p.Raw), "<form") {
 			t.Fatalf("invite page: %d %s", p.Status, p.Raw)
 		}
-		resp, err := noRedirect.PostForm(inviteURL, url.Values{"handle": {carol.DID}})
-		if err != nil {
-			t.Fatal(err)
+		startInvite := func(handle string) string {
+			t.Helper()
+			resp, err := noRedirect.PostForm(inviteURL, url.Values{"handle": {handle}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") == "" {
+				t.Fatalf("invite sign-in: %d", resp.StatusCode)
+			}
+			return resp.Header.Get("Location")
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") == "" {
-			t.Fatalf("invite sign-in: %d", resp.StatusCode)
+		// bob follows it first, but his DID already has a grant: the
+		// binding is refused, nothing is stored, the invite stays usable.
+		r = finish(startInvite(bob.DID), bob)
+		if r.Status != http.StatusConflict || r.Error(t) != "a linked repo grant already exists for the DID" {
+			t.Fatalf("a second grant for bob's DID: %d %s", r.Status, r.Raw)
 		}
-		r = finish(resp.Header.Get("Location"), carol)
+		if g := grant(openID); g["status"] != "pending" || g["did"] != nil {
+			t.Fatalf("open grant after a refused binding: %v", g)
+		}
+		if p := testenv.Request(t, "GET", inviteURL, nil); p.Status != 200 {
+			t.Fatalf("the invite after a refused binding: %d", p.Status)
+		}
+		r = finish(startInvite(carol.DID), carol)
 		if o := r.Object(t); r.Status != 200 || o["grant_id"] != openID || o["did"] != carol.DID {
 			t.Fatalf("invite callback: %d %s", r.Status, r.Raw)
 		}
