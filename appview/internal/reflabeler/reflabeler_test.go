@@ -28,6 +28,7 @@ import (
 // resolve the DID at the PLC directory, subscribe at the endpoint it names,
 // decode the frames with indigo and verify each label with the key it names.
 func TestLabelerEndToEnd(t *testing.T) {
+	reflabeler.Require(t)
 	n := refpds.Start(t)
 	l := reflabeler.Start(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
