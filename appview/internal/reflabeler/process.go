@@ -23,7 +23,7 @@ import (
 const exitPortTaken = 75
 
 // errPortTaken is what startProcess returns for exitPortTaken.
-var errPortTaken = errors.New("port taken")
+var errPortTaken = errors.New("its port is taken by another process")
 
 // process is one run of scripts/labeler/labeler.mjs.
 type process struct {

@@ -11,6 +11,19 @@
 // server's createLabel: the label is signed, stored in the server's SQLite
 // file and sent to every com.atproto.label.subscribeLabels subscriber.
 //
+//	n := refpds.Start(t)
+//	l := reflabeler.Start(t, n) // l.DID, l.URL, l.SigningKey
+//	uri, _ := n.CreateAccount(t, "alice").CreateRecord(t, "com.example.note", rec)
+//	spam := l.Label(t, uri, "spam") // spam.Seq: its sequence number in the stream
+//	l.Negate(t, uri, "spam")
+//	l.LabelExpiring(t, uri, "warn", time.Now().Add(time.Minute))
+//	l.Restart(t)   // drops the subscribers; history and sequence numbers stay
+//	l.RotateKey(t) // new #atproto_label key in the DID document
+//
+// The harness calls createLabel over the node process's stdin, one JSON
+// line per label, answered on its stdout (scripts/labeler/labeler.mjs
+// describes the protocol); no control endpoint listens.
+//
 // The packages come from the cache that scripts/lib/labeler.sh installs and
 // names in APPVIEW_LABELER_DIR (scripts/test does both). Without it, Start
 // skips the test, or fails it when CI=true ([Require] checks that before
@@ -25,7 +38,13 @@
 //     it first replays every stored label with a sequence number above N
 //     (cursor 0: the whole history), one #labels frame per label;
 //   - a cursor above the latest sequence number gets a FutureCursor error
-//     frame and the connection is terminated;
+//     frame and the connection is terminated; so does any cursor above 0
+//     while it has no label at all;
+//   - a subscriber is registered for live labels only after the WebSocket
+//     handshake and, with a cursor, after the replay query: a label created
+//     in between reaches that subscriber neither way. Tests should emit
+//     once the consumer is connected (and caught up), or emit until a
+//     label arrives, as TestLabelerEndToEnd does;
 //   - the sequence numbers are its SQLite row ids: 1, 2, 3, ... in order of
 //     creation, kept across restarts (same database file);
 //   - labels always carry ver 1 and neg (false unless negating) and are
