@@ -46,6 +46,13 @@ func TestLabelerEndToEnd(t *testing.T) {
 	alice := n.CreateAccount(t, "alice")
 	uri, cid := alice.CreateRecord(t, "com.example.note", map[string]any{"text": "hello"})
 
+	// No label yet: any cursor above 0 is in the future.
+	early := subscribe(ctx, t, l.URL, "1")
+	if f := early.next(t); f.err == nil || f.err.Error != "FutureCursor" {
+		t.Fatalf("cursor 1 on an empty labeler: frame %+v, want a FutureCursor error", f)
+	}
+	early.close()
+
 	// Emitted before anyone listens: replayed from cursor 0.
 	first := l.Label(t, uri, "spam")
 	if first.Seq != 1 || first.Src != l.DID || first.URI != uri || first.Val != "spam" || first.Neg || first.Exp != "" {
