@@ -72,6 +72,7 @@ func (a *App) newServices() *server.Services {
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },
 				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			}}),
+		Plugins: a.plugins,
 	}
 }
 

@@ -52,6 +52,11 @@ type Writer interface {
 	Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
 }
 
+// Plugins runs script-library functions of plugins.
+type Plugins interface {
+	Call(ctx context.Context, id, fn string, input json.RawMessage) (json.RawMessage, error)
+}
+
 // LinkedRepos is the linked repos service as scripts use it: Write goes
 // through the grant's session (the service with the instance's OAuth
 // client).
@@ -90,6 +95,9 @@ type Options struct {
 	// Writer, it may forward to a service built after the runtime. Nil:
 	// such writes fail.
 	LinkedRepos LinkedRepos
+	// Plugins runs the script-library functions of WASM plugins
+	// (plugins.call); nil when the instance has none.
+	Plugins Plugins
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	adminplugins "github.com/lexview/lexview/appview/internal/admin/plugins"
+	"github.com/lexview/lexview/appview/internal/plugins"
+
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admin/apiclients"
 	"github.com/lexview/lexview/appview/internal/admin/authkeys"
@@ -79,6 +82,8 @@ type Services struct {
 	InstanceKeys *clientkeys.Instance
 	// LinkedRepos manages linked repo grants and their invites.
 	LinkedRepos *linkedrepos.Service
+	// Plugins manages the WASM plugins.
+	Plugins *plugins.Manager
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -206,5 +211,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountServiceEntries(m, svc.Entries)
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	adminlinkedrepos.Mount(m, svc.LinkedRepos)
+	adminplugins.Mount(m, svc.Plugins)
 	return m
 }

@@ -56,18 +56,38 @@ func lvAlloc(size int32) unsafe.Pointer {
 	return unsafe.Pointer(&input[0])
 }
 
-// Export answers one ABI call: it reads the input the host wrote, calls
-// f, and returns the packed pointer and length of f's answer, encoded as
+// Export answers one ABI call: f gets the input the host wrote and its
+// answer is returned as the packed pointer and length of the envelope
 // {"ok": value} or {"error": message}.
 func Export(ptr unsafe.Pointer, n int32, f func(in []byte) (any, error)) int64 {
-	in := unsafe.Slice((*byte)(ptr), n)
-	v, err := f(in)
+	return answer(f(unsafe.Slice((*byte)(ptr), n)))
+}
+
+// answer encodes the envelope of v or err. A json.RawMessage or []byte
+// value is spliced in as it is (it must be valid JSON).
+func answer(v any, err error) int64 {
 	if err != nil {
-		result, _ = json.Marshal(map[string]string{"error": err.Error()})
-	} else if result, err = json.Marshal(map[string]any{"ok": v}); err != nil {
-		result, _ = json.Marshal(map[string]string{"error": "encoding the result: " + err.Error()})
+		msg, _ := json.Marshal(err.Error())
+		return Pack(append(append([]byte(`{"error":`), msg...), '}'))
 	}
-	return Pack(result)
+	var body []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		body = x
+	case []byte:
+		body = x
+	default:
+		if body, err = json.Marshal(v); err != nil {
+			return answer(nil, errors.New("encoding the result: "+err.Error()))
+		}
+	}
+	if len(body) == 0 {
+		body = []byte("null")
+	}
+	out := make([]byte, 0, len(body)+7)
+	out = append(out, `{"ok":`...)
+	out = append(out, body...)
+	return Pack(append(out, '}'))
 }
 
 // Pack returns b as the ABI's packed result: pointer in the high 32 bits,
@@ -81,7 +101,8 @@ func Pack(b []byte) int64 {
 }
 
 // Function is a script-library function: its input is the JSON the
-// script passed, its answer is encoded as JSON for the script.
+// script passed, its answer is encoded as JSON for the script (a
+// json.RawMessage answer is passed through as it is).
 type Function func(input json.RawMessage) (any, error)
 
 var functions = map[string]Function{}
@@ -89,22 +110,17 @@ var functions = map[string]Function{}
 // Register makes f callable from Lua as plugins.call(id, name, input).
 func Register(name string, f Function) { functions[name] = f }
 
+// lv_call(name_ptr, name_len, in_ptr, in_len) -> packed result: the
+// script-library call of the function name with the JSON input.
+//
 //go:wasmexport lv_call
-func lvCall(ptr unsafe.Pointer, n int32) int64 {
-	return Export(ptr, n, func(in []byte) (any, error) {
-		var req struct {
-			Function string          `json:"function"`
-			Input    json.RawMessage `json:"input"`
-		}
-		if err := json.Unmarshal(in, &req); err != nil {
-			return nil, err
-		}
-		f := functions[req.Function]
-		if f == nil {
-			return nil, errors.New("no function " + req.Function)
-		}
-		return f(req.Input)
-	})
+func lvCall(namePtr unsafe.Pointer, nameLen int32, inPtr unsafe.Pointer, inLen int32) int64 {
+	name := unsafe.String((*byte)(namePtr), nameLen)
+	f := functions[name]
+	if f == nil {
+		return answer(nil, errors.New("no function "+name))
+	}
+	return answer(f(json.RawMessage(unsafe.Slice((*byte)(inPtr), inLen))))
 }
 
 // Log levels.

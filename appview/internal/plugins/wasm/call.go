@@ -17,7 +17,7 @@ const (
 	// in the plugin's memory, which the host fills with a call's input.
 	ExportAlloc = "lv_alloc"
 	// ExportCall is the script-library capability:
-	// lv_call(ptr i32, len i32) -> i64, input {"function", "input"}.
+	// lv_call(name_ptr, name_len, in_ptr, in_len i32) -> i64.
 	ExportCall = "lv_call"
 )
 
@@ -33,7 +33,7 @@ type instance struct {
 	// per call
 	staged []byte // what lexview.result hands out next
 	logs   int
-	stack  [4]uint64
+	stack  [2 * maxArgs]uint64
 }
 
 // pool keeps idle instances and bounds how many exist.
@@ -105,15 +105,23 @@ func (m *Module) Idle() int { return len(m.pool.idle) }
 // Live reports how many instances exist (idle or running).
 func (m *Module) Live() int { return len(m.pool.slots) }
 
-// Call runs export with input (JSON) and returns the plugin's result
-// bytes as it wrote them. export must have the ABI's call signature
-// (ptr i32, len i32) -> i64. A failed instance is closed, never reused.
-func (m *Module) Call(ctx context.Context, export string, input []byte) ([]byte, error) {
+// Call runs export with args, each written into the plugin's memory
+// (one lv_alloc for all) and passed as a pointer and length pair, and
+// returns the result bytes the plugin packed into its i64 answer. A failed
+// instance is closed, never reused.
+func (m *Module) Call(ctx context.Context, export string, args ...[]byte) ([]byte, error) {
 	if !m.exports[export] {
 		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: "the module does not export " + export}
 	}
-	if len(input) > m.r.limits.MaxInput {
-		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("the input is %d bytes, over the %d-byte limit", len(input), m.r.limits.MaxInput)}
+	if len(args) > maxArgs {
+		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("%d arguments are more than %d", len(args), maxArgs)}
+	}
+	total := 0
+	for _, a := range args {
+		total += len(a)
+	}
+	if total > m.r.limits.MaxInput {
+		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("the input is %d bytes, over the %d-byte limit", total, m.r.limits.MaxInput)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.r.limits.CallTimeout)
 	defer cancel()
@@ -127,7 +135,7 @@ func (m *Module) Call(ctx context.Context, export string, input []byte) ([]byte,
 			return nil, err
 		}
 	}
-	out, err := inst.call(ctx, export, input)
+	out, err := inst.call(ctx, export, total, args)
 	if err != nil {
 		m.pool.discard(ctx, inst)
 		return nil, err
@@ -136,22 +144,29 @@ func (m *Module) Call(ctx context.Context, export string, input []byte) ([]byte,
 	return out, nil
 }
 
+// maxArgs bounds the pointer and length pairs of one call.
+const maxArgs = 4
+
 // call runs one export on the instance.
-func (inst *instance) call(ctx context.Context, export string, input []byte) ([]byte, error) {
+func (inst *instance) call(ctx context.Context, export string, total int, args [][]byte) ([]byte, error) {
 	m := inst.m
 	inst.staged, inst.logs = nil, 0
 	inst.stderr.reset()
 	ctx = context.WithValue(ctx, instanceKey{}, inst)
 	stack := inst.stack[:]
-	stack[0] = api.EncodeI32(int32(len(input)))
+	stack[0] = api.EncodeI32(int32(total))
 	if err := inst.alloc.CallWithStack(ctx, stack); err != nil {
 		return nil, m.classify(ctx, inst, ExportAlloc, err)
 	}
 	ptr := uint32(stack[0])
-	if len(input) > 0 && !inst.mod.Memory().Write(ptr, input) {
-		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s returned %d, outside memory for %d bytes", ExportAlloc, ptr, len(input))}
+	mem := inst.mod.Memory()
+	for i, a := range args {
+		if len(a) > 0 && !mem.Write(ptr, a) {
+			return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s returned %d, outside memory for %d bytes", ExportAlloc, ptr, total)}
+		}
+		stack[2*i], stack[2*i+1] = uint64(ptr), uint64(uint32(len(a)))
+		ptr += uint32(len(a))
 	}
-	stack[0], stack[1] = uint64(ptr), uint64(uint32(len(input)))
 	if err := inst.mod.ExportedFunction(export).CallWithStack(ctx, stack); err != nil {
 		return nil, m.classify(ctx, inst, export, err)
 	}
@@ -159,7 +174,7 @@ func (inst *instance) call(ctx context.Context, export string, input []byte) ([]
 	if rlen > uint32(m.r.limits.MaxResult) {
 		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s returned %d bytes, over the %d-byte limit", export, rlen, m.r.limits.MaxResult)}
 	}
-	out, ok := inst.mod.Memory().Read(rptr, rlen)
+	out, ok := mem.Read(rptr, rlen)
 	if !ok {
 		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s returned a result outside memory (%d+%d)", export, rptr, rlen)}
 	}

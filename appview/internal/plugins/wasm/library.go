@@ -12,11 +12,11 @@ type Envelope struct {
 	Error *string         `json:"error"`
 }
 
-// Invoke calls export with input and opens the answer's envelope: the
+// Invoke calls export with args and opens the answer's envelope: the
 // "ok" value (JSON null when absent), an ErrPlugin *Error for "error",
 // an ErrProtocol *Error for anything else.
-func (m *Module) Invoke(ctx context.Context, export string, input []byte) (json.RawMessage, error) {
-	out, err := m.Call(ctx, export, input)
+func (m *Module) Invoke(ctx context.Context, export string, args ...[]byte) (json.RawMessage, error) {
+	out, err := m.Call(ctx, export, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -34,20 +34,10 @@ func (m *Module) Invoke(ctx context.Context, export string, input []byte) (json.
 }
 
 // CallFunction calls the script-library function fn with input (JSON,
-// "null" when empty) through lv_call.
+// null when empty) through lv_call.
 func (m *Module) CallFunction(ctx context.Context, fn string, input json.RawMessage) (json.RawMessage, error) {
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	name, err := json.Marshal(fn)
-	if err != nil {
-		return nil, err
-	}
-	req := make([]byte, 0, len(name)+len(input)+24)
-	req = append(req, `{"function":`...)
-	req = append(req, name...)
-	req = append(req, `,"input":`...)
-	req = append(req, input...)
-	req = append(req, '}')
-	return m.Invoke(ctx, ExportCall, req)
+	return m.Invoke(ctx, ExportCall, []byte(fn), input)
 }

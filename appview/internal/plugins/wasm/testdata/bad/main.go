@@ -35,6 +35,22 @@ var hoard [][]byte
 
 func init() {
 	pdk.Register("echo", func(in json.RawMessage) (any, error) { return in, nil })
+	// x-*: the cost of encoding/json inside a module (benchmarks).
+	pdk.Register("x-unmarshal", func(in json.RawMessage) (any, error) {
+		var v struct {
+			Text string `json:"text"`
+		}
+		err := json.Unmarshal(in, &v)
+		return json.RawMessage("1"), err
+	})
+	pdk.Register("x-marshal", func(in json.RawMessage) (any, error) {
+		return map[string]any{"clean": true, "matches": []string{}}, nil
+	})
+	pdk.Register("x-struct", func(in json.RawMessage) (any, error) {
+		return struct {
+			Clean bool `json:"clean"`
+		}{true}, nil
+	})
 	pdk.Register("panic", func(json.RawMessage) (any, error) { panic("deliberate") })
 	pdk.Register("loop", func(json.RawMessage) (any, error) {
 		for i := 0; ; i++ {
