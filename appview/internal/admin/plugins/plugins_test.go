@@ -306,6 +306,22 @@ func TestPlugins(t *testing.T) {
 		if out, _ := w.mgr.Call(ctx, "echo", "secret", json.RawMessage(`"api_key"`)); string(out) != `{"set":true,"value":"sk-live-abcdefgh1234"}` {
 			t.Fatalf("secret after reinstall: %s", out)
 		}
+
+		// A restart loads the installed plugin from the database alone.
+		o.Close()
+		rt, err := wasm.New(ctx, wasm.Options{Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close(ctx)
+		restarted := plugins.New(plugins.Options{Store: w.srv.Store, Runtime: rt, Sealer: w.srv.World.Sealer, Fetch: http.DefaultClient})
+		if err := restarted.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer restarted.Close(ctx)
+		if out, err := restarted.Call(ctx, "echo", "secret", json.RawMessage(`"api_key"`)); err != nil || string(out) != `{"set":true,"value":"sk-live-abcdefgh1234"}` {
+			t.Fatalf("after a restart: %s %v", out, err)
+		}
 	})
 }
 

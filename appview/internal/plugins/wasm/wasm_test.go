@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -205,6 +206,7 @@ func TestBadModules(t *testing.T) {
 		{"missing export", "lv_auth_start", "", wasm.ErrProtocol, "the module does not export lv_auth_start"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			before := heapInuse()
 			start := time.Now()
 			callCtx := ctx
 			if c.kind == wasm.ErrTimeout { // the caller's shorter deadline wins
@@ -224,7 +226,12 @@ func TestBadModules(t *testing.T) {
 			if time.Since(start) > 30*time.Second {
 				t.Fatalf("took %v", time.Since(start))
 			}
-			// The broken instance is gone; the plugin and others still work.
+			// The broken instance is gone, its memory with it (the
+			// allocation case grew to 64 MiB); the plugin and others still
+			// work.
+			if after := heapInuse(); after > before+16<<20 {
+				t.Fatalf("heap grew from %d to %d bytes", before, after)
+			}
 			if m.Live() != m.Idle() {
 				t.Fatalf("live %d idle %d: a failed instance was kept", m.Live(), m.Idle())
 			}
@@ -240,6 +247,13 @@ func TestBadModules(t *testing.T) {
 	if _, err := m.CallFunction(ctx, "echo", json.RawMessage(`"`+strings.Repeat("x", 2<<20)+`"`)); !wasm.IsKind(err, wasm.ErrProtocol) {
 		t.Fatalf("oversized input: %v", err)
 	}
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }
 
 func TestLoadRefusesNonModules(t *testing.T) {
