@@ -7,6 +7,7 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/tetratelabs/wazero v1.12.0
 	github.com/yuin/gopher-lua v1.1.2
 )
 

@@ -28,6 +28,8 @@ import (
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
+	"github.com/lexview/lexview/appview/internal/plugins"
+	"github.com/lexview/lexview/appview/internal/plugins/wasm"
 	"github.com/lexview/lexview/appview/internal/scripting"
 	"github.com/lexview/lexview/appview/internal/server"
 	"github.com/lexview/lexview/appview/internal/serviceauth"
@@ -76,6 +78,8 @@ type App struct {
 	backfill      *backfilljobs.Manager
 	sources       []ingest.Source // live event sources; none when ingestion is off
 	sealer        *oauth.Sealer   // seals secrets at rest
+	pluginRuntime *wasm.Runtime
+	plugins       *plugins.Manager
 	users         *userauth.Authenticator
 	oauthClient   *oauthclient.Client // the instance as an OAuth client (dashboard sign-in)
 	pds           *oauth.Client       // acts on users' PDSes with their DPoP sessions
@@ -171,6 +175,14 @@ func (a *App) build(ctx context.Context) error {
 	a.pds = oauth.NewClient(writepath.NewSessionSource(a.store, a.sealer, cfg.Now),
 		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
+	if a.pluginRuntime, err = wasm.New(ctx, wasm.Options{Limits: wasm.Limits{
+		CallTimeout: cfg.PluginCallTimeout, MemoryPages: cfg.PluginMemoryPages}}); err != nil {
+		return err
+	}
+	a.plugins = plugins.New(plugins.Options{Store: a.store, Runtime: a.pluginRuntime, Sealer: a.sealer,
+		Fetch: cfg.HTTPClient, Plugin: cfg.HTTPClient, Events: a.events, RegistryURL: cfg.PluginRegistryURL,
+		Dir: cfg.PluginDir, Now: cfg.Now, Log: a.log})
+
 	// Two cycles are closed here. The writer runs record-event scripts,
 	// and scripts write through the writer; scripts call local XRPC
 	// methods, served by the XRPC handler that runs scripts. The script
@@ -180,7 +192,7 @@ func (a *App) build(ctx context.Context) error {
 	a.scripts = scripting.New(scripting.Options{
 		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
 		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
-		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store,
+		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err

@@ -36,11 +36,13 @@ const writerPart = "writer"
 //  3. script runtime: trigger refresh and automatic dead-letter retries
 //  4. lexicon refresh: changes made through other instances
 //  5. backfill worker: one job at a time
-//  6. sweeps: tombstones, rejection reports, retiring client keys (hourly)
-//  7. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  8. event-log purge, when EventLogRetentionDays > 0
-//  9. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  10. event sources, one per source ("source NAME")
+//  6. plugins: file-based and installed plugins loaded at start, the
+//     registry index refreshed every PluginRegistryRefresh
+//  7. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  8. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  9. event-log purge, when EventLogRetentionDays > 0
+//  10. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  11. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -66,6 +68,10 @@ func (a *App) components() []*part {
 			})
 		}}},
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
+		{name: "plugins", component: &worker{
+			init: a.plugins.Start,
+			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.PluginRegistryRefresh) },
+		}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 	}
 	if a.sealer != nil {

@@ -31,6 +31,7 @@ const (
 	DefaultRelayURL              = "https://bsky.network"
 	DefaultPLCURL                = "https://plc.directory"
 	DefaultLinkedRepoRefresh     = 30 * time.Minute
+	DefaultPluginRegistryRefresh = time.Hour
 	DefaultRateLimitCapacity     = 100
 	DefaultRateLimitRefillRate   = 2.0
 	DefaultEventLogRetentionDays = 30
@@ -149,6 +150,22 @@ type Config struct {
 	// refresh moves the grant to needs_reauth.
 	LinkedRepoRefresh time.Duration
 
+	// PluginRegistryURL is the official plugin registry index behind
+	// GET /admin/plugins/official (docs/plugins.md); "" leaves the official
+	// list empty.
+	PluginRegistryURL string
+	// PluginRegistryRefresh is how often the registry index is fetched
+	// again (DefaultPluginRegistryRefresh when zero).
+	PluginRegistryRefresh time.Duration
+	// PluginDir holds file-based plugins, loaded at start: each manifest
+	// (*.json, or */manifest.json) with its module beside it; "" for none.
+	PluginDir string
+	// PluginCallTimeout bounds one plugin call (default 2 s; a script's
+	// shorter deadline wins) and PluginMemoryPages an instance's memory
+	// in 64 KiB pages (default 2048, 128 MiB).
+	PluginCallTimeout time.Duration
+	PluginMemoryPages uint32
+
 	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
 	// (admin API and XRPC) besides the instance's own DID, which is always
 	// accepted (see App.InstanceDID): service DIDs, each also accepted with a
@@ -265,6 +282,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LinkedRepoRefresh <= 0 {
 		c.LinkedRepoRefresh = DefaultLinkedRepoRefresh
+	}
+	if c.PluginRegistryRefresh <= 0 {
+		c.PluginRegistryRefresh = DefaultPluginRegistryRefresh
 	}
 	if c.EventLogRetentionDays == 0 {
 		c.EventLogRetentionDays = DefaultEventLogRetentionDays

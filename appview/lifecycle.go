@@ -258,6 +258,10 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if a.metrics != nil && a.cfg.MetricsRegisterer != nil {
 		a.metrics.Unregister(a.cfg.MetricsRegisterer)
 	}
+	a.plugins.Close(ctx)
+	if err := a.pluginRuntime.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close plugin runtime: %w", err))
+	}
 	if a.ownsStore {
 		if err := a.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))

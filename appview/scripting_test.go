@@ -32,7 +32,7 @@ const (
 	feedLexicon = `{"lexicon":1,"id":"app.test.feed","defs":{"main":{"type":"query"}}}`
 )
 
-func newScriptEnv(t *testing.T, store storage.Store) *scriptEnv {
+func newScriptEnv(t testing.TB, store storage.Store) *scriptEnv {
 	t.Helper()
 	env := testenv.New(t, store, appview.Config{})
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func (e *scriptEnv) seed(t *testing.T, n int) {
 }
 
 // setScript installs a trigger-keyed script through the admin API.
-func (e *scriptEnv) setScript(t *testing.T, trigger, source string) {
+func (e *scriptEnv) setScript(t testing.TB, trigger, source string) {
 	t.Helper()
 	r := e.admin.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": trigger, "source": source})
 	if r.Status != 200 && r.Status != 201 {

@@ -74,6 +74,7 @@ func (a *App) newServices() *server.Services {
 				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			}}),
 		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now}),
+		Plugins:  a.plugins,
 	}
 }
 

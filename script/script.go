@@ -212,6 +212,10 @@ type Host interface {
 	// HTTPClient makes the script's outbound requests; it must refuse
 	// private addresses unless the operator allowed them.
 	HTTPClient() *http.Client
+	// CallPlugin calls the script-library function fn of the plugin id
+	// with input (JSON) and returns its answer (JSON); ctx carries the
+	// script's deadline, which bounds the call.
+	CallPlugin(ctx context.Context, inv *Invocation, id, fn string, input json.RawMessage) (json.RawMessage, error)
 }
 
 // ErrorKind classifies script failures.

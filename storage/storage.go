@@ -36,6 +36,7 @@ type Store interface {
 	OAuthClientStore
 	LinkedRepoStore
 	LabelStore
+	PluginStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

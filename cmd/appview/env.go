@@ -77,6 +77,8 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		RelayURL:           getenv("RELAY_URL"),
 		PLCURL:             getenv("PLC_URL"),
 		MetricsAddr:        getenv("METRICS_ADDR"),
+		PluginRegistryURL:  getenv("PLUGIN_REGISTRY_URL"),
+		PluginDir:          getenv("PLUGIN_DIR"),
 	}
 	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
 		if aud = strings.TrimSpace(aud); aud != "" {

@@ -74,6 +74,10 @@ func settings() []setting {
 			help: "tokens added per second"},
 		{env: "EVENT_LOG_RETENTION_DAYS", def: strconv.Itoa(appview.DefaultEventLogRetentionDays), scope: scopeApp,
 			help: "event-log entries older than this are purged; 0 keeps everything"},
+		{env: "PLUGIN_REGISTRY_URL", def: "none", scope: scopeApp,
+			help: "URL of the plugin registry index behind GET /admin/plugins/official"},
+		{env: "PLUGIN_DIR", def: "none", scope: scopeApp,
+			help: "directory of file-based WASM plugins loaded at start (manifests with their modules)"},
 		{env: "ALLOW_PRIVATE_NETWORKS", def: "false", scope: scopeApp,
 			help: "true lets outbound calls reach loopback and private addresses (development only)"},
 	}

@@ -38,6 +38,7 @@ func (v *vm) installHostLibs() {
 	set(v.lib("Record"), map[string]lua.LGFunction{"load_all": v.recordLoadAll})
 	v.installRecord()
 	v.installLinked()
+	v.installPlugins()
 }
 
 // setInvocationGlobals sets the globals that describe the invocation.

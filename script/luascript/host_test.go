@@ -2,6 +2,7 @@ package luascript
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -36,6 +37,10 @@ func (nopHost) WriteRecord(context.Context, *script.Caller, script.RecordWrite) 
 	return script.WriteResult{}, errNoHost
 }
 func (nopHost) LinkedRepos(context.Context) ([]script.LinkedRepo, error) { return nil, errNoHost }
+func (nopHost) CallPlugin(context.Context, *script.Invocation, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, errors.New("no plugins")
+}
+
 func (nopHost) WriteLinkedRecord(context.Context, *script.Invocation, script.LinkedWrite) (script.WriteResult, error) {
 	return script.WriteResult{}, errNoHost
 }

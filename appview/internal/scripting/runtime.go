@@ -52,6 +52,11 @@ type Writer interface {
 	Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
 }
 
+// Plugins runs script-library functions of plugins.
+type Plugins interface {
+	Call(ctx context.Context, id, fn string, input json.RawMessage) (json.RawMessage, error)
+}
+
 // LinkedRepos is the linked repos service as scripts use it: Write goes
 // through the grant's session (the service with the instance's OAuth
 // client).
@@ -97,6 +102,9 @@ type Options struct {
 	LinkedRepos LinkedRepos
 	// Labels serves scripts' label reads (db.labels); nil: no labels.
 	Labels Labels
+	// Plugins runs the script-library functions of WASM plugins
+	// (plugins.call); nil when the instance has none.
+	Plugins Plugins
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to

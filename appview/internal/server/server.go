@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	adminplugins "github.com/lexview/lexview/appview/internal/admin/plugins"
+	"github.com/lexview/lexview/appview/internal/plugins"
+
 	"github.com/lexview/lexview/appview/internal/admin"
 	"github.com/lexview/lexview/appview/internal/admin/apiclients"
 	"github.com/lexview/lexview/appview/internal/admin/authkeys"
@@ -83,6 +86,8 @@ type Services struct {
 	LinkedRepos *linkedrepos.Service
 	// Labelers manages labeler subscriptions.
 	Labelers *labelers.Service
+	// Plugins manages the WASM plugins.
+	Plugins *plugins.Manager
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -213,5 +218,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	adminlinkedrepos.Mount(m, svc.LinkedRepos)
 	adminlabelers.Mount(m, svc.Labelers)
+	adminplugins.Mount(m, svc.Plugins)
 	return m
 }

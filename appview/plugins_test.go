@@ -1,0 +1,69 @@
+package appview_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lexview/lexview/appview/internal/plugins/plugintest"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// servePlugin serves the word-filter example (manifest and module) and
+// returns the manifest URL and the module's sha256.
+func servePlugin(t testing.TB) (string, string) {
+	t.Helper()
+	bin := plugintest.Build(t, "examples/plugins/wordfilter")
+	mf, err := os.ReadFile("../examples/plugins/wordfilter/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/word-filter/manifest.json":
+			_, _ = w.Write(mf)
+		case "/word-filter/wordfilter.wasm":
+			_, _ = w.Write(bin)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256(bin)
+	return srv.URL + "/word-filter/manifest.json", hex.EncodeToString(sum[:])
+}
+
+// TestScriptCallsPlugin installs the word-filter example through the
+// admin API, pinned, and calls it from a query script.
+func TestScriptCallsPlugin(t *testing.T) {
+	manifestURL, sum := servePlugin(t)
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		e := newScriptEnv(t, open(t))
+		r := e.admin.Do(t, "POST", "/admin/plugins", map[string]any{"url": manifestURL, "sha256": sum})
+		if r.Status != 200 || !strings.Contains(string(r.Raw), `"sha256":"`+sum+`"`) {
+			t.Fatalf("install: %d %s", r.Status, r.Raw)
+		}
+		e.setScript(t, "xrpc.query:app.test.feed", `function handle()
+			local r = plugins.call("word-filter", "check", {text = params.text})
+			local c = plugins.call("word-filter", "censor", {text = params.text})
+			return {clean = r.clean, matches = r.matches, censored = c.text}
+		end`)
+		r = e.get(t, "/xrpc/app.test.feed?text=Well+heck+that+is+darn+fine")
+		if r.Status != 200 || string(r.Raw) != `{"censored":"Well **** that is **** fine","clean":false,"matches":["heck","darn"]}` {
+			t.Fatalf("feed: %d %s", r.Status, r.Raw)
+		}
+		// A missing plugin or function fails the script, not the instance.
+		e.setScript(t, "xrpc.query:app.test.feed", `function handle() return plugins.call("nope", "check", {}) end`)
+		if r := e.get(t, "/xrpc/app.test.feed"); r.Status != 500 {
+			t.Fatalf("missing plugin: %d %s", r.Status, r.Raw)
+		}
+		if events := e.admin.Do(t, "GET", "/admin/events?event_type=script.error", nil); !strings.Contains(string(events.Raw), "plugin nope is not loaded") {
+			t.Fatalf("script error event: %s", events.Raw)
+		}
+	})
+}

@@ -1,0 +1,22 @@
+-- Plugins: installed WASM plugins (manifest and module as fetched, with
+-- the optional SHA-256 pin of the module) and their sealed secrets.
+-- Secrets are keyed by plugin ID without a foreign key: deleting a plugin
+-- keeps its secrets for a reinstall.
+CREATE TABLE plugins (
+    id           TEXT PRIMARY KEY,
+    url          TEXT NOT NULL,
+    sha256       TEXT,
+    manifest     BLOB NOT NULL,
+    wasm         BLOB NOT NULL,
+    enabled      BOOLEAN NOT NULL,
+    installed_at INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+);
+
+CREATE TABLE plugin_secrets (
+    plugin_id  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    sealed     TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (plugin_id, key)
+);
