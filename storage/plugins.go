@@ -50,3 +50,40 @@ type PluginStore interface {
 	// removes the keys in clear, in one transaction.
 	UpdatePluginSecrets(ctx context.Context, pluginID string, set []PluginSecret, clear []string) error
 }
+
+// PluginAccount is a user's connection to an external account through an
+// external-account plugin (auth_type oauth2): the tokens the plugin got,
+// sealed by the caller (bound to the plugin and the user's DID), and the
+// sync cursor the plugin hands back on every sync. Keyed by plugin and
+// DID: one external account per user and plugin.
+type PluginAccount struct {
+	PluginID string
+	DID      string
+	// SessionID is the device session that connected the account; syncs
+	// that are not started by a request write with it.
+	SessionID string
+	// ExternalID and ExternalName identify the external account (from
+	// the plugin's profile export).
+	ExternalID   string
+	ExternalName string
+	// SealedTokens is the sealed token set; the store never sees it open.
+	SealedTokens string
+	// Cursor is the plugin's sync cursor ("" before the first sync).
+	Cursor      string
+	ConnectedAt time.Time
+	UpdatedAt   time.Time
+	// LastSyncAt is the last successful sync; zero when none.
+	LastSyncAt time.Time
+}
+
+// PluginAccountStore keeps users' external-account connections.
+type PluginAccountStore interface {
+	// PutPluginAccount inserts a or replaces the account of (PluginID,
+	// DID); replacing keeps the stored ConnectedAt. A zero UpdatedAt
+	// means now.
+	PutPluginAccount(ctx context.Context, a PluginAccount) error
+	// GetPluginAccount returns one account or ErrNotFound.
+	GetPluginAccount(ctx context.Context, pluginID, did string) (PluginAccount, error)
+	// DeletePluginAccount removes one account or returns ErrNotFound.
+	DeletePluginAccount(ctx context.Context, pluginID, did string) error
+}

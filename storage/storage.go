@@ -37,6 +37,7 @@ type Store interface {
 	LinkedRepoStore
 	LabelStore
 	PluginStore
+	PluginAccountStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -19,6 +19,7 @@ func RunPlugins(t *testing.T, open func(t testing.TB) storage.Store) {
 	}{
 		{"Plugins", testPlugins},
 		{"Secrets", testPluginSecrets},
+		{"Accounts", testPluginAccounts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -115,5 +116,51 @@ func testPluginSecrets(t *testing.T, s storage.Store) {
 	}
 	if got := keys("other"); len(got) != 1 || got["a"] != "other-a" {
 		t.Fatalf("other plugin: %v", got)
+	}
+}
+
+func testPluginAccounts(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, err := s.GetPluginAccount(ctx, "demo", "did:plc:a"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetPluginAccount absent: %v", err)
+	}
+	if err := s.DeletePluginAccount(ctx, "demo", "did:plc:a"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("DeletePluginAccount absent: %v", err)
+	}
+	connected := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := storage.PluginAccount{PluginID: "demo", DID: "did:plc:a", SessionID: "s1", ExternalID: "ext-1", ExternalName: "Ann",
+		SealedTokens: "sealed-1", ConnectedAt: connected, UpdatedAt: connected}
+	if err := s.PutPluginAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	other.DID, other.SealedTokens = "did:plc:b", "sealed-b"
+	if err := s.PutPluginAccount(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetPluginAccount(ctx, "demo", "did:plc:a")
+	if err != nil || got.SealedTokens != "sealed-1" || got.ExternalName != "Ann" || got.SessionID != "s1" ||
+		!got.ConnectedAt.Equal(connected) || !got.LastSyncAt.IsZero() || got.Cursor != "" {
+		t.Fatalf("GetPluginAccount: %+v %v", got, err)
+	}
+	// Replacing keeps ConnectedAt and stores the cursor and sync time.
+	later := connected.Add(time.Hour)
+	a.ConnectedAt, a.UpdatedAt, a.LastSyncAt, a.Cursor, a.SealedTokens = later, later, later, "c2", "sealed-2"
+	if err := s.PutPluginAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetPluginAccount(ctx, "demo", "did:plc:a")
+	if err != nil || got.SealedTokens != "sealed-2" || got.Cursor != "c2" || !got.ConnectedAt.Equal(connected) ||
+		!got.UpdatedAt.Equal(later) || !got.LastSyncAt.Equal(later) {
+		t.Fatalf("after replace: %+v %v", got, err)
+	}
+	if err := s.DeletePluginAccount(ctx, "demo", "did:plc:a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetPluginAccount(ctx, "demo", "did:plc:a"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if got, err := s.GetPluginAccount(ctx, "demo", "did:plc:b"); err != nil || got.SealedTokens != "sealed-b" {
+		t.Fatalf("other user's account: %+v %v", got, err)
 	}
 }
