@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/plc"
+	"github.com/lexview/lexview/appview/internal/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
@@ -30,6 +31,7 @@ import (
 // one of these services.
 func (a *App) newServices() *server.Services {
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
+	writes := writepath.New(a.pds, a.writer, a.log, a.cfg.Now)
 	return &server.Services{
 		Clients: a.clientManager,
 		Events:  a.events,
@@ -52,7 +54,7 @@ func (a *App) newServices() *server.Services {
 		Backfill: backfilljobs.New(a.backfill, a.events),
 		Records:  records.New(a.store, a.events, a.store),
 		Sessions: sessions.New(a.store, a.sealer, &sessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
-		Writes:   writepath.New(a.pds, a.writer, a.log, a.cfg.Now),
+		Writes:   writes,
 		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
 		Profiles: profiles.New(a.cfg.Directory, a.cfg.HTTPClient, 0, 0, a.log),
 		ClientKeys: clientkeys.New(clientkeys.Options{
@@ -75,6 +77,8 @@ func (a *App) newServices() *server.Services {
 			}}),
 		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now}),
 		Plugins:  a.plugins,
+		PluginAccounts: pluginaccounts.New(pluginaccounts.Options{Plugins: a.plugins, Store: a.store, Writer: writes,
+			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Log: a.log}),
 	}
 }
 

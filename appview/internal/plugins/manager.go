@@ -154,6 +154,10 @@ func (m *Manager) load(ctx context.Context, mf Manifest, source, url, sum string
 	if err != nil {
 		return err
 	}
+	if err := checkAuthExports(mf, mod.Exports); err != nil {
+		_ = mod.Close(context.WithoutCancel(ctx))
+		return err
+	}
 	p.module = mod
 	m.mu.Lock()
 	old := m.plugins[mf.ID]

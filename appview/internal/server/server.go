@@ -42,6 +42,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
+	"github.com/lexview/lexview/appview/internal/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/profiles"
 	"github.com/lexview/lexview/appview/internal/reads"
 	"github.com/lexview/lexview/appview/internal/records"
@@ -88,6 +89,8 @@ type Services struct {
 	Labelers *labelers.Service
 	// Plugins manages the WASM plugins.
 	Plugins *plugins.Manager
+	// PluginAccounts connects users' external accounts through plugins.
+	PluginAccounts *pluginaccounts.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -181,6 +184,7 @@ func New(svc Services, p Parts) *Surfaces {
 		linkedrepos.PurposeLinkedRepo: svc.LinkedRepos.Finisher(p.OAuthClient, p.Handles, log),
 	}, log))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
+	pluginaccounts.NewHandler(svc.PluginAccounts, p.Users, clientMW, log).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)

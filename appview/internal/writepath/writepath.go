@@ -94,6 +94,37 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if rkey != "" {
 		delete(fields, "uri")
 	}
+	return s.write(ctx, caller, collection, rkey, fields)
+}
+
+// WriteRecord writes record (a JSON object) as the record collection/rkey
+// of the caller's repository: created (rkey "": the PDS picks the key) or
+// created or replaced at rkey (putRecord). Unlike Write, a `uri` field is
+// a field like any other. It validates, writes and indexes like Write.
+func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (Answer, error) {
+	if caller == nil || caller.Session == nil {
+		return Answer{}, errNoSession
+	}
+	if collection == "" {
+		return Answer{}, errNoTarget
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(record, &fields); err != nil || fields == nil {
+		return Answer{}, errBadBody
+	}
+	if lexicon.CheckRecordText(record) != nil {
+		return Answer{}, errBadBody
+	}
+	if rkey != "" {
+		if _, err := syntax.ParseRecordKey(rkey); err != nil {
+			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
+		}
+	}
+	return s.write(ctx, caller, collection, rkey, fields)
+}
+
+// write validates fields as a record of collection and writes it.
+func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage) (Answer, error) {
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
 	if err := s.indexer.CheckRecord(collection, record); err != nil {
