@@ -51,3 +51,18 @@ func TestVersions(t *testing.T) {
 		t.Fatalf("unlisted: %v %s %v", up, latest, pending)
 	}
 }
+
+func TestCheckAuthExports(t *testing.T) {
+	all := func(string) bool { return true }
+	noSync := func(name string) bool { return name != ExportSync }
+	if err := checkAuthExports(Manifest{ID: "p", AuthType: AuthNone}, func(string) bool { return false }); err != nil {
+		t.Fatalf("a library plugin needs no auth exports: %v", err)
+	}
+	if err := checkAuthExports(Manifest{ID: "p", AuthType: AuthOAuth2}, all); err != nil {
+		t.Fatalf("all exports: %v", err)
+	}
+	err := checkAuthExports(Manifest{ID: "p", AuthType: AuthOAuth2}, noSync)
+	if err == nil || !strings.Contains(err.Error(), "does not export lv_auth_sync") {
+		t.Fatalf("missing lv_auth_sync: %v", err)
+	}
+}
