@@ -63,7 +63,7 @@ func newProvider(t *testing.T) *provider {
 	mux.HandleFunc("POST /oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		if r.PostForm.Get("client_id") != demoClientID || r.PostForm.Get("client_secret") != demoClientSecret {
-			http.Error(w, `{"error":"invalid_client"}`, 401)
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
 			return
 		}
 		p.mu.Lock()
@@ -98,14 +98,14 @@ func newProvider(t *testing.T) *provider {
 	}
 	mux.HandleFunc("GET /api/me", func(w http.ResponseWriter, r *http.Request) {
 		if !authed(r) {
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"id": "ext-42", "name": "Ann Example"})
 	})
 	mux.HandleFunc("GET /api/items", func(w http.ResponseWriter, r *http.Request) {
 		if !authed(r) {
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 		p.mu.Lock()
