@@ -216,9 +216,9 @@ func putItemLexicons(t *testing.T, env *testenv.Env) {
 // the provider stand-in and syncs the account's items into the user's
 // repository on the PDS stand-in (internal/oauthtest), indexed by Lexview.
 func TestPluginAccounts(t *testing.T) {
-	prov := newProvider(t)
-	base, sum := serveDemo(t, prov)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		prov := newProvider(t)
+		base, sum := serveDemo(t, prov)
 		logs := &testenv.LogBuffer{}
 		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		admin := env.Bootstrap(t)
@@ -239,7 +239,8 @@ func TestPluginAccounts(t *testing.T) {
 		}
 		prov.addItems(map[string]string{"id": "item-1", "text": "first", "created_at": "2026-01-02T03:04:05Z"},
 			map[string]string{"id": "item-2", "text": "second"},
-			map[string]string{"id": "item-3", "text": "no lexicon", "collection": "com.example.unknown.thing"})
+			map[string]string{"id": "item-3", "text": "no lexicon", "collection": "com.example.unknown.thing"},
+			map[string]string{"id": "item-3 bad key", "text": "invalid record key"})
 
 		// Anonymous callers cannot start.
 		if r := env.Do(t, "POST", "/plugins/oauth-demo/connect", nil, "X-Client-Key", client.Key); r.Status != 401 {
@@ -268,8 +269,8 @@ func TestPluginAccounts(t *testing.T) {
 			}
 		}
 		r.JSON(t, &done)
-		if done.DID != ann || done.External.ID != "ext-42" || done.Sync.Written != 2 || len(done.Sync.Refused) != 1 ||
-			done.Sync.Refused[0].Collection != "com.example.unknown.thing" {
+		if done.DID != ann || done.External.ID != "ext-42" || done.Sync.Written != 2 || len(done.Sync.Refused) != 2 ||
+			done.Sync.Refused[0].Collection != "com.example.unknown.thing" || !strings.Contains(done.Sync.Refused[1].Reason, "invalid record key") {
 			t.Fatalf("callback answer: %s", r.Raw)
 		}
 		for _, rkey := range []string{"item-1", "item-2"} {
@@ -288,7 +289,7 @@ func TestPluginAccounts(t *testing.T) {
 		// The tokens are stored sealed, bound to the plugin and the user.
 		acct, err := env.Store.GetPluginAccount(context.Background(), "oauth-demo", ann)
 		if err != nil || strings.Contains(acct.SealedTokens, "access-") || strings.Contains(acct.SealedTokens, "refresh-1") ||
-			acct.Cursor != "item-3" || acct.ExternalID != "ext-42" {
+			acct.Cursor != "item-3 bad key" || acct.ExternalID != "ext-42" {
 			t.Fatalf("stored account: %+v %v", acct, err)
 		}
 		if r := annDev.Call(t, "GET", "/plugins/oauth-demo/account", nil); r.Status != 200 ||
