@@ -269,6 +269,9 @@ func TestPluginAccounts(t *testing.T) {
 			}
 		}
 		r.JSON(t, &done)
+		if strings.Contains(string(r.Raw), "access-") || strings.Contains(string(r.Raw), "refresh-1") {
+			t.Fatalf("the callback answer shows tokens: %s", r.Raw)
+		}
 		if done.DID != ann || done.External.ID != "ext-42" || done.Sync.Written != 2 || len(done.Sync.Refused) != 2 ||
 			done.Sync.Refused[0].Collection != "com.example.unknown.thing" || !strings.Contains(done.Sync.Refused[1].Reason, "invalid record key") {
 			t.Fatalf("callback answer: %s", r.Raw)
@@ -336,6 +339,16 @@ func TestPluginAccounts(t *testing.T) {
 		}
 		if _, ok := pds.Record("at://" + ann + "/com.example.demo.item/item-4"); !ok {
 			t.Fatal("item-4 is not on the PDS")
+		}
+		// Reconnecting the same external account keeps the cursor: the
+		// first sync finds nothing new.
+		r = annDev.Call(t, "POST", "/plugins/oauth-demo/connect", nil)
+		cb = authorize(t, env, r.Object(t)["authorize_url"].(string))
+		if r := env.Do(t, "GET", cb, nil); r.Status != 200 || r.Object(t)["sync"].(map[string]any)["written"] != float64(0) {
+			t.Fatalf("reconnect: %d %s", r.Status, r.Raw)
+		}
+		if acct, err := env.Store.GetPluginAccount(context.Background(), "oauth-demo", ann); err != nil || acct.Cursor != "item-4" {
+			t.Fatalf("cursor after reconnect: %+v %v", acct, err)
 		}
 		// Bob has no connection.
 		if r := bobDev.Call(t, "POST", "/plugins/oauth-demo/sync", nil); r.Status != 404 {

@@ -242,6 +242,10 @@ func (s *Service) Finish(ctx context.Context, p Pending, caller *userauth.Caller
 	now := s.opt.Now()
 	acct := storage.PluginAccount{PluginID: p.PluginID, DID: p.DID, SessionID: p.SessionID, ExternalID: ext.ID,
 		ExternalName: ext.Name, SealedTokens: sealed, ConnectedAt: now, UpdatedAt: now}
+	// Reconnecting the same external account keeps the sync position.
+	if old, err := s.opt.Store.GetPluginAccount(ctx, p.PluginID, p.DID); err == nil && old.ExternalID == ext.ID {
+		acct.Cursor, acct.LastSyncAt = old.Cursor, old.LastSyncAt
+	}
 	if err := s.opt.Store.PutPluginAccount(ctx, acct); err != nil {
 		return Connected{}, err
 	}
