@@ -1,0 +1,208 @@
+package labelsub_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bluesky-social/indigo/atproto/identity"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/labelertest"
+	"github.com/lexview/lexview/appview/internal/labelsub"
+	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/storage"
+)
+
+// harness runs a Manager against a store, a stand-in PLC and stand-in
+// labelers.
+type harness struct {
+	t       *testing.T
+	store   *recordingStore
+	plc     *testenv.PLC
+	metrics *metrics.Metrics
+	events  *eventRecorder
+	cfg     labelsub.Config
+	m       *labelsub.Manager
+	stopRun func()
+}
+
+// newHarness builds a harness on store; the Manager is not running.
+func newHarness(t *testing.T, store storage.LabelStore) *harness {
+	h := &harness{t: t, store: &recordingStore{LabelStore: store, applied: map[string][]int64{}},
+		plc: testenv.NewPLC(t), metrics: metrics.New(), events: &eventRecorder{}}
+	base := &identity.BaseDirectory{PLCURL: h.plc.URL, HTTPClient: *http.DefaultClient, SkipHandleVerification: true}
+	h.cfg = labelsub.Config{
+		Store: h.store, Directory: identity.NewCacheDirectory(base, 1000, time.Hour, time.Minute, time.Minute),
+		AllowHTTP: true, Events: h.events, Metrics: h.metrics,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Reconcile: time.Hour,
+	}
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+// start runs a new Manager until stop or the end of the test.
+func (h *harness) start() {
+	h.t.Helper()
+	h.m = labelsub.New(h.cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.m.Run(ctx)
+	}()
+	h.stopRun = func() {
+		cancel()
+		<-done
+	}
+}
+
+// stop ends the running Manager and waits for it.
+func (h *harness) stop() {
+	if h.stopRun != nil {
+		h.stopRun()
+		h.stopRun = nil
+	}
+}
+
+// labeler starts a stand-in labeler registered in the PLC and adds it.
+func (h *harness) labeler(opts labelertest.Options) *labelertest.Server {
+	h.t.Helper()
+	l := labelertest.New(h.t, h.plc, opts)
+	h.add(l.DID)
+	return l
+}
+
+// add adds (or re-activates) a labeler and tells the Manager.
+func (h *harness) add(did string) {
+	h.t.Helper()
+	if _, err := h.store.PutLabeler(context.Background(), did, time.Now()); err != nil {
+		h.t.Fatal(err)
+	}
+	if h.m != nil {
+		h.m.Changed(did)
+	}
+}
+
+// setStatus changes a labeler's status and tells the Manager.
+func (h *harness) setStatus(did, status string) {
+	h.t.Helper()
+	if err := h.store.SetLabelerStatus(context.Background(), did, status, time.Now()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.m.Changed(did)
+}
+
+// labels returns the labels that apply now to uri.
+func (h *harness) labels(uri string) []storage.Label {
+	h.t.Helper()
+	return h.labelsAt(uri, time.Now())
+}
+
+func (h *harness) labelsAt(uri string, at time.Time) []storage.Label {
+	h.t.Helper()
+	got, err := h.store.LabelsFor(context.Background(), []string{uri}, at)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got[uri]
+}
+
+// cursor returns a labeler's stored cursor, -1 for none.
+func (h *harness) cursor(did string) int64 {
+	h.t.Helper()
+	l, err := h.store.GetLabeler(context.Background(), did)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if l.Cursor == nil {
+		return -1
+	}
+	return *l.Cursor
+}
+
+// waitCursor waits until a labeler's stored cursor is seq.
+func (h *harness) waitCursor(did string, seq int64) {
+	h.t.Helper()
+	waitFor(h.t, "cursor "+did, func() bool { return h.cursor(did) == seq })
+}
+
+// refused is the refused-labels count of a labeler for reason.
+func (h *harness) refused(did, reason string) int {
+	return int(testutil.ToFloat64(h.metrics.LabelsRefused.WithLabelValues(did, reason)))
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// recordingStore records the sequence numbers applied per labeler.
+type recordingStore struct {
+	storage.LabelStore
+	mu      sync.Mutex
+	applied map[string][]int64
+	fail    map[string]error // ApplyLabels fails for these labelers
+}
+
+func (s *recordingStore) ApplyLabels(ctx context.Context, b storage.LabelBatch) error {
+	s.mu.Lock()
+	err := s.fail[b.Src]
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.LabelStore.ApplyLabels(ctx, b); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.applied[b.Src] = append(s.applied[b.Src], b.Cursor)
+	s.mu.Unlock()
+	return nil
+}
+
+// seqs lists the sequence numbers stored for a labeler, in order.
+func (s *recordingStore) seqs(did string) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.applied[did]...)
+}
+
+// eventRecorder keeps event-log entries.
+type eventRecorder struct {
+	mu      sync.Mutex
+	entries []eventlog.Entry
+}
+
+func (r *eventRecorder) Record(_ context.Context, e eventlog.Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries = append(r.entries, e)
+}
+
+// of lists the entries of type typ about subject.
+func (r *eventRecorder) of(typ, subject string) []eventlog.Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []eventlog.Entry
+	for _, e := range r.entries {
+		if e.Type == typ && e.Subject == subject {
+			out = append(out, e)
+		}
+	}
+	return out
+}
