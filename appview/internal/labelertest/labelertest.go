@@ -54,6 +54,7 @@ type Server struct {
 	conns   map[*websocket.Conn]bool
 	cursors []int64
 	refuse  []byte // an error frame sent to every new connection, nil for none
+	deaf    bool   // new connections read nothing, so never answer pings
 }
 
 // entry is a frame of the log, sent to clients whose cursor is below seq.
@@ -218,6 +219,14 @@ func (s *Server) Refuse(name, message string) {
 	}
 }
 
+// Deaf makes new connections (deaf true) stream events but never read
+// from the client, so that pings go unanswered, like a dead peer's.
+func (s *Server) Deaf(deaf bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deaf = deaf
+}
+
 // Drop closes every open connection abruptly.
 func (s *Server) Drop() {
 	s.mu.Lock()
@@ -266,14 +275,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.cursors = append(s.cursors, cursor)
 	s.conns[conn] = true
-	refuse, seq := s.refuse, s.seq
+	refuse, seq, deaf := s.refuse, s.seq, s.deaf
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, conn)
 		s.mu.Unlock()
 	}()
-	ctx := conn.CloseRead(r.Context())
+	ctx := r.Context()
+	if !deaf {
+		ctx = conn.CloseRead(ctx)
+	}
 	ctx, cancel := contextUntil(ctx, s.stop)
 	defer cancel()
 	switch {

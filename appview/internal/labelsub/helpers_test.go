@@ -23,7 +23,7 @@ import (
 // harness runs a Manager against a store, a stand-in PLC and stand-in
 // labelers.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	store   *recordingStore
 	plc     *testenv.PLC
 	metrics *metrics.Metrics
@@ -34,7 +34,7 @@ type harness struct {
 }
 
 // newHarness builds a harness on store; the Manager is not running.
-func newHarness(t *testing.T, store storage.LabelStore) *harness {
+func newHarness(t testing.TB, store storage.LabelStore) *harness {
 	h := &harness{t: t, store: &recordingStore{LabelStore: store, applied: map[string][]int64{}},
 		plc: testenv.NewPLC(t), metrics: metrics.New(), events: &eventRecorder{}}
 	base := &identity.BaseDirectory{PLCURL: h.plc.URL, HTTPClient: *http.DefaultClient, SkipHandleVerification: true}

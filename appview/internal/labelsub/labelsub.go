@@ -37,6 +37,7 @@ const (
 	DefaultMaxFuture  = 5 * time.Minute
 	DefaultEventEvery = time.Minute
 	DefaultDialTimout = 30 * time.Second
+	DefaultPing       = 30 * time.Second
 )
 
 // Store is the persistence the subscriptions need.
@@ -89,6 +90,10 @@ type Config struct {
 	// MaxFuture is how far in the future a label's cts may be; later ones
 	// are refused. Default DefaultMaxFuture.
 	MaxFuture time.Duration
+	// Ping is how often an idle connection is pinged, and how long the
+	// pong may take before the connection is closed (and opened again).
+	// Default DefaultPing.
+	Ping time.Duration
 	// EventEvery is the least time between two event-log entries of the
 	// same type for the same labeler; the ones in between are counted in
 	// the next. Default DefaultEventEvery.
@@ -110,6 +115,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
 	setDefault(&c.MaxFuture, DefaultMaxFuture)
 	setDefault(&c.EventEvery, DefaultEventEvery)
+	setDefault(&c.Ping, DefaultPing)
 	if c.MaxFrame <= 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}

@@ -390,3 +390,26 @@ func TestReplayedEventsSkipped(t *testing.T) {
 		}
 	})
 }
+
+func TestDeadConnectionReopened(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
+		// A labeler that stops answering pings (a dead peer) is connected
+		// to again; one that answers them stays connected while silent.
+		h := newHarness(t, open(t))
+		h.cfg.Ping = 20 * time.Millisecond
+		h.start()
+		live := h.labeler(labelertest.Options{})
+		dead := labelertest.New(t, h.plc, labelertest.Options{})
+		dead.Deaf(true)
+		h.add(dead.DID)
+		h.waitCursor(dead.DID, dead.Emit(dead.Label(post(1), "one")))
+		waitFor(t, "a reconnection", func() bool { return len(dead.Cursors()) >= 2 })
+		if got := dead.Cursors(); got[1] != 1 {
+			t.Fatalf("cursors = %v, want the second from 1", got)
+		}
+		time.Sleep(100 * time.Millisecond) // five ping periods
+		if n := len(live.Cursors()); n != 1 {
+			t.Fatalf("an idle live connection was reopened (%d connections)", n)
+		}
+	})
+}

@@ -17,6 +17,16 @@ func forEachStore(t *testing.T, fn func(t *testing.T, open func(testing.TB) stor
 	})
 }
 
+// benchStore is a store the benchmark runs on.
+type benchStore struct {
+	name string
+	open func(testing.TB) storage.LabelStore
+}
+
+func benchStores() []benchStore {
+	return []benchStore{{"memory", func(testing.TB) storage.LabelStore { return newMemStore() }}}
+}
+
 // memStore is an in-memory storage.LabelStore following its contract.
 type memStore struct {
 	mu       sync.Mutex

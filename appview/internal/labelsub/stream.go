@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
+	"github.com/bluesky-social/indigo/atproto/labeling"
 	"github.com/coder/websocket"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -27,12 +31,15 @@ var errOversized = errors.New("frame over the size limit")
 // checks frames while the caller's goroutine stores them in order.
 type stream struct {
 	sub    *subscription
+	keyMu  sync.RWMutex // guards target.key, which verifiers may refresh
 	target target
 	cursor int64 // the last stored sequence number
 	stored int   // events stored on this connection
+	// lastRead is when the last frame was read, in Unix nanoseconds.
+	lastRead atomic.Int64
 }
 
-// checked is an event ready to store.
+// checked is an event verified and ready to store.
 type checked struct {
 	seq    int64
 	labels []storage.Label
@@ -56,23 +63,82 @@ func (st *stream) run(ctx context.Context) error {
 
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	events := make(chan checked, pipelineDepth)
+	// The reader decodes frames and hands each event to the verifiers
+	// (jobs) and, in stream order, to this goroutine (ordered), which
+	// stores each once verified.
+	jobs := make(chan *job, pipelineDepth)
+	ordered := make(chan *job, pipelineDepth)
 	readErr := make(chan error, 1)
+	var verifiers sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), maxVerifiers) {
+		verifiers.Go(func() {
+			for j := range jobs {
+				j.ev = st.check(rctx, j.evt)
+				close(j.done)
+			}
+		})
+	}
+	go st.keepAlive(rctx, conn, ordered)
 	go func() {
-		readErr <- st.read(rctx, conn, events)
-		close(events)
+		readErr <- st.read(rctx, conn, jobs, ordered)
+		close(jobs)
+		close(ordered)
 	}()
-	for ev := range events {
-		if err := st.apply(ctx, ev); err != nil {
+	for j := range ordered {
+		<-j.done
+		if err = st.apply(ctx, j.ev); err != nil {
 			rcancel()
 			conn.CloseNow()
-			for range events { // drain so the reader ends
+			for j := range ordered { // drain so the reader ends
+				<-j.done
 			}
-			<-readErr
-			return err
+			break
 		}
 	}
-	return <-readErr
+	verifiers.Wait()
+	if rerr := <-readErr; err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// keepAlive pings the labeler every Config.Ping while the connection is
+// idle (nothing read meanwhile, nothing waiting for the store), and closes
+// the connection when no pong comes within Config.Ping: a silent labeler
+// is normal, a dead connection is not.
+func (st *stream) keepAlive(ctx context.Context, conn *websocket.Conn, ordered chan *job) {
+	every := st.sub.cfg.Ping
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if len(ordered) > 0 || time.Since(time.Unix(0, st.lastRead.Load())) < every {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			st.sub.cfg.Logger.Info("labeler did not answer a ping; closing the connection", "labeler", st.sub.did, "err", err)
+			conn.CloseNow()
+			return
+		}
+	}
+}
+
+// maxVerifiers bounds the goroutines verifying one labeler's labels.
+const maxVerifiers = 4
+
+// job is an event on its way from the reader through a verifier to the
+// store: done is closed once ev is set.
+type job struct {
+	evt  *comatproto.LabelSubscribeLabels_Labels
+	ev   checked
+	done chan struct{}
 }
 
 // apply hands an event's labels to the hook and stores them with the
@@ -101,7 +167,7 @@ func (st *stream) apply(ctx context.Context, ev checked) error {
 // until the connection or ctx ends. A frame that does not decode is
 // counted and skipped; an error frame or an oversized one ends the
 // connection.
-func (st *stream) read(ctx context.Context, conn *websocket.Conn, out chan<- checked) error {
+func (st *stream) read(ctx context.Context, conn *websocket.Conn, jobs, ordered chan<- *job) error {
 	s := st.sub
 	last := st.cursor
 	for {
@@ -113,6 +179,7 @@ func (st *stream) read(ctx context.Context, conn *websocket.Conn, out chan<- che
 		if err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
+		st.lastRead.Store(time.Now().UnixNano())
 		if int64(len(data)) > s.cfg.MaxFrame {
 			s.report.refuse(ctx, RefusedOversized)
 			conn.Close(websocket.StatusMessageTooBig, "frame over "+strconv.FormatInt(s.cfg.MaxFrame, 10)+" bytes")
@@ -141,13 +208,15 @@ func (st *stream) read(ctx context.Context, conn *websocket.Conn, out chan<- che
 			if f.labels.Seq <= last {
 				continue // replayed from before the cursor
 			}
-			ev := st.check(ctx, f.labels)
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return ctx.Err()
+			j := &job{evt: f.labels, done: make(chan struct{})}
+			for _, ch := range []chan<- *job{jobs, ordered} {
+				select {
+				case ch <- j:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
-			last = ev.seq
+			last = f.labels.Seq
 		}
 	}
 }
@@ -160,11 +229,8 @@ func (st *stream) check(ctx context.Context, evt *comatproto.LabelSubscribeLabel
 	ev := checked{seq: evt.Seq, labels: make([]storage.Label, 0, len(evt.Labels))}
 	for _, l := range evt.Labels {
 		lab, out, reason := checkLabel(l, s.did, now, s.cfg.MaxFuture)
-		if reason == "" && lab.VerifySignature(st.target.key) != nil {
+		if reason == "" && !st.verify(ctx, &lab) {
 			reason = RefusedBadSignature
-			if st.refreshKey(ctx) && lab.VerifySignature(st.target.key) == nil {
-				reason = ""
-			}
 		}
 		if reason != "" {
 			s.report.refuse(ctx, reason)
@@ -178,11 +244,23 @@ func (st *stream) check(ctx context.Context, evt *comatproto.LabelSubscribeLabel
 	return ev
 }
 
-// refreshKey re-resolves the labeler's DID, bypassing the directory's
-// cache, after a signature failed to verify: the key may have rotated. It
-// does so at most once per EventEvery, and reports whether the key
-// changed.
-func (st *stream) refreshKey(ctx context.Context) bool {
+// verify verifies a label's signature with the labeler's key. When it
+// fails, it re-resolves the labeler's DID, bypassing the directory's
+// cache, in case the key rotated: at most once per EventEvery (a label
+// verified by another goroutine with a key refreshed meanwhile is tried
+// again with that one).
+func (st *stream) verify(ctx context.Context, lab *labeling.Label) bool {
+	st.keyMu.RLock()
+	key := st.target.key
+	st.keyMu.RUnlock()
+	if lab.VerifySignature(key) == nil {
+		return true
+	}
+	st.keyMu.Lock()
+	defer st.keyMu.Unlock()
+	if !st.target.key.Equal(key) {
+		return lab.VerifySignature(st.target.key) == nil
+	}
 	s := st.sub
 	now := s.cfg.Now()
 	if !s.refreshed.IsZero() && now.Sub(s.refreshed) < s.cfg.EventEvery {
@@ -191,7 +269,9 @@ func (st *stream) refreshKey(ctx context.Context) bool {
 	s.refreshed = now
 	t, err := s.resolve(ctx, true)
 	if err != nil {
-		s.report.record(ctx, "labeler.resolve_failed", eventlog.Warn, map[string]any{"error": err.Error()})
+		if ctx.Err() == nil {
+			s.report.record(ctx, "labeler.resolve_failed", eventlog.Warn, map[string]any{"error": err.Error()})
+		}
 		return false
 	}
 	if t.key.Equal(st.target.key) {
@@ -199,5 +279,5 @@ func (st *stream) refreshKey(ctx context.Context) bool {
 	}
 	s.cfg.Logger.Info("labeler key changed", "labeler", s.did)
 	st.target.key = t.key
-	return true
+	return lab.VerifySignature(st.target.key) == nil
 }

@@ -116,6 +116,7 @@ func (s *subscription) attempt(ctx context.Context) (progressed bool, err error)
 	}
 	s.setState(stateConnecting)
 	st := &stream{sub: s, target: target, cursor: cursor}
+	st.lastRead.Store(time.Now().UnixNano())
 	err = st.run(ctx)
 	if errors.Is(err, errGone) || ctx.Err() != nil {
 		return st.stored > 0, err
