@@ -37,6 +37,10 @@ type queries struct {
 	scanByKey, scanGet        string
 	countCollection, countAll string
 	getCursor, putCursor      string
+	// setLabelCursor stores a labeler's cursor; upsertLabels[k] writes
+	// 2^k labels (see labels.go).
+	setLabelCursor string
+	upsertLabels   [labelRowShapes]string
 }
 
 func newQueries(d Dialect) queries {
@@ -60,6 +64,10 @@ func newQueries(d Dialect) queries {
 	q.getCursor = Bind(d, `SELECT value FROM stream_cursors WHERE name = ?`)
 	q.putCursor = Bind(d, `INSERT INTO stream_cursors (name, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
+	q.setLabelCursor = Bind(d, `UPDATE labelers SET cursor = ? WHERE did = ?`)
+	for k := range q.upsertLabels {
+		q.upsertLabels[k] = Bind(d, upsertLabelsQuery(1<<k))
+	}
 	return q
 }
 

@@ -70,14 +70,16 @@ type DB struct {
 	reader     *sql.DB
 	migrations fs.FS
 	q          queries
-	// reads keeps the reader pool's statements prepared.
-	reads *stmtCache
+	// reads keeps the reader pool's statements prepared; writes the
+	// writer pool's few hot ones (label ingestion).
+	reads, writes *stmtCache
 }
 
 // Open wraps a writer and a reader pool (they may be the same *sql.DB).
 // migrations holds the dialect's numbered *.sql files.
 func Open(d Dialect, writer, reader *sql.DB, migrations fs.FS) *DB {
-	return &DB{dialect: d, writer: writer, reader: reader, migrations: migrations, q: newQueries(d), reads: &stmtCache{pool: reader}}
+	return &DB{dialect: d, writer: writer, reader: reader, migrations: migrations, q: newQueries(d),
+		reads: &stmtCache{pool: reader}, writes: &stmtCache{pool: writer}}
 }
 
 // Dialect reports the backend name.
@@ -91,7 +93,7 @@ func (db *DB) Reader() *sql.DB { return db.reader }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	err := errors.Join(db.reads.close(), db.writer.Close())
+	err := errors.Join(db.reads.close(), db.writes.close(), db.writer.Close())
 	if db.reader != db.writer {
 		err = errors.Join(err, db.reader.Close())
 	}
