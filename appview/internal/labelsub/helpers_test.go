@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -41,7 +43,7 @@ func newHarness(t testing.TB, store storage.LabelStore) *harness {
 	h.cfg = labelsub.Config{
 		Store: h.store, Directory: identity.NewCacheDirectory(base, 1000, time.Hour, time.Minute, time.Minute),
 		AllowHTTP: true, Events: h.events, Metrics: h.metrics,
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:     slog.New(slog.NewTextHandler(logOut(), nil)),
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Reconcile: time.Hour,
 	}
 	t.Cleanup(func() { h.stop() })
@@ -131,7 +133,16 @@ func (h *harness) cursor(did string) int64 {
 // waitCursor waits until a labeler's stored cursor is seq.
 func (h *harness) waitCursor(did string, seq int64) {
 	h.t.Helper()
-	waitFor(h.t, "cursor "+did, func() bool { return h.cursor(did) == seq })
+	deadline := time.Now().Add(10 * time.Second)
+	for h.cursor(did) != seq {
+		if time.Now().After(deadline) {
+			for _, e := range h.events.all(did) {
+				h.t.Logf("event log: %s %v", e.Type, e.Detail)
+			}
+			h.t.Fatalf("timed out waiting for cursor %d of %s (at %d)", seq, did, h.cursor(did))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // refused is the refused-labels count of a labeler for reason.
@@ -145,6 +156,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if os.Getenv("LABELSUB_TEST_LOG") == "1" {
+				buf := make([]byte, 1<<20)
+				os.Stderr.Write(buf[:runtime.Stack(buf, true)])
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -194,6 +209,19 @@ func (r *eventRecorder) Record(_ context.Context, e eventlog.Entry) {
 	r.entries = append(r.entries, e)
 }
 
+// all lists the entries about subject.
+func (r *eventRecorder) all(subject string) []eventlog.Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []eventlog.Entry
+	for _, e := range r.entries {
+		if e.Subject == subject {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // of lists the entries of type typ about subject.
 func (r *eventRecorder) of(typ, subject string) []eventlog.Entry {
 	r.mu.Lock()
@@ -205,4 +233,12 @@ func (r *eventRecorder) of(typ, subject string) []eventlog.Entry {
 		}
 	}
 	return out
+}
+
+// logOut is where the Manager logs: stderr under LABELSUB_TEST_LOG=1.
+func logOut() io.Writer {
+	if os.Getenv("LABELSUB_TEST_LOG") == "1" {
+		return os.Stderr
+	}
+	return io.Discard
 }

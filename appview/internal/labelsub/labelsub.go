@@ -136,13 +136,16 @@ type Manager struct {
 	mu      sync.Mutex
 	pending map[string]bool          // labelers changed since the last reconcile
 	subs    map[string]*subscription // running, by DID
+	// reports are the labelers' event-log reporters, kept across their
+	// subscriptions' restarts so that the rate limits hold.
+	reports map[string]*reporter
 }
 
 // New returns a Manager; nothing runs before Run.
 func New(cfg Config) *Manager {
 	return &Manager{
 		cfg: cfg.withDefaults(), changed: make(chan struct{}, 1),
-		pending: map[string]bool{}, subs: map[string]*subscription{},
+		pending: map[string]bool{}, subs: map[string]*subscription{}, reports: map[string]*reporter{},
 	}
 }
 
@@ -213,9 +216,19 @@ func (m *Manager) reconcile(ctx context.Context) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for did := range m.reports {
+		if !active[did] {
+			delete(m.reports, did)
+		}
+	}
 	for did := range active {
 		if _, ok := m.subs[did]; !ok {
-			m.subs[did] = startSubscription(ctx, m.cfg, did)
+			r := m.reports[did]
+			if r == nil {
+				r = newReporter(m.cfg, did)
+				m.reports[did] = r
+			}
+			m.subs[did] = startSubscription(ctx, m.cfg, did, r)
 		}
 	}
 }

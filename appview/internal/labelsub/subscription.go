@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/atcrypto"
+	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -36,12 +37,13 @@ type subscription struct {
 	// refreshed is when the DID was last re-resolved after a signature
 	// failed to verify.
 	refreshed time.Time
+	// resolveFailed is whether the last attempt could not resolve the DID.
+	resolveFailed bool
 }
 
-func startSubscription(ctx context.Context, cfg Config, did string) *subscription {
+func startSubscription(ctx context.Context, cfg Config, did string, report *reporter) *subscription {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &subscription{cfg: cfg, did: did, cancel: cancel, done: make(chan struct{}),
-		report: newReporter(cfg, did)}
+	s := &subscription{cfg: cfg, did: did, cancel: cancel, done: make(chan struct{}), report: report}
 	go func() {
 		defer close(s.done)
 		defer s.setState("")
@@ -107,7 +109,9 @@ func (s *subscription) attempt(ctx context.Context) (progressed bool, err error)
 		cursor = *lab.Cursor
 	}
 	s.setState(stateResolving)
-	target, err := s.resolve(ctx, false)
+	// After a failed resolution, the directory's cached error is skipped.
+	target, err := s.resolve(ctx, s.resolveFailed)
+	s.resolveFailed = err != nil
 	if err != nil {
 		if ctx.Err() == nil {
 			s.report.record(ctx, "labeler.resolve_failed", eventlog.Warn, map[string]any{"error": err.Error()})
@@ -142,10 +146,7 @@ func (s *subscription) resolve(ctx context.Context, fresh bool) (target, error) 
 	if err != nil {
 		return target{}, fmt.Errorf("invalid DID: %w", err)
 	}
-	if fresh {
-		_ = s.cfg.Directory.Purge(ctx, did.AtIdentifier())
-	}
-	ident, err := s.cfg.Directory.LookupDID(ctx, did)
+	ident, err := s.lookup(ctx, did, fresh)
 	if err != nil {
 		return target{}, fmt.Errorf("resolving %s: %w", did, err)
 	}
@@ -172,6 +173,36 @@ func (s *subscription) resolve(ctx context.Context, fresh bool) (target, error) 
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/xrpc/com.atproto.label.subscribeLabels"
 	u.RawQuery, u.Fragment = "", ""
 	return target{endpoint: u.String(), key: key}, nil
+}
+
+// resolveTimeout bounds a DID lookup.
+const resolveTimeout = 30 * time.Second
+
+// lookup resolves did in the directory on a context of its own, so that
+// a subscription stopped meanwhile does not leave a cancellation cached
+// as the DID's resolution error; it returns when ctx ends, leaving the
+// lookup to finish (within resolveTimeout) in the background.
+func (s *subscription) lookup(ctx context.Context, did syntax.DID, fresh bool) (*identity.Identity, error) {
+	type result struct {
+		ident *identity.Identity
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveTimeout)
+		defer cancel()
+		if fresh {
+			_ = s.cfg.Directory.Purge(lctx, did.AtIdentifier())
+		}
+		ident, err := s.cfg.Directory.LookupDID(lctx, did)
+		done <- result{ident, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ident, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // backoff is the wait after the n-th consecutive failure (n >= 1): min
