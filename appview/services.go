@@ -10,6 +10,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/instance"
+	"github.com/lexview/lexview/appview/internal/labelers"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/plc"
@@ -72,6 +73,7 @@ func (a *App) newServices() *server.Services {
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },
 				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			}}),
+		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now}),
 	}
 }
 

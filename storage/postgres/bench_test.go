@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/lexview/lexview/storage"
@@ -14,3 +15,9 @@ func BenchmarkWriteBatch(b *testing.B) { storagetest.BenchWriteBatch(b, openBenc
 func BenchmarkList(b *testing.B) { storagetest.BenchList(b, "postgres", openBench) }
 
 func BenchmarkQuery(b *testing.B) { storagetest.BenchQuery(b, "postgres", openBench) }
+
+func BenchmarkApplyLabels(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("perEvent=%d", n), func(b *testing.B) { storagetest.BenchApplyLabels(b, n, openBench) })
+	}
+}

@@ -17,6 +17,7 @@ import (
 	admindeadletters "github.com/lexview/lexview/appview/internal/admin/deadletters"
 	"github.com/lexview/lexview/appview/internal/admin/events"
 	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
+	adminlabelers "github.com/lexview/lexview/appview/internal/admin/labelers"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	adminlinkedrepos "github.com/lexview/lexview/appview/internal/admin/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
@@ -33,6 +34,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/fixed"
 	"github.com/lexview/lexview/appview/internal/instance"
 	"github.com/lexview/lexview/appview/internal/invitepage"
+	"github.com/lexview/lexview/appview/internal/labelers"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
@@ -79,6 +81,8 @@ type Services struct {
 	InstanceKeys *clientkeys.Instance
 	// LinkedRepos manages linked repo grants and their invites.
 	LinkedRepos *linkedrepos.Service
+	// Labelers manages labeler subscriptions.
+	Labelers *labelers.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -206,5 +210,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountServiceEntries(m, svc.Entries)
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	adminlinkedrepos.Mount(m, svc.LinkedRepos)
+	adminlabelers.Mount(m, svc.Labelers)
 	return m
 }

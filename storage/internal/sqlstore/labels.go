@@ -17,8 +17,8 @@ const labelerColumns = `did, status, cursor, created_at, updated_at`
 const labelColumns = `src, uri, val, cid, neg, cts, exp, sig, ver`
 
 // labelRowShapes is the number of label upsert statements: a batch is
-// split into statements of 64, 32, ..., 1 rows, so no more than these
-// seven are ever prepared.
+// split into statements of 64, 32, ..., 1 rows (PostgreSQL) or of one
+// (SQLite), so no more than these seven are ever prepared.
 const labelRowShapes = 7
 
 // maxLabelSubjects is the most subjects one LabelsFor query asks for.
@@ -122,8 +122,14 @@ func (db *DB) ApplyLabels(ctx context.Context, b storage.LabelBatch) error {
 	}
 	var chunks [][]storage.Label
 	var stmts []*sql.Stmt
+	// Multi-row statements save PostgreSQL round trips; SQLite, in
+	// process, stores labels one by one as fast (BenchApplyLabels).
+	top := labelRowShapes - 1
+	if db.dialect.Name() == "sqlite" {
+		top = 0
+	}
 	for rest := labels; len(rest) > 0; {
-		k := labelRowShapes - 1
+		k := top
 		for 1<<k > len(rest) {
 			k--
 		}
