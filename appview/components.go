@@ -40,7 +40,10 @@ const writerPart = "writer"
 //  7. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
 //  8. event-log purge, when EventLogRetentionDays > 0
 //  9. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  10. event sources, one per source ("source NAME")
+//  10. labeler subscriptions: one per active labeler, in line with the
+//     store at start, on every change through the labelers service, and
+//     every 30 s (labelsub.DefaultReconcile)
+//  11. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -81,6 +84,7 @@ func (a *App) components() []*part {
 	if a.cfg.MetricsAddr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
 	}
+	parts = append(parts, &part{name: "labeler subscriptions", component: &worker{run: a.labelSubs.Run}})
 	for _, src := range a.sources {
 		parts = append(parts, &part{name: "source " + src.Name(), component: a.sourceWorker(src)})
 	}
