@@ -166,35 +166,71 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// recordingStore records the sequence numbers applied per labeler.
+// recordingStore records the cursors and labels stored per labeler.
 type recordingStore struct {
 	storage.LabelStore
 	mu      sync.Mutex
 	applied map[string][]int64
+	stored  map[string][]storage.Label
 	fail    map[string]error // ApplyLabels fails for these labelers
+	delay   time.Duration    // ApplyLabels takes at least this long
 }
 
 func (s *recordingStore) ApplyLabels(ctx context.Context, b storage.LabelBatch) error {
 	s.mu.Lock()
-	err := s.fail[b.Src]
+	err, delay := s.fail[b.Src], s.delay
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	time.Sleep(delay)
 	if err := s.LabelStore.ApplyLabels(ctx, b); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.applied[b.Src] = append(s.applied[b.Src], b.Cursor)
+	if s.stored == nil {
+		s.stored = map[string][]storage.Label{}
+	}
+	s.stored[b.Src] = append(s.stored[b.Src], b.Labels...)
 	s.mu.Unlock()
 	return nil
 }
 
-// seqs lists the sequence numbers stored for a labeler, in order.
-func (s *recordingStore) seqs(did string) []int64 {
+// transactions is the number of ApplyLabels calls that stored.
+func (s *recordingStore) transactions(did string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]int64(nil), s.applied[did]...)
+	return len(s.applied[did])
+}
+
+// storedOnce checks that a labeler's cursors were stored in increasing
+// order up to last, and that n labels were stored, none twice (the
+// labels of a test are told apart by subject, value and cts).
+func (s *recordingStore) storedOnce(t testing.TB, did string, last int64, n int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cursors := s.applied[did]
+	for i := 1; i < len(cursors); i++ {
+		if cursors[i] <= cursors[i-1] {
+			t.Fatalf("cursors stored out of order: %v", cursors)
+		}
+	}
+	if len(cursors) == 0 || cursors[len(cursors)-1] != last {
+		t.Fatalf("cursors stored = %v, want the last %d", cursors, last)
+	}
+	seen := map[string]bool{}
+	for _, l := range s.stored[did] {
+		k := l.URI + " " + l.Val + " " + l.Cts.String()
+		if seen[k] {
+			t.Fatalf("label %s stored twice", k)
+		}
+		seen[k] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d labels stored, want %d", len(seen), n)
+	}
 }
 
 // eventRecorder keeps event-log entries.

@@ -30,14 +30,14 @@ import (
 
 // Defaults of Config's limits.
 const (
-	DefaultReconcile  = 30 * time.Second
-	DefaultMaxFrame   = 1 << 20 // bytes
-	DefaultMinBackoff = time.Second
-	DefaultMaxBackoff = 5 * time.Minute
-	DefaultMaxFuture  = 5 * time.Minute
-	DefaultEventEvery = time.Minute
-	DefaultDialTimout = 30 * time.Second
-	DefaultPing       = 30 * time.Second
+	DefaultReconcile   = 30 * time.Second
+	DefaultMaxFrame    = 1 << 20 // bytes
+	DefaultMinBackoff  = time.Second
+	DefaultMaxBackoff  = 5 * time.Minute
+	DefaultMaxFuture   = 5 * time.Minute
+	DefaultEventEvery  = time.Minute
+	DefaultDialTimeout = 30 * time.Second
+	DefaultPing        = 30 * time.Second
 )
 
 // Store is the persistence the subscriptions need.

@@ -50,7 +50,7 @@ type checked struct {
 func (st *stream) run(ctx context.Context) error {
 	s := st.sub
 	u := st.target.endpoint + "?cursor=" + strconv.FormatInt(st.cursor, 10)
-	dctx, cancel := context.WithTimeout(ctx, DefaultDialTimout)
+	dctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	conn, _, err := websocket.Dial(dctx, u, &websocket.DialOptions{HTTPClient: s.cfg.HTTPClient})
 	cancel()
 	if err != nil {
@@ -86,7 +86,8 @@ func (st *stream) run(ctx context.Context) error {
 	}()
 	for j := range ordered {
 		<-j.done
-		if err = st.apply(ctx, j.ev); err != nil {
+		batch := st.coalesce(j, ordered)
+		if err = st.apply(ctx, batch); err != nil {
 			rcancel()
 			conn.CloseNow()
 			for j := range ordered { // drain so the reader ends
@@ -141,24 +142,64 @@ type job struct {
 	done chan struct{}
 }
 
-// apply hands an event's labels to the hook and stores them with the
-// event's sequence number as the cursor.
-func (st *stream) apply(ctx context.Context, ev checked) error {
-	s := st.sub
-	if len(ev.labels) > 0 && s.cfg.Hook != nil {
-		s.cfg.Hook.LabelsArrived(ctx, s.did, ev.labels)
+// Limits of the events stored in one transaction.
+const (
+	maxCoalesceEvents = 64
+	maxCoalesceLabels = 1000
+)
+
+// coalesce returns first's event and those verified behind it, up to the
+// limits: when the store is slower than the stream (a backfill, a flood),
+// consecutive events go in one transaction; otherwise each goes alone.
+func (st *stream) coalesce(first *job, ordered <-chan *job) []checked {
+	batch := []checked{first.ev}
+	labels := len(first.ev.labels)
+	for len(batch) < maxCoalesceEvents && labels < maxCoalesceLabels {
+		select {
+		case j, ok := <-ordered:
+			if !ok {
+				return batch
+			}
+			<-j.done
+			batch = append(batch, j.ev)
+			labels += len(j.ev.labels)
+		default:
+			return batch
+		}
 	}
-	err := s.cfg.Store.ApplyLabels(ctx, storage.LabelBatch{Src: s.did, Labels: ev.labels, Cursor: ev.seq})
+	return batch
+}
+
+// apply hands each event's labels to the hook, in order, and stores them
+// all in one transaction with the last event's sequence number as the
+// cursor: the same labels and cursor as storing the events one by one
+// (the store keeps the latest by cts, the later on a tie), in fewer
+// transactions.
+func (st *stream) apply(ctx context.Context, batch []checked) error {
+	s := st.sub
+	var labels []storage.Label
+	var newest time.Time
+	for _, ev := range batch {
+		if len(ev.labels) > 0 && s.cfg.Hook != nil {
+			s.cfg.Hook.LabelsArrived(ctx, s.did, ev.labels)
+		}
+		labels = append(labels, ev.labels...)
+		if ev.newest.After(newest) {
+			newest = ev.newest
+		}
+	}
+	seq := batch[len(batch)-1].seq
+	err := s.cfg.Store.ApplyLabels(ctx, storage.LabelBatch{Src: s.did, Labels: labels, Cursor: seq})
 	if errors.Is(err, storage.ErrNotFound) {
 		return errGone
 	}
 	if err != nil {
-		return fmt.Errorf("storing labels of event %d: %w", ev.seq, err)
+		return fmt.Errorf("storing labels of events %d to %d: %w", batch[0].seq, seq, err)
 	}
-	st.cursor = ev.seq
-	st.stored++
-	if len(ev.labels) > 0 {
-		s.cfg.Metrics.LabelsKept(s.did, len(ev.labels), s.cfg.Now().Sub(ev.newest))
+	st.cursor = seq
+	st.stored += len(batch)
+	if len(labels) > 0 {
+		s.cfg.Metrics.LabelsKept(s.did, len(labels), s.cfg.Now().Sub(newest))
 	}
 	return nil
 }
