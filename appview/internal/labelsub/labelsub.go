@@ -47,8 +47,12 @@ type Store interface {
 	ApplyLabels(ctx context.Context, b storage.LabelBatch) error
 }
 
-// Hook is told about the checked labels of each event before they are
-// stored (label-arrival scripts).
+// Hook is told about the checked labels of each event (the refused ones
+// left out; never an empty list), in stream order, before they are stored
+// (label-arrival scripts). Delivery is at least once: an event whose
+// storing then fails (a store error, a stop) is replayed from the stored
+// cursor on the next connection and handed to the hook again. The hook
+// runs on the labeler's subscription, which waits for it.
 type Hook interface {
 	LabelsArrived(ctx context.Context, labeler string, labels []storage.Label)
 }
