@@ -182,7 +182,7 @@ func (a *App) build(ctx context.Context) error {
 	a.scripts = scripting.New(scripting.Options{
 		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
 		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
-		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a},
+		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err

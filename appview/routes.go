@@ -39,7 +39,7 @@ func (a *App) routes() *server.Surfaces {
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
 		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
 		OAuthStore: a.store, OAuthClient: a.oauthClient, Handles: a.cfg.Directory, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
-		Now: a.cfg.Now, Logger: a.log,
+		Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 	})
 }
 

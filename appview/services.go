@@ -50,7 +50,7 @@ func (a *App) newServices() *server.Services {
 			},
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
-		Records:  records.New(a.store, a.events),
+		Records:  records.New(a.store, a.events, a.store),
 		Sessions: sessions.New(a.store, a.sealer, &sessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
 		Writes:   writepath.New(a.pds, a.writer, a.log, a.cfg.Now),
 		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),

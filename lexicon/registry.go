@@ -31,8 +31,12 @@ type Lexicon struct {
 	TargetCollection string // "" when the lexicon has none
 	Script           string
 	IndexHook        string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// OutputLabels is set for a query whose output schema declares a
+	// top-level `labels` property: its default answers carry the labels
+	// on the records they return.
+	OutputLabels bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Upload is a request to add or replace a lexicon.
@@ -275,6 +279,30 @@ func fromStorage(s storage.Lexicon) *Lexicon {
 	return &Lexicon{
 		ID: s.ID, Revision: s.Revision, Kind: Kind(s.Type), Raw: s.JSON, Backfill: s.Backfill,
 		TargetCollection: s.TargetCollection, Script: s.Script, IndexHook: s.IndexHook,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		OutputLabels: Kind(s.Type) == KindQuery && declaresOutputLabels(s.JSON),
+		CreatedAt:    s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
+}
+
+// declaresOutputLabels reports whether a lexicon's main definition has an
+// output schema that is an object with a `labels` property.
+func declaresOutputLabels(raw json.RawMessage) bool {
+	var doc struct {
+		Defs struct {
+			Main struct {
+				Output struct {
+					Schema struct {
+						Type       string                     `json:"type"`
+						Properties map[string]json.RawMessage `json:"properties"`
+					} `json:"schema"`
+				} `json:"output"`
+			} `json:"main"`
+		} `json:"defs"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return false
+	}
+	schema := doc.Defs.Main.Output.Schema
+	_, ok := schema.Properties["labels"]
+	return schema.Type == "object" && ok
 }

@@ -28,14 +28,26 @@ const (
 	KindCreate    = "record.create"
 	KindUpdate    = "record.update"
 	KindDelete    = "record.delete"
+	// KindLabel runs for labels arriving from a labeler: its trigger is
+	// "label.arrive:<value>" for one label value, or "label.arrive:*" for
+	// every value without a script of its own.
+	KindLabel = "label.arrive"
 )
+
+// TimeLayout is how scripts see times: atproto datetimes in UTC, with
+// milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// AnyLabel is the label value of the trigger that runs for every label.
+const AnyLabel = "*"
 
 // Kinds lists the trigger kinds.
 func Kinds() []string {
-	return []string{KindQuery, KindProcedure, KindIndex, KindCreate, KindUpdate, KindDelete}
+	return []string{KindQuery, KindProcedure, KindIndex, KindCreate, KindUpdate, KindDelete, KindLabel}
 }
 
-// Trigger names the trigger of kind for nsid.
+// Trigger names the trigger of kind for nsid (for KindLabel, a label
+// value or AnyLabel).
 func Trigger(kind, nsid string) string { return kind + ":" + nsid }
 
 // ParseTrigger splits a trigger into its kind and NSID, checking the kind.
@@ -94,6 +106,8 @@ type Invocation struct {
 	Input json.RawMessage
 	// Event is set for record-event scripts.
 	Event *RecordEvent
+	// Label is set for label-arrival scripts.
+	Label *LabelEvent
 	// Depth counts nested xrpc.query/xrpc.procedure calls.
 	Depth int
 }
@@ -117,6 +131,18 @@ type RecordEvent struct {
 	CID        string
 	Rev        string
 	Record     json.RawMessage // nil for deletes
+}
+
+// LabelEvent is a label a label-arrival script runs for, as the labeler
+// emitted it (after its signature was verified).
+type LabelEvent struct {
+	Src string // the labeler's DID
+	URI string // the subject: an AT URI or a DID
+	CID string // "" when the label is not pinned to a record version
+	Val string
+	Neg bool   // a negation: the label no longer applies
+	Cts string // creation time, atproto datetime (UTC)
+	Exp string // expiry, atproto datetime (UTC); "" for none
 }
 
 // RecordWrite is a write through the caller's PDS session.
@@ -177,6 +203,9 @@ type Host interface {
 	// its grant's session and indexes the result. It is refused unless
 	// the grant is active and its scopes cover the collection and action.
 	WriteLinkedRecord(ctx context.Context, inv *Invocation, w LinkedWrite) (WriteResult, error)
+	// Labels returns the labels that apply now to each subject (AT URIs
+	// or DIDs), keyed by subject; subjects without labels are absent.
+	Labels(ctx context.Context, subjects []string) (map[string][]storage.Label, error)
 	// XRPC calls a local XRPC method as the invocation's caller and
 	// returns the HTTP status and body.
 	XRPC(ctx context.Context, inv *Invocation, httpMethod, nsid string, params url.Values, body []byte) (int, []byte, error)

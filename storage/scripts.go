@@ -216,9 +216,35 @@ type RecordQuery struct {
 	Limit int
 	// Cursor continues a previous page: an opaque value from
 	// RecordQueryPage.Cursor of the same query (same collection, DID,
-	// filter and order); any other cursor is refused.
+	// filter, labels and order); any other cursor is refused.
 	Cursor string
+	// Labels keeps only the records for which every condition holds; at
+	// most MaxLabelConditions.
+	Labels []LabelCondition
+	// LabelsAt is when label expiry is judged; zero means now.
+	LabelsAt time.Time
 }
+
+// LabelCondition selects records by the labels that apply to them
+// (Label.AppliesAt): a record matches when it has at least one such label,
+// or, with Absent, none.
+type LabelCondition struct {
+	// Values are the label values; empty matches any value.
+	Values []string
+	// Sources are the labelers' DIDs; empty matches any labeler.
+	Sources []string
+	// Account looks at the labels on the record's author (its DID)
+	// instead of those on the record (its AT URI).
+	Account bool
+	// Absent inverts the condition: the record has no such label.
+	Absent bool
+}
+
+// Bounds of label conditions.
+const (
+	MaxLabelConditions = 8
+	MaxLabelValues     = 50 // values, and sources, per condition
+)
 
 // RecordQueryPage is one page of a RecordQuery; Cursor is "" at the end.
 type RecordQueryPage struct {

@@ -98,6 +98,13 @@ func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 		}
 		q.Filter = &filter
 	}
+	if l := opts.RawGetString("labels"); l != lua.LNil {
+		labels, err := v.parseLabelConditions(l)
+		if err != nil {
+			L.RaiseError("%s: labels: %s", fn, err.Error())
+		}
+		q.Labels = labels
+	}
 	return q
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // timeLayout is how scripts see times: atproto datetimes, UTC, milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z"
+const timeLayout = script.TimeLayout
 
 // installHostLibs prepares the Lexview globals: Go functions are created
 // once per VM; the tables holding them are copied for every run.
@@ -29,7 +29,7 @@ func (v *vm) installHostLibs() {
 	v.lib("json").RawSetString("null", v.null)
 	v.lib("json").RawSetString("empty_array", v.empty)
 	set(v.lib("tid"), map[string]lua.LGFunction{"now": v.tidNow, "to_time": v.tidToTime, "from_time": v.tidFromTime, "valid": v.tidValid})
-	set(v.lib("db"), map[string]lua.LGFunction{"query": v.dbQuery, "get": v.dbGet, "count": v.dbCount, "raw": v.dbRaw})
+	set(v.lib("db"), map[string]lua.LGFunction{"query": v.dbQuery, "get": v.dbGet, "count": v.dbCount, "raw": v.dbRaw, "labels": v.dbLabels})
 	set(v.lib("xrpc"), map[string]lua.LGFunction{"query": v.xrpcQuery, "procedure": v.xrpcProcedure})
 	set(v.lib("http"), map[string]lua.LGFunction{
 		"request": v.httpRequest, "get": v.httpMethod("GET"), "delete": v.httpMethod("DELETE"), "head": v.httpMethod("HEAD"),
@@ -73,6 +73,9 @@ func (v *vm) setInvocationGlobals(env *lua.LTable, inv *script.Invocation) error
 			env.RawSetString("input", in)
 		}
 	}
+	if inv.Label != nil {
+		env.RawSetString("label", v.newLabelTable(inv.Label))
+	}
 	if ev := inv.Event; ev != nil {
 		for _, f := range eventFields(ev) {
 			if f.v != "" {
@@ -105,7 +108,7 @@ func eventFields(ev *script.RecordEvent) [7]eventField {
 // script's handle: the capacity hint of the run's environment.
 func envSize(inv *script.Invocation) int {
 	n := 4 // _G, params, method, handle
-	for _, set := range []bool{inv.Collection != "", inv.Caller != nil, len(inv.Input) > 0} {
+	for _, set := range []bool{inv.Collection != "", inv.Caller != nil, len(inv.Input) > 0, inv.Label != nil} {
 		if set {
 			n++
 		}

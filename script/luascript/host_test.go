@@ -39,6 +39,9 @@ func (nopHost) LinkedRepos(context.Context) ([]script.LinkedRepo, error) { retur
 func (nopHost) WriteLinkedRecord(context.Context, *script.Invocation, script.LinkedWrite) (script.WriteResult, error) {
 	return script.WriteResult{}, errNoHost
 }
+func (nopHost) Labels(context.Context, []string) (map[string][]storage.Label, error) {
+	return nil, errNoHost
+}
 func (nopHost) XRPC(context.Context, *script.Invocation, string, string, url.Values, []byte) (int, []byte, error) {
 	return 0, nil, errNoHost
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -29,14 +30,41 @@ type Store interface {
 	DeleteCollection(ctx context.Context, collection string) (int64, error)
 }
 
+// LabelReader reads the labels that apply to subjects
+// (storage.LabelStore).
+type LabelReader interface {
+	LabelsFor(ctx context.Context, subjects []string, now time.Time) (map[string][]storage.Label, error)
+}
+
 // Service browses and removes records.
 type Service struct {
 	store  Store
 	events *eventlog.Log
+	labels LabelReader
 }
 
-// New returns the service.
-func New(store Store, events *eventlog.Log) *Service { return &Service{store: store, events: events} }
+// New returns the service; labels may be nil (records then show none).
+func New(store Store, events *eventlog.Log, labels LabelReader) *Service {
+	return &Service{store: store, events: events, labels: labels}
+}
+
+// Labels returns the labels that apply now to each record of uris and to
+// its author, keyed by subject (the record's AT URI, the author's DID).
+func (s *Service) Labels(ctx context.Context, uris []string) (map[string][]storage.Label, error) {
+	if s.labels == nil || len(uris) == 0 {
+		return map[string][]storage.Label{}, nil
+	}
+	subjects := make([]string, 0, 2*len(uris))
+	seen := map[string]bool{}
+	for _, u := range uris {
+		subjects = append(subjects, u)
+		if at, err := syntax.ParseATURI(u); err == nil && !seen[at.Authority().String()] {
+			seen[at.Authority().String()] = true
+			subjects = append(subjects, at.Authority().String())
+		}
+	}
+	return s.labels.LabelsFor(ctx, subjects, time.Now())
+}
 
 // Query selects records, by raw values as given: Collection "" means
 // every collection, DID nil every account.

@@ -211,6 +211,20 @@ func (h host) WriteLinkedRecord(ctx context.Context, inv *script.Invocation, w s
 	return script.WriteResult{URI: res.URI, CID: res.CID}, nil
 }
 
+// MaxLabelSubjects bounds the subjects of one label read.
+const MaxLabelSubjects = 1000
+
+// Labels returns the labels that apply now to subjects.
+func (h host) Labels(ctx context.Context, subjects []string) (map[string][]storage.Label, error) {
+	if len(subjects) > MaxLabelSubjects {
+		return nil, fmt.Errorf("at most %d subjects", MaxLabelSubjects)
+	}
+	if h.r.opt.Labels == nil || len(subjects) == 0 {
+		return map[string][]storage.Label{}, nil
+	}
+	return h.r.opt.Labels.LabelsFor(ctx, subjects, h.r.opt.Now())
+}
+
 func wrapWriteErr(err error) error {
 	var re *oauth.RefreshError
 	if errors.As(err, &re) {

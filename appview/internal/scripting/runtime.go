@@ -60,6 +60,11 @@ type LinkedRepos interface {
 	Write(ctx context.Context, w linkedrepos.Write) (linkedrepos.Written, error)
 }
 
+// Labels reads the labels that apply to subjects (storage.LabelStore).
+type Labels interface {
+	LabelsFor(ctx context.Context, subjects []string, now time.Time) (map[string][]storage.Label, error)
+}
+
 // LocalXRPC calls a local XRPC method in-process, as the invocation's
 // caller.
 type LocalXRPC func(ctx context.Context, inv *script.Invocation, httpMethod, nsid string, query map[string][]string, body []byte) (int, []byte, error)
@@ -90,6 +95,8 @@ type Options struct {
 	// Writer, it may forward to a service built after the runtime. Nil:
 	// such writes fail.
 	LinkedRepos LinkedRepos
+	// Labels serves scripts' label reads (db.labels); nil: no labels.
+	Labels Labels
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to

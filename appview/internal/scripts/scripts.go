@@ -16,30 +16,55 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/fail"
+	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
 )
 
 // MaxSourceSize bounds a script's source in bytes (256 KiB).
 const MaxSourceSize = 256 << 10
 
-// triggerKinds are the trigger prefixes; a trigger is "<kind>:<nsid>".
-var triggerKinds = []string{
-	"xrpc.query", "xrpc.procedure",
-	"record.index", "record.create", "record.update", "record.delete",
-}
-
 // ValidateTrigger checks that trigger is a kind (xrpc.query,
 // xrpc.procedure, record.index, record.create, record.update or
-// record.delete), a colon and a valid NSID; its error is Invalid.
+// record.delete), a colon and a valid NSID, or label.arrive, a colon and
+// a label value or `*`; its error is Invalid.
 func ValidateTrigger(trigger string) error {
-	kind, nsid, ok := strings.Cut(trigger, ":")
-	if !ok || !slices.Contains(triggerKinds, kind) {
-		return fail.Invalidf("trigger must be one of %s followed by :<nsid>", strings.Join(triggerKinds, ", "))
+	kind, rest, ok := strings.Cut(trigger, ":")
+	if !ok || !slices.Contains(script.Kinds(), kind) {
+		return fail.Invalidf("trigger must be one of %s followed by :<nsid> (label.arrive: by a label value or *)",
+			strings.Join(script.Kinds(), ", "))
 	}
-	if _, err := syntax.ParseNSID(nsid); err != nil {
+	if kind == script.KindLabel {
+		if rest != script.AnyLabel && !ValidLabelValue(rest) {
+			return fail.New(fail.Invalid, "trigger has an invalid label value")
+		}
+		return nil
+	}
+	if _, err := syntax.ParseNSID(rest); err != nil {
 		return fail.New(fail.Invalid, "trigger has an invalid NSID")
 	}
 	return nil
+}
+
+// MaxLabelValueLength bounds a label value, in bytes, as atproto does.
+const MaxLabelValueLength = 128
+
+// ValidLabelValue reports whether v can be a label value: 1 to 128 bytes
+// of ASCII letters, digits and hyphens, with an optional leading `!`
+// (the values atproto reserves, such as `!hide`).
+func ValidLabelValue(v string) bool {
+	if len(v) > MaxLabelValueLength {
+		return false
+	}
+	v = strings.TrimPrefix(v, "!")
+	if v == "" {
+		return false
+	}
+	for _, c := range []byte(v) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Runtime is what the service needs from the script runtime.

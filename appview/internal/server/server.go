@@ -108,7 +108,9 @@ type Parts struct {
 	// and the /oauth/callback every flow comes back on.
 	OAuthClient *oauthclient.Client
 	// Handles resolves the handles linked repo grants are pinned to.
-	Handles   linkedrepos.Handles
+	Handles linkedrepos.Handles
+	// Labels lets default XRPC answers carry labels.
+	Labels    xrpc.LabelSource
 	Sealer    *oauth.Sealer
 	PublicURL string
 	// StreamKeepalive paces idle progress streams (0: 15 s).
@@ -147,7 +149,7 @@ func New(svc Services, p Parts) *Surfaces {
 	xh := xrpc.New(xrpc.Options{
 		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
 		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
-		Proxied: svc.Entries,
+		Proxied: svc.Entries, Labels: p.Labels,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)

@@ -52,7 +52,10 @@ type Options struct {
 	// Proxied admits or refuses calls proxied by a PDS (service-auth
 	// callers) by the service entries of their method; nil admits them all.
 	Proxied ProxiedGate
-	Logger  *slog.Logger
+	// Labels lets default answers carry labels (see selectLabelers); nil:
+	// they never do.
+	Labels LabelSource
+	Logger *slog.Logger
 }
 
 // ProxiedGate decides whether a call proxied by a PDS, from the caller DID
@@ -72,6 +75,7 @@ type Handler struct {
 	procs    http.Handler
 	scripts  Scripts
 	methods  map[string]http.Handler
+	labels   LabelSource
 	log      *slog.Logger
 }
 
@@ -79,7 +83,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{
 		lexicons: o.Lexicons, reads: o.Reads,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, log: o.Logger,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, labels: o.Labels, log: o.Logger,
 	}
 	if h.log == nil {
 		h.log = slog.Default()

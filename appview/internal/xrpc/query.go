@@ -47,17 +47,21 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 		respond.Error(w, http.StatusBadRequest, "malformed query string")
 		return
 	}
+	sel, err := h.selectLabelers(r, lex)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return
+	}
 	body := h.bodies.get()
 	defer h.bodies.put(body)
-	out := &recordAppender{buf: *body, collection: lex.TargetCollection, links: h.blobs.forRequest(r.Context())}
+	out := &recordAppender{buf: *body, collection: lex.TargetCollection, links: h.blobs.forRequest(r.Context()), keepURIs: sel != nil}
 	if params.Has("uri") {
 		out.buf = append(out.buf, `{"record":`...)
 		if err := h.reads.Get(r.Context(), out.collection, params.Get("uri"), out.add); err != nil {
 			respond.Fail(w, r, h.log, err)
 			return
 		}
-		*body = append(out.buf, '}')
-		respond.Raw(w, http.StatusOK, *body)
+		h.finish(w, r, body, out.buf, sel, out.uris)
 		return
 	}
 	out.buf = append(out.buf, `{"records":[`...)
@@ -73,6 +77,19 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request, lex *lexicon.Lex
 		buf = append(buf, cursor...)
 		buf = append(buf, '"')
 	}
+	h.finish(w, r, body, buf, sel, out.uris)
+}
+
+// finish closes a default answer, with the labels of its records when
+// sel asks for them, and sends it.
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, body *[]byte, buf []byte, sel *labelSelection, uris []string) {
+	if sel != nil {
+		var err error
+		if buf, err = h.appendLabels(r.Context(), w, buf, sel, uris); err != nil {
+			respond.Fail(w, r, h.log, err)
+			return
+		}
+	}
 	*body = append(buf, '}')
 	respond.Raw(w, http.StatusOK, *body)
 }
@@ -84,6 +101,9 @@ type recordAppender struct {
 	n          int
 	collection string
 	links      *blobLinks
+	// keepURIs collects the URIs of the records added, for their labels.
+	keepURIs bool
+	uris     []string
 }
 
 func (a *recordAppender) add(rec storage.RecordView) error {
@@ -91,6 +111,9 @@ func (a *recordAppender) add(rec storage.RecordView) error {
 		a.buf = append(a.buf, ',')
 	}
 	a.n++
+	if a.keepURIs {
+		a.uris = append(a.uris, string(rec.URI))
+	}
 	var err error
 	a.buf, err = appendRecord(a.buf, rec, a.collection, a.links)
 	return err

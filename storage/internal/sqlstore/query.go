@@ -42,9 +42,24 @@ func (db *DB) prepareQuery(q storage.RecordQuery) (*recordQuery, error) {
 		rq.where = append(rq.where, cond)
 		rq.args = append(rq.args, args...)
 	}
+	if len(q.Labels) > 0 {
+		terms, args, err := translateLabels(db.dialect, q.Labels, q.LabelsAt)
+		if err != nil {
+			return nil, err
+		}
+		rq.where = append(rq.where, terms...)
+		rq.args = append(rq.args, args...)
+	}
 	filter, err := json.Marshal(q.Filter)
 	if err != nil {
 		return nil, invalid("filter: %v", err)
+	}
+	if len(q.Labels) > 0 {
+		labels, err := json.Marshal(q.Labels)
+		if err != nil {
+			return nil, invalid("labels: %v", err)
+		}
+		filter = append(append(filter, 0), labels...)
 	}
 	dir := "desc"
 	if q.Ascending {
@@ -125,7 +140,7 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	// LIKE prefix, a range) is exactly what the planner needs the values
 	// for.
 	query := db.reads.query
-	if q.Filter != nil || q.Sort != "" {
+	if q.Filter != nil || q.Sort != "" || len(q.Labels) > 0 {
 		query = db.reader.QueryContext
 	}
 	rows, err := query(ctx, Bind(db.dialect, stmt), args...)

@@ -10,6 +10,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/records"
 	"github.com/lexview/lexview/appview/internal/respond"
+	"github.com/lexview/lexview/storage"
 )
 
 // Record listing page sizes.
@@ -28,6 +29,18 @@ type record struct {
 	IndexedAt  string          `json:"indexed_at"`
 	CreatedAt  string          `json:"created_at"` // what listings order it by
 	Record     json.RawMessage `json:"record"`
+	// Labels are the labels that apply to the record or its author.
+	Labels []label `json:"labels"`
+}
+
+// label is the admin shape of a label on a record or its author.
+type label struct {
+	Src string `json:"src"`
+	URI string `json:"uri"` // the record's AT URI, or its author's DID
+	CID string `json:"cid,omitempty"`
+	Val string `json:"val"`
+	Cts string `json:"cts"`
+	Exp string `json:"exp,omitempty"`
 }
 
 // recordPage is the body of GET /admin/records.
@@ -58,11 +71,20 @@ func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.
 	if err != nil {
 		return err
 	}
+	uris := make([]string, len(list))
+	for i, rec := range list {
+		uris[i] = rec.URI
+	}
+	labels, err := h.records.Labels(r.Context(), uris)
+	if err != nil {
+		return err
+	}
 	out := recordPage{Records: make([]record, len(list)), Cursor: optional(next)}
 	for i, rec := range list {
 		out.Records[i] = record{
 			URI: rec.URI, DID: rec.DID, Collection: rec.Collection, RKey: rec.RKey, CID: rec.CID,
 			IndexedAt: admin.Timestamp(rec.IndexedAt), CreatedAt: admin.Timestamp(rec.CreatedAt), Record: rec.Value,
+			Labels: adminLabels(labels[rec.URI], labels[rec.DID]),
 		}
 		if !utf8.Valid(rec.Value) {
 			// A record stored before the writer refused invalid UTF-8:
@@ -72,6 +94,21 @@ func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.
 	}
 	respond.JSON(w, http.StatusOK, out)
 	return nil
+}
+
+// adminLabels lists a record's labels, then its author's.
+func adminLabels(sets ...[]storage.Label) []label {
+	out := []label{}
+	for _, set := range sets {
+		for _, l := range set {
+			al := label{Src: l.Src, URI: l.URI, CID: l.CID, Val: l.Val, Cts: admin.Timestamp(l.Cts)}
+			if !l.Exp.IsZero() {
+				al.Exp = admin.Timestamp(l.Exp)
+			}
+			out = append(out, al)
+		}
+	}
+	return out
 }
 
 // deleteRecords answers DELETE /admin/records with body {uris: [...]}:
