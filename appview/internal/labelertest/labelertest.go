@@ -63,6 +63,10 @@ type entry struct {
 	frame      []byte
 	text       bool // sent as a text message
 	closeAfter bool // the connection closes after it (error frames)
+	// missed is sent in replays only, never live to a connection open
+	// when it was emitted (as @skyware/labeler loses the labels created
+	// while a subscriber connects).
+	missed bool
 }
 
 // Path is the path of the subscription.
@@ -170,6 +174,32 @@ func (s *Server) EmitSigned(labels ...labeling.Label) int64 {
 	s.seq++
 	s.appendLocked(entry{seq: s.seq, frame: LabelsFrame(s.seq, labels)})
 	return s.seq
+}
+
+// EmitMissed is Emit for an event that the open connections miss: only
+// a replay (a later connection from a cursor below it) carries it.
+func (s *Server) EmitMissed(labels ...labeling.Label) int64 {
+	s.mu.Lock()
+	key := s.key
+	s.mu.Unlock()
+	for i := range labels {
+		if err := labels[i].Sign(key); err != nil {
+			panic(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	s.appendLocked(entry{seq: s.seq, frame: LabelsFrame(s.seq, labels), missed: true})
+	return s.seq
+}
+
+// SkipSeq leaves n sequence numbers unused: the next event's is n higher
+// than it would be.
+func (s *Server) SkipSeq(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq += n
 }
 
 // EmitFrame appends a frame as given (a malformed or oversized one),
@@ -308,12 +338,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			pos++
 		}
 	}
+	live := len(s.log) // entries from here on were emitted while connected
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
 		batch, wake := s.log[pos:], s.wake
 		s.mu.Unlock()
-		for _, e := range batch {
+		for i, e := range batch {
+			if e.missed && pos+i >= live {
+				continue
+			}
 			typ := websocket.MessageBinary
 			if e.text {
 				typ = websocket.MessageText

@@ -460,3 +460,33 @@ func TestBackfillCoalescesEvents(t *testing.T) {
 		}
 	})
 }
+
+func TestSequenceGaps(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
+		h := newHarness(t, open(t))
+		h.start()
+		lab := h.labeler(labelertest.Options{})
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(1), "one")))
+		// An event the live connection misses (as @skyware/labeler loses
+		// those created while a subscriber connects): the next one shows
+		// the gap, and connecting again from the cursor replays it.
+		lab.EmitMissed(lab.Label(post(2), "two"))
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(3), "three")))
+		if got := lab.Cursors(); !slices.Equal(got, []int64{0, 1}) {
+			t.Fatalf("cursors = %v, want [0 1]", got)
+		}
+		h.store.storedOnce(t, lab.DID, 3, 3)
+		if len(h.labels(post(2))) != 1 {
+			t.Fatal("the missed label was not recovered")
+		}
+		// A gap of the labeler's own (sequence numbers it never used):
+		// one more connection, then the event is taken.
+		lab.SkipSeq(5)
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(4), "four")))
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(5), "five")))
+		if got := lab.Cursors(); !slices.Equal(got, []int64{0, 1, 3}) {
+			t.Fatalf("cursors = %v, want [0 1 3]", got)
+		}
+		h.store.storedOnce(t, lab.DID, 10, 5)
+	})
+}

@@ -24,6 +24,9 @@ import (
 // frames, and a labeler that floods is read at the pace the store takes.
 const pipelineDepth = 8
 
+// errGap ends a connection that skipped sequence numbers.
+var errGap = errors.New("sequence gap")
+
 // errOversized ends a connection that sent a frame over Config.MaxFrame.
 var errOversized = errors.New("frame over the size limit")
 
@@ -248,6 +251,14 @@ func (st *stream) read(ctx context.Context, conn *websocket.Conn, jobs, ordered 
 		case f.labels != nil:
 			if f.labels.Seq <= last {
 				continue // replayed from before the cursor
+			}
+			if seq := f.labels.Seq; seq > last+1 && seq != s.acceptedGap {
+				// Events may be missing: some labelers lose those created
+				// while a subscriber connects. Connecting again from the
+				// cursor replays them; a gap the replay shows again is the
+				// labeler's own and is accepted.
+				s.acceptedGap = seq
+				return fmt.Errorf("%w: event %d after %d; connecting again from %d", errGap, seq, last, last)
 			}
 			j := &job{evt: f.labels, done: make(chan struct{})}
 			for _, ch := range []chan<- *job{jobs, ordered} {

@@ -39,6 +39,9 @@ type subscription struct {
 	refreshed time.Time
 	// resolveFailed is whether the last attempt could not resolve the DID.
 	resolveFailed bool
+	// acceptedGap is the sequence number of the last event that followed
+	// a gap: seen again after the gap, it is taken as is.
+	acceptedGap int64
 }
 
 func startSubscription(ctx context.Context, cfg Config, did string, report *reporter) *subscription {
