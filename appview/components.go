@@ -42,7 +42,10 @@ const writerPart = "writer"
 //  8. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
 //  9. event-log purge, when EventLogRetentionDays > 0
 //  10. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  11. event sources, one per source ("source NAME")
+//  11. labeler subscriptions: one per active labeler, in line with the
+//     store at start, on every change through the labelers service, and
+//     every 30 s (labelsub.DefaultReconcile)
+//  12. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -87,6 +90,7 @@ func (a *App) components() []*part {
 	if a.cfg.MetricsAddr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
 	}
+	parts = append(parts, &part{name: "labeler subscriptions", component: &worker{run: a.labelSubs.Run}})
 	for _, src := range a.sources {
 		parts = append(parts, &part{name: "source " + src.Name(), component: a.sourceWorker(src)})
 	}

@@ -114,7 +114,8 @@ type Config struct {
 	// of PLCURL, RelayURL and JetstreamURL).
 	HTTPClient *http.Client
 	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
-	// private addresses (local development, tests).
+	// private addresses, and labeler subscriptions use plain-http
+	// endpoints (local development, tests).
 	AllowPrivateNetworks bool
 	// Directory resolves DIDs and handles; default an indigo directory on
 	// PLCURL with an in-memory cache.

@@ -73,7 +73,7 @@ func (a *App) newServices() *server.Services {
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },
 				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			}}),
-		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now}),
+		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, OnChange: a.labelSubs.Changed}),
 		Plugins:  a.plugins,
 	}
 }

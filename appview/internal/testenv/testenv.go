@@ -98,6 +98,23 @@ func (p *PLC) Register(did, handle, pds string) {
 	}
 }
 
+// RegisterLabeler serves a DID document for did naming endpoint as its
+// #atproto_labeler service and keyMultibase (a multibase public key) as
+// its #atproto_label verification method, replacing any earlier document
+// of did (calling it again with a new key is a key rotation). It
+// implements labelertest.Registrar.
+func (p *PLC) RegisterLabeler(did, endpoint, keyMultibase string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.doc[did] = identity.DIDDocument{
+		DID: syntax.DID(did), AlsoKnownAs: []string{"at://" + strings.NewReplacer("did:plc:", "", ":", "-").Replace(did) + ".test"},
+		VerificationMethod: []identity.DocVerificationMethod{{
+			ID: did + "#atproto_label", Type: "Multikey", Controller: did, PublicKeyMultibase: keyMultibase,
+		}},
+		Service: []identity.DocService{{ID: "#atproto_labeler", Type: "AtprotoLabeler", ServiceEndpoint: endpoint}},
+	}
+}
+
 // HostOn makes pds the PDS of did's document, creating a document (with
 // no signing key, and a handle made from the DID) if did has none; a
 // document that already names a PDS keeps it.
