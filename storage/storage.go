@@ -35,6 +35,7 @@ type Store interface {
 	InstanceKeyStore
 	OAuthClientStore
 	LinkedRepoStore
+	NetworkLexiconStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -77,6 +77,7 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		RelayURL:           getenv("RELAY_URL"),
 		PLCURL:             getenv("PLC_URL"),
 		MetricsAddr:        getenv("METRICS_ADDR"),
+		LexiconDNSServer:   getenv("LEXICON_DNS_SERVER"),
 	}
 	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
 		if aud = strings.TrimSpace(aud); aud != "" {

@@ -35,12 +35,13 @@ func Suites() []Suite {
 		{"InstanceKey", RunInstanceKey},
 		{"OAuthClient", RunOAuthClient},
 		{"LinkedRepos", RunLinkedRepos},
+		{"NetworkLexicons", RunNetworkLexicons},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
-// Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos), each of its tests on a fresh store. A storage.Store
+// Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos, NetworkLexicons), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {
