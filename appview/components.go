@@ -9,6 +9,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/netlexicons"
 )
 
 // lexiconRefresh is how soon lexicon changes made through another instance
@@ -36,11 +37,13 @@ const writerPart = "writer"
 //  3. script runtime: trigger refresh and automatic dead-letter retries
 //  4. lexicon refresh: changes made through other instances
 //  5. backfill worker: one job at a time
-//  6. sweeps: tombstones, rejection reports, retiring client keys (hourly)
-//  7. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  8. event-log purge, when EventLogRetentionDays > 0
-//  9. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  10. event sources, one per source ("source NAME")
+//  6. network lexicon re-check: fetches tracked network lexicons again
+//     every LexiconRecheck (revisions the live source missed)
+//  7. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  8. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  9. event-log purge, when EventLogRetentionDays > 0
+//  10. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  11. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -66,6 +69,13 @@ func (a *App) components() []*part {
 			})
 		}}},
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
+		{name: "network lexicon re-check", component: &worker{run: func(ctx context.Context) {
+			every(ctx, a.cfg.LexiconRecheck, a.cfg.LexiconRecheck, func() {
+				if _, err := a.svc.NetworkLexicons.RefreshAll(ctx, netlexicons.ReasonRecheck); err != nil && ctx.Err() == nil {
+					a.log.Warn("re-checking network lexicons failed", "err", err)
+				}
+			})
+		}}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 	}
 	if a.sealer != nil {

@@ -49,8 +49,11 @@ type Error struct {
 	Step     Step
 	NSID     string
 	Upstream bool
-	Msg      string
-	Err      error
+	// Missing is set when the authority's repository holds no schema
+	// record for the NSID (it was never published, or was deleted).
+	Missing bool
+	Msg     string
+	Err     error
 }
 
 func (e *Error) Error() string {

@@ -208,7 +208,7 @@ func (n *Network) fetch(ctx context.Context, nsid string, auth Authority) (Schem
 		}
 		_ = json.Unmarshal(body, &xe)
 		if resp.StatusCode == http.StatusBadRequest && xe.Error == "RecordNotFound" || resp.StatusCode == http.StatusNotFound {
-			return Schema{}, &Error{Step: StepRecord, NSID: nsid, Msg: fmt.Sprintf("no record %s/%s in the repository of %s", SchemaCollection, nsid, auth.DID)}
+			return Schema{}, &Error{Step: StepRecord, NSID: nsid, Missing: true, Msg: fmt.Sprintf("no record %s/%s in the repository of %s", SchemaCollection, nsid, auth.DID)}
 		}
 		return Schema{}, &Error{Step: StepRecord, NSID: nsid, Upstream: true,
 			Msg: fmt.Sprintf("the PDS answered %d %s", resp.StatusCode, clip(xe.Error))}

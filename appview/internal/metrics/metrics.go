@@ -29,6 +29,8 @@ type Metrics struct {
 	Connected       *prometheus.GaugeVec   // source
 	BackfillRepos   *prometheus.CounterVec // outcome
 	BackfillRecords prometheus.Counter
+	LexiconFetches  *prometheus.CounterVec // reason, outcome
+	ProxiedCalls    *prometheus.CounterVec // outcome
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -75,6 +77,14 @@ func New() *Metrics {
 		BackfillRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
 		}),
+		LexiconFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_network_lexicon_fetches_total",
+			Help: "Lexicons resolved and fetched from their NSID's authority, by reason (add, resolve, event, recheck) and outcome (unchanged, updated, failed step).",
+		}, []string{"reason", "outcome"}),
+		ProxiedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_xrpc_proxied_total",
+			Help: "XRPC calls for NSIDs without a local lexicon, by outcome (forwarded, refused, unresolved, loop, upstream_failed).",
+		}, []string{"outcome"}),
 	}
 	for _, c := range append(m.collectors(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
@@ -87,7 +97,7 @@ func New() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
-		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
+		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords, m.LexiconFetches, m.ProxiedCalls,
 	}
 }
 
@@ -192,5 +202,19 @@ func (m *Metrics) BackfillRepo(outcome string, records int) {
 	if m != nil {
 		m.BackfillRepos.WithLabelValues(outcome).Inc()
 		m.BackfillRecords.Add(float64(records))
+	}
+}
+
+// LexiconFetch counts a network lexicon resolution by reason and outcome.
+func (m *Metrics) LexiconFetch(reason, outcome string) {
+	if m != nil {
+		m.LexiconFetches.WithLabelValues(reason, outcome).Inc()
+	}
+}
+
+// Proxied counts an XRPC call for an NSID without a local lexicon.
+func (m *Metrics) Proxied(outcome string) {
+	if m != nil {
+		m.ProxiedCalls.WithLabelValues(outcome).Inc()
 	}
 }

@@ -19,6 +19,7 @@ import (
 	adminidentity "github.com/lexview/lexview/appview/internal/admin/identity"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	adminlinkedrepos "github.com/lexview/lexview/appview/internal/admin/linkedrepos"
+	adminnetlexicons "github.com/lexview/lexview/appview/internal/admin/netlexicons"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
@@ -35,6 +36,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/invitepage"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/netlexicons"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/profiles"
@@ -79,6 +81,8 @@ type Services struct {
 	InstanceKeys *clientkeys.Instance
 	// LinkedRepos manages linked repo grants and their invites.
 	LinkedRepos *linkedrepos.Service
+	// NetworkLexicons manages lexicons fetched from their authorities.
+	NetworkLexicons *netlexicons.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -206,5 +210,6 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminidentity.MountServiceEntries(m, svc.Entries)
 	authkeys.MountInstance(m, svc.InstanceKeys, svc.Domains)
 	adminlinkedrepos.Mount(m, svc.LinkedRepos)
+	adminnetlexicons.Mount(m, svc.NetworkLexicons)
 	return m
 }
