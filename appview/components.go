@@ -9,7 +9,6 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/eventlog"
-	"github.com/lexview/lexview/appview/internal/netlexicons"
 )
 
 // lexiconRefresh is how soon lexicon changes made through another instance
@@ -37,8 +36,8 @@ const writerPart = "writer"
 //  3. script runtime: trigger refresh and automatic dead-letter retries
 //  4. lexicon refresh: changes made through other instances
 //  5. backfill worker: one job at a time
-//  6. network lexicon re-check: fetches tracked network lexicons again
-//     every LexiconRecheck (revisions the live source missed)
+//  6. network lexicons: refreshes those whose schema commits the event
+//     sources saw, and all every LexiconRecheck (commits they missed)
 //  7. sweeps: tombstones, rejection reports, retiring client keys (hourly)
 //  8. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
 //  9. event-log purge, when EventLogRetentionDays > 0
@@ -69,12 +68,8 @@ func (a *App) components() []*part {
 			})
 		}}},
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
-		{name: "network lexicon re-check", component: &worker{run: func(ctx context.Context) {
-			every(ctx, a.cfg.LexiconRecheck, a.cfg.LexiconRecheck, func() {
-				if _, err := a.svc.NetworkLexicons.RefreshAll(ctx, netlexicons.ReasonRecheck); err != nil && ctx.Err() == nil {
-					a.log.Warn("re-checking network lexicons failed", "err", err)
-				}
-			})
+		{name: "network lexicons", component: &worker{run: func(ctx context.Context) {
+			a.svc.NetworkLexicons.Run(ctx, a.cfg.LexiconRecheck)
 		}}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 	}

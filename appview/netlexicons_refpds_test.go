@@ -174,10 +174,10 @@ func TestNetworkLexicons(t *testing.T) {
 		}
 		before := row(postNSID)
 		acct.PutRecord(t, schemaCollection, postNSID, noteSchema(postNSID, "text", "title"))
-		waitFor(t, "the new revision", func() bool {
-			l := admin.Do(t, "GET", "/admin/lexicons/"+postNSID, nil).Object(t)
-			return l["revision"] == 2.0 && strings.Contains(string(mustJSON(t, l["lexicon_json"])), `"title"`)
-		})
+		waitFor(t, "the new revision", func() bool { return row(postNSID)["cid"] != before["cid"] })
+		if l := admin.Do(t, "GET", "/admin/lexicons/"+postNSID, nil).Object(t); l["revision"] != 2.0 || !strings.Contains(string(mustJSON(t, l["lexicon_json"])), `"title"`) {
+			t.Fatalf("stored %v", l)
+		}
 		after := row(postNSID)
 		if after["cid"] == before["cid"] || after["last_fetched_at"] == before["last_fetched_at"] || after["created_at"] != before["created_at"] {
 			t.Fatalf("row before %v after %v", before, after)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -59,8 +60,10 @@ type Options struct {
 
 // Service manages network lexicons.
 type Service struct {
-	opt Options
-	mu  sync.Mutex // serialises adds, removals and refreshes
+	opt     Options
+	mu      sync.Mutex // serialises adds, removals and refreshes
+	tracked atomic.Pointer[tracked]
+	pending chan string // NSIDs whose schema commits the live source saw
 }
 
 // New returns the service.
@@ -71,7 +74,7 @@ func New(opt Options) *Service {
 	if opt.Metrics == nil {
 		opt.Metrics = noMetrics{}
 	}
-	return &Service{opt: opt}
+	return &Service{opt: opt, pending: make(chan string, pendingEvents)}
 }
 
 // Resolved is what resolving an NSID found.
@@ -134,6 +137,9 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 		s.opt.Metrics.LexiconFetch(ReasonAdd, outcome(err))
 		return Added{}, ResolveError(err)
 	}
+	// Tracked before the lexicon is stored: storing it wakes the event
+	// sources, which then read Following.
+	s.track(sch.Authority.DID, nsid)
 	up := lexicon.Upload{Document: sch.Document, TargetCollection: targetCollection}
 	if cur, ok := s.opt.Lexicons.Snapshot().Get(nsid); ok {
 		up.Script, up.IndexHook = cur.Script, cur.IndexHook
@@ -156,6 +162,9 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 	}
 	if row, err = s.opt.Store.GetNetworkLexicon(ctx, nsid); err != nil {
 		return Added{}, err
+	}
+	if err := s.reload(ctx); err != nil {
+		s.opt.Logger.WarnContext(ctx, "reading network lexicons failed", "err", err)
 	}
 	s.opt.Metrics.LexiconFetch(ReasonAdd, "updated")
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: EventAdded, ActorDID: actor, Subject: nsid, Detail: map[string]any{
@@ -183,10 +192,15 @@ func (s *Service) Delete(ctx context.Context, actor, nsid string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opt.Lexicons.Delete(ctx, actor, nsid); err != nil && fail.KindOf(err) != fail.NotFound {
+	// Untracked before the lexicon is deleted: deleting it wakes the event
+	// sources, which then read Following.
+	if err := s.opt.Store.DeleteNetworkLexicon(ctx, nsid); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	if err := s.opt.Store.DeleteNetworkLexicon(ctx, nsid); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.reload(ctx); err != nil {
+		s.opt.Logger.WarnContext(ctx, "reading network lexicons failed", "err", err)
+	}
+	if err := s.opt.Lexicons.Delete(ctx, actor, nsid); err != nil && fail.KindOf(err) != fail.NotFound {
 		return err
 	}
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: EventRemoved, ActorDID: actor, Subject: nsid,

@@ -112,18 +112,3 @@ func (s *Service) RefreshAll(ctx context.Context, reason string) (int, error) {
 	}
 	return n, nil
 }
-
-// Authorities returns the authority DIDs of the tracked lexicons, for the
-// live event source's filter: a com.atproto.lexicon.schema commit of one
-// of them triggers a Refresh.
-func (s *Service) Authorities(ctx context.Context) (map[string][]string, error) {
-	rows, err := s.opt.Store.ListNetworkLexicons(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	for _, r := range rows {
-		out[r.AuthorityDID] = append(out[r.AuthorityDID], r.NSID)
-	}
-	return out, nil
-}
