@@ -207,6 +207,9 @@ func TestNetworkLexicons(t *testing.T) {
 		// Removal deletes the lexicon too.
 		expect(t, admin.Do(t, "DELETE", "/admin/network-lexicons/"+listNSID, nil), 204, "")
 		expect(t, admin.Do(t, "GET", "/admin/lexicons/"+listNSID, nil), 404, "")
+		// (Without a lexicon the call would be forwarded to the authority's
+		// PDS: see TestXRPCProxy.)
+		expect(t, admin.Do(t, "PUT", "/admin/settings/xrpc-proxy", map[string]any{"mode": "disabled"}), 200, "")
 		expect(t, env.xrpc(t, "GET", "/xrpc/"+listNSID, nil), 404, "method not found")
 		expect(t, admin.Do(t, "DELETE", "/admin/network-lexicons/"+listNSID, nil), 404, "network lexicon not found")
 		if rows := row(listNSID); rows != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/writepath"
+	"github.com/lexview/lexview/appview/internal/xrpcproxy"
 )
 
 // newServices builds the service line: every operation the front ends
@@ -41,9 +42,10 @@ func (a *App) newServices() *server.Services {
 		Lexicons: lexSvc,
 		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.LexiconResolver,
 			Events: a.events, Metrics: a.metrics, Now: a.cfg.Now, Logger: a.log}),
-		Scripts:     scripts.New(a.store, a.scripts, a.events, a.log),
-		Variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
-		DeadLetters: deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
+		ProxyPolicies: xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now),
+		Scripts:       scripts.New(a.store, a.scripts, a.events, a.log),
+		Variables:     scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
+		DeadLetters:   deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
 			Features: map[string]bool{

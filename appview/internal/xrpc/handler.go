@@ -52,6 +52,9 @@ type Options struct {
 	// Proxied admits or refuses calls proxied by a PDS (service-auth
 	// callers) by the service entries of their method; nil admits them all.
 	Proxied ProxiedGate
+	// Forward answers calls for NSIDs without a local lexicon (the XRPC
+	// proxy); nil answers them 404 `method not found`.
+	Forward http.Handler
 	Logger  *slog.Logger
 }
 
@@ -72,6 +75,7 @@ type Handler struct {
 	procs    http.Handler
 	scripts  Scripts
 	methods  map[string]http.Handler
+	forward  http.Handler
 	log      *slog.Logger
 }
 
@@ -79,7 +83,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{
 		lexicons: o.Lexicons, reads: o.Reads,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, log: o.Logger,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, forward: o.Forward, log: o.Logger,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -114,6 +118,10 @@ func LexiconFromContext(ctx context.Context) (*lexicon.Lexicon, bool) {
 // path value.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lex, ok := h.lexicons.Snapshot().Get(r.PathValue("nsid"))
+	if !ok && h.forward != nil {
+		h.forward.ServeHTTP(w, r)
+		return
+	}
 	if !ok || !routable(lex.Kind, r.Method) {
 		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
 		return
