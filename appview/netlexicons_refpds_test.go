@@ -63,7 +63,8 @@ func (e *netLexEnv) xrpc(t *testing.T, method, path string, body any) testenv.Re
 // through the admin API: resolve without storing, add (routes and
 // indexing at once), list, failures naming their step, a new revision
 // picked up by the periodic re-check, a schema deleted at the authority
-// staying in use, and removal.
+// staying in use, and removal; and the XRPC proxy forwarding a method with
+// no local lexicon to the authority's PDS.
 func TestNetworkLexicons(t *testing.T) {
 	n := refpds.Start(t)
 	dns := dnstest.Start(t)
@@ -207,9 +208,18 @@ func TestNetworkLexicons(t *testing.T) {
 		// Removal deletes the lexicon too.
 		expect(t, admin.Do(t, "DELETE", "/admin/network-lexicons/"+listNSID, nil), 204, "")
 		expect(t, admin.Do(t, "GET", "/admin/lexicons/"+listNSID, nil), 404, "")
-		// (Without a lexicon the call would be forwarded to the authority's
-		// PDS: see TestXRPCProxy.)
+		// The XRPC proxy against the reference PDS: with the account as the
+		// authority of com.atproto.repo.*, a method this instance has no
+		// lexicon for is answered by the account's PDS.
+		dns.SetTXT("_lexicon.repo.atproto.com", "did="+acct.DID)
+		r = env.xrpc(t, "GET", "/xrpc/com.atproto.repo.describeRepo?repo="+url.QueryEscape(acct.DID), nil)
+		if o := r.Object(t); r.Status != 200 || o["did"] != acct.DID || o["handle"] != acct.Handle {
+			t.Fatalf("forwarded describeRepo: %d %s", r.Status, r.Raw)
+		}
+		// A removed lexicon's method would be forwarded the same way; with
+		// the proxy disabled it is not found.
 		expect(t, admin.Do(t, "PUT", "/admin/settings/xrpc-proxy", map[string]any{"mode": "disabled"}), 200, "")
+		expect(t, env.xrpc(t, "GET", "/xrpc/com.atproto.repo.describeRepo?repo="+url.QueryEscape(acct.DID), nil), 404, "method not found")
 		expect(t, env.xrpc(t, "GET", "/xrpc/"+listNSID, nil), 404, "method not found")
 		expect(t, admin.Do(t, "DELETE", "/admin/network-lexicons/"+listNSID, nil), 404, "network lexicon not found")
 		if rows := row(listNSID); rows != nil {
