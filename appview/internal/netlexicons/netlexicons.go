@@ -147,6 +147,9 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 	res, err := s.opt.Lexicons.Put(ctx, actor, up)
 	if err != nil {
 		s.opt.Metrics.LexiconFetch(ReasonAdd, string(lexresolve.StepLexicon))
+		if rerr := s.reload(ctx); rerr != nil { // untrack what was not stored
+			s.opt.Logger.WarnContext(ctx, "reading network lexicons failed", "err", rerr)
+		}
 		return Added{}, err
 	}
 	_, err = s.opt.Store.GetNetworkLexicon(ctx, nsid)

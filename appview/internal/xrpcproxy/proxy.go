@@ -210,9 +210,14 @@ func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, nsid string,
 			return
 		}
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
-		if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			f.opt.Metrics.Proxied("refused")
 			respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		case err != nil:
+			respond.Error(w, http.StatusBadRequest, "invalid request body")
 			return
 		}
 		body = bytes.NewReader(data)
