@@ -37,6 +37,7 @@ type Store interface {
 	LinkedRepoStore
 	LabelStore
 	PluginStore
+	NetworkLexiconStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -35,6 +35,8 @@ type Metrics struct {
 	LabelsRefused      *prometheus.CounterVec // labeler, reason
 	LabelerConnections *prometheus.GaugeVec   // state
 	LabelLag           *prometheus.GaugeVec   // labeler
+	LexiconFetches     *prometheus.CounterVec // reason, outcome
+	ProxiedCalls       *prometheus.CounterVec // outcome
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -96,6 +98,14 @@ func New() *Metrics {
 		LabelLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lexview_label_lag_seconds", Help: "Time from the creation (cts) of a labeler's last stored label to its storing, by labeler.",
 		}, []string{"labeler"}),
+		LexiconFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_network_lexicon_fetches_total",
+			Help: "Lexicons resolved and fetched from their NSID's authority, by reason (add, resolve, event, recheck) and outcome (unchanged, updated, failed step).",
+		}, []string{"reason", "outcome"}),
+		ProxiedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_xrpc_proxied_total",
+			Help: "XRPC calls for NSIDs without a local lexicon, by outcome (forwarded, refused, unresolved, loop, upstream_failed).",
+		}, []string{"outcome"}),
 	}
 	for _, c := range append(m.collectors(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
@@ -110,6 +120,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
+		m.LexiconFetches, m.ProxiedCalls,
 	}
 }
 
@@ -250,5 +261,19 @@ func (m *Metrics) LabelerState(from, to string) {
 	}
 	if to != "" {
 		m.LabelerConnections.WithLabelValues(to).Inc()
+	}
+}
+
+// LexiconFetch counts a network lexicon resolution by reason and outcome.
+func (m *Metrics) LexiconFetch(reason, outcome string) {
+	if m != nil {
+		m.LexiconFetches.WithLabelValues(reason, outcome).Inc()
+	}
+}
+
+// Proxied counts an XRPC call for an NSID without a local lexicon.
+func (m *Metrics) Proxied(outcome string) {
+	if m != nil {
+		m.ProxiedCalls.WithLabelValues(outcome).Inc()
 	}
 }
