@@ -25,6 +25,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/clients"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/labelsub"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
@@ -76,8 +77,9 @@ type App struct {
 	writer        *indexer.Writer
 	scripts       *scripting.Runtime
 	backfill      *backfilljobs.Manager
-	sources       []ingest.Source // live event sources; none when ingestion is off
-	sealer        *oauth.Sealer   // seals secrets at rest
+	labelSubs     *labelsub.Manager // one subscription per active labeler
+	sources       []ingest.Source   // live event sources; none when ingestion is off
+	sealer        *oauth.Sealer     // seals secrets at rest
 	pluginRuntime *wasm.Runtime
 	plugins       *plugins.Manager
 	users         *userauth.Authenticator
@@ -220,6 +222,10 @@ func (a *App) build(ctx context.Context) error {
 	if a.backfill, err = backfilljobs.New(bcfg); err != nil {
 		return err
 	}
+	a.labelSubs = labelsub.New(labelsub.Config{
+		Store: a.store, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, AllowHTTP: cfg.AllowPrivateNetworks,
+		Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now, Hook: a.scripts,
+	})
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
 	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clientManager = clients.NewManager(a.store, a.clients, a.events, cfg.Now)

@@ -38,11 +38,16 @@ const writerPart = "writer"
 //  5. backfill worker: one job at a time
 //  6. plugins: file-based and installed plugins loaded at start, the
 //     registry index refreshed every PluginRegistryRefresh
-//  7. sweeps: tombstones, rejection reports, retiring client keys (hourly)
-//  8. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  9. event-log purge, when EventLogRetentionDays > 0
-//  10. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  11. event sources, one per source ("source NAME")
+//  7. network lexicons: refreshes those whose schema commits the event
+//     sources saw, and all every LexiconRecheck (commits they missed)
+//  8. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  9. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  10. event-log purge, when EventLogRetentionDays > 0
+//  11. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  12. labeler subscriptions: one per active labeler, in line with the
+//     store at start, on every change through the labelers service, and
+//     every 30 s (labelsub.DefaultReconcile)
+//  13. event sources, one per source ("source NAME")
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -72,6 +77,9 @@ func (a *App) components() []*part {
 			init: a.plugins.Start,
 			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.PluginRegistryRefresh) },
 		}},
+		{name: "network lexicons", component: &worker{run: func(ctx context.Context) {
+			a.svc.NetworkLexicons.Run(ctx, a.cfg.LexiconRecheck)
+		}}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 	}
 	if a.sealer != nil {
@@ -87,6 +95,7 @@ func (a *App) components() []*part {
 	if a.cfg.MetricsAddr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
 	}
+	parts = append(parts, &part{name: "labeler subscriptions", component: &worker{run: a.labelSubs.Run}})
 	for _, src := range a.sources {
 		parts = append(parts, &part{name: "source " + src.Name(), component: a.sourceWorker(src)})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/lexresolve"
 	"github.com/lexview/lexview/appview/internal/serviceauth"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/script"
@@ -35,6 +36,7 @@ const (
 	DefaultRateLimitCapacity     = 100
 	DefaultRateLimitRefillRate   = 2.0
 	DefaultEventLogRetentionDays = 30
+	DefaultLexiconRecheck        = 6 * time.Hour
 
 	// SessionSecretPlaceholder is the documented example value, refused
 	// at start-up.
@@ -114,11 +116,25 @@ type Config struct {
 	// of PLCURL, RelayURL and JetstreamURL).
 	HTTPClient *http.Client
 	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
-	// private addresses (local development, tests).
+	// private addresses, and labeler subscriptions use plain-http
+	// endpoints (local development, tests).
 	AllowPrivateNetworks bool
 	// Directory resolves DIDs and handles; default an indigo directory on
 	// PLCURL with an in-memory cache.
 	Directory identity.Directory
+	// LexiconDNSServer is host:port of the DNS server asked for the
+	// `_lexicon.<authority>` TXT records of NSID authorities (network
+	// lexicons, the XRPC proxy); "" is the system resolver.
+	LexiconDNSServer string
+	// LexiconResolver resolves NSIDs to their authorities and published
+	// lexicons; default the network resolver (DNS at LexiconDNSServer,
+	// Directory, HTTPClient) with an authority cache of an hour (30 s for
+	// failures).
+	LexiconResolver LexiconResolver
+	// LexiconRecheck is how often tracked network lexicons are fetched
+	// again to catch revisions the live event source missed; default
+	// DefaultLexiconRecheck.
+	LexiconRecheck time.Duration
 	// ClientIdentifier identifies the API client of each XRPC request;
 	// default: the API clients stored in the instance (admin API).
 	ClientIdentifier ClientIdentifier
@@ -286,6 +302,9 @@ func (c Config) withDefaults() Config {
 	if c.PluginRegistryRefresh <= 0 {
 		c.PluginRegistryRefresh = DefaultPluginRegistryRefresh
 	}
+	if c.LexiconRecheck <= 0 {
+		c.LexiconRecheck = DefaultLexiconRecheck
+	}
 	if c.EventLogRetentionDays == 0 {
 		c.EventLogRetentionDays = DefaultEventLogRetentionDays
 	}
@@ -309,6 +328,12 @@ func (c Config) withDefaults() Config {
 			UserAgent:              "lexview/" + Version,
 		}
 		c.Directory = identity.NewCacheDirectory(base, 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
+	}
+	if c.LexiconResolver == nil {
+		c.LexiconResolver = lexresolve.New(lexresolve.Options{
+			TXT: lexresolve.NewTXTResolver(c.LexiconDNSServer), Directory: c.Directory, HTTP: c.HTTPClient,
+			UserAgent: "lexview/" + Version, Now: c.Now,
+		})
 	}
 	return c
 }

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/scripting"
 	"github.com/lexview/lexview/appview/internal/server"
+	"github.com/lexview/lexview/appview/internal/xrpcproxy"
 	"github.com/lexview/lexview/script"
 )
 
@@ -39,8 +41,22 @@ func (a *App) routes() *server.Surfaces {
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
 		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
 		OAuthStore: a.store, OAuthClient: a.oauthClient, Handles: a.cfg.Directory, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
-		Labels: a.store, Now: a.cfg.Now, Logger: a.log,
+		Labels: a.store,
+		Proxy: xrpcproxy.Options{Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient,
+			Events: a.events, Metrics: a.metrics, Self: a.isSelf, UserAgent: "lexview/" + Version},
+		Now: a.cfg.Now, Logger: a.log,
 	})
+}
+
+// isSelf reports whether host (host[:port]) is this instance's: the host
+// of PUBLIC_URL or of a registered domain. The XRPC proxy does not
+// forward there.
+func (a *App) isSelf(ctx context.Context, host string) bool {
+	if domains.NormalHost(host) == domains.NormalHost(domains.Host(a.cfg.PublicURL)) {
+		return true
+	}
+	_, ok := a.svc.Domains.Match(ctx, host)
+	return ok
 }
 
 // localXRPC serves scripts' in-process XRPC calls (script.Invocation's

@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/labelers"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/netlexicons"
 	"github.com/lexview/lexview/appview/internal/plc"
 	"github.com/lexview/lexview/appview/internal/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/profiles"
@@ -24,25 +25,30 @@ import (
 	"github.com/lexview/lexview/appview/internal/serviceid"
 	"github.com/lexview/lexview/appview/internal/sessions"
 	"github.com/lexview/lexview/appview/internal/writepath"
+	"github.com/lexview/lexview/appview/internal/xrpcproxy"
 )
 
 // newServices builds the service line: every operation the front ends
 // (admin API, XRPC, the command, the library API) call exists once, in
 // one of these services.
 func (a *App) newServices() *server.Services {
+	lexSvc := lexicons.New(lexicons.Options{
+		Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
+		LiveIngestion: len(a.sources) > 0,
+	})
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(a.pds, a.writer, a.log, a.cfg.Now)
 	return &server.Services{
-		Clients: a.clientManager,
-		Events:  a.events,
-		Admins:  admins.New(a.store, a.events, a.cfg.Now, a.log, a.claimPolicy()),
-		Lexicons: lexicons.New(lexicons.Options{
-			Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
-			LiveIngestion: len(a.sources) > 0,
-		}),
-		Scripts:     scripts.New(a.store, a.scripts, a.events, a.log),
-		Variables:   scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
-		DeadLetters: deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
+		Clients:  a.clientManager,
+		Events:   a.events,
+		Admins:   admins.New(a.store, a.events, a.cfg.Now, a.log, a.claimPolicy()),
+		Lexicons: lexSvc,
+		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.LexiconResolver,
+			Events: a.events, Metrics: a.metrics, Now: a.cfg.Now, Logger: a.log}),
+		ProxyPolicies: xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now),
+		Scripts:       scripts.New(a.store, a.scripts, a.events, a.log),
+		Variables:     scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
+		DeadLetters:   deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
 			Features: map[string]bool{
@@ -75,7 +81,7 @@ func (a *App) newServices() *server.Services {
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },
 				Origin: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			}}),
-		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now}),
+		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, OnChange: a.labelSubs.Changed}),
 		Plugins:  a.plugins,
 		PluginAccounts: pluginaccounts.New(pluginaccounts.Options{Plugins: a.plugins, Store: a.store, Writer: writes,
 			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Log: a.log}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/lexresolve"
+	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -41,7 +44,7 @@ func (a *App) sourceWorker(src ingest.Source) component {
 	return &worker{run: func(ctx context.Context) {
 		changed, unsubscribe := a.lexicons.Subscribe()
 		defer unsubscribe()
-		wanted := func() []string { return a.lexicons.Snapshot().RecordCollections() }
+		wanted := a.wantedCollections
 		if err := src.Run(ctx, wanted, changed, sink); err != nil {
 			a.log.Error("event source stopped", "source", sink.name, "err", err)
 		}
@@ -64,8 +67,44 @@ type sourceSink struct {
 }
 
 func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
+	changes = s.app.takeSchemaCommits(changes)
 	_, err := s.app.writer.Submit(ctx, s.name, changes, &storage.StreamCursor{Name: s.cursorKey, Value: cursor})
 	return err
+}
+
+// wantedCollections are the collections the event sources follow: those
+// of the record lexicons, and com.atproto.lexicon.schema while network
+// lexicons are tracked (their authorities' schema commits).
+func (a *App) wantedCollections() []string {
+	cols := a.lexicons.Snapshot().RecordCollections()
+	if a.svc.NetworkLexicons.Following() {
+		if i, found := slices.BinarySearch(cols, lexresolve.SchemaCollection); !found {
+			cols = slices.Insert(cols, i, lexresolve.SchemaCollection)
+		}
+	}
+	return cols
+}
+
+// takeSchemaCommits hands the com.atproto.lexicon.schema commits among
+// changes to the network lexicons service, which refreshes the tracked
+// ones, and returns the other changes. Schema records are indexed only
+// when an operator gave their collection a record lexicon of its own.
+func (a *App) takeSchemaCommits(changes []storage.Change) []storage.Change {
+	if l, ok := a.lexicons.Snapshot().Get(lexresolve.SchemaCollection); ok && l.Kind == lexicon.KindRecord {
+		for _, c := range changes {
+			if c.Collection == lexresolve.SchemaCollection {
+				a.svc.NetworkLexicons.Commit(c.DID, c.RKey)
+			}
+		}
+		return changes
+	}
+	return slices.DeleteFunc(changes, func(c storage.Change) bool {
+		if c.Collection != lexresolve.SchemaCollection {
+			return false
+		}
+		a.svc.NetworkLexicons.Commit(c.DID, c.RKey)
+		return true
+	})
 }
 
 func (s *sourceSink) Resume(ctx context.Context) (int64, bool, error) {

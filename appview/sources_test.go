@@ -83,6 +83,9 @@ func (f *fakeSource) Run(ctx context.Context, wanted func() []string, changed <-
 			}
 			d.done <- err
 		case <-changed:
+			f.mu.Lock()
+			f.status.Collections = wanted()
+			f.mu.Unlock()
 		case <-ctx.Done():
 			after := context.WithoutCancel(ctx)
 			if f.last != nil {

@@ -38,6 +38,7 @@ type Store interface {
 	LabelStore
 	PluginStore
 	PluginAccountStore
+	NetworkLexiconStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -79,6 +79,7 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		MetricsAddr:        getenv("METRICS_ADDR"),
 		PluginRegistryURL:  getenv("PLUGIN_REGISTRY_URL"),
 		PluginDir:          getenv("PLUGIN_DIR"),
+		LexiconDNSServer:   getenv("LEXICON_DNS_SERVER"),
 	}
 	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
 		if aud = strings.TrimSpace(aud); aud != "" {

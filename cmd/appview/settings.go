@@ -60,6 +60,8 @@ func settings() []setting {
 			help: "repository discovery for backfill"},
 		{env: "PLC_URL", flag: "plc-url", arg: "URL", def: appview.DefaultPLCURL, scope: scopeApp,
 			help: "DID PLC directory"},
+		{env: "LEXICON_DNS_SERVER", def: "system resolver", scope: scopeApp,
+			help: "host:port of the DNS server asked for _lexicon TXT records of NSID authorities"},
 		{env: "SESSION_SECRET", def: "random per process", scope: scopeApp,
 			help: "signs session cookies; at least 32 bytes"},
 		{env: "TOKEN_ENCRYPTION_KEY", def: "a key file beside a SQLite database", scope: scopeApp,

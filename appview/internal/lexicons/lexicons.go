@@ -84,6 +84,10 @@ type Result struct {
 // ingestion and false without (Options.LiveIngestion). A document that
 // does not parse is an Invalid error.
 func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Result, error) {
+	return s.put(ctx, actor, u, true)
+}
+
+func (s *Service) put(ctx context.Context, actor string, u lexicon.Upload, backfill bool) (Result, error) {
 	defaulted := u.Backfill == nil && !s.opt.LiveIngestion
 	if defaulted {
 		u.Backfill = new(false)
@@ -108,10 +112,20 @@ func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Resu
 		s.opt.Events.Record(ctx, eventlog.Entry{Type: "lexicon.script_invalid", Severity: eventlog.Warn, ActorDID: actor,
 			Subject: l.ID, Detail: map[string]any{"revision": l.Revision, "errors": errs}})
 	}
-	if l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
+	if backfill && l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
 		s.startBackfill(ctx, actor, l, defaulted, &res)
 	}
 	return res, nil
+}
+
+// Revise stores a new revision of a lexicon that is not an upload (a
+// network lexicon its authority republished): as Put, but it never starts
+// a backfill job, and the stored backfill flag is the one u gives.
+func (s *Service) Revise(ctx context.Context, actor string, u lexicon.Upload) (Result, error) {
+	if u.Backfill == nil {
+		u.Backfill = new(false)
+	}
+	return s.put(ctx, actor, u, false)
 }
 
 // startBackfill starts (or finds) the network backfill job of an uploaded

@@ -29,6 +29,14 @@ type Metrics struct {
 	Connected       *prometheus.GaugeVec   // source
 	BackfillRepos   *prometheus.CounterVec // outcome
 	BackfillRecords prometheus.Counter
+
+	LabelsReceived     *prometheus.CounterVec // labeler
+	LabelsStored       *prometheus.CounterVec // labeler
+	LabelsRefused      *prometheus.CounterVec // labeler, reason
+	LabelerConnections *prometheus.GaugeVec   // state
+	LabelLag           *prometheus.GaugeVec   // labeler
+	LexiconFetches     *prometheus.CounterVec // reason, outcome
+	ProxiedCalls       *prometheus.CounterVec // outcome
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -75,6 +83,29 @@ func New() *Metrics {
 		BackfillRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
 		}),
+		LabelsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_labels_received_total", Help: "Labels received from labelers' streams, by labeler.",
+		}, []string{"labeler"}),
+		LabelsStored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_labels_stored_total", Help: "Labels verified and stored, by labeler.",
+		}, []string{"labeler"}),
+		LabelsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_labels_refused_total", Help: "Labels (or, for reason malformed_frame, frames) refused from labelers' streams, by labeler and reason.",
+		}, []string{"labeler", "reason"}),
+		LabelerConnections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lexview_labeler_connections", Help: "Labeler subscriptions by state (resolving, connecting, connected, waiting).",
+		}, []string{"state"}),
+		LabelLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lexview_label_lag_seconds", Help: "Time from the creation (cts) of a labeler's last stored label to its storing, by labeler.",
+		}, []string{"labeler"}),
+		LexiconFetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_network_lexicon_fetches_total",
+			Help: "Lexicons resolved and fetched from their NSID's authority, by reason (add, resolve, event, recheck) and outcome (unchanged, updated, failed step).",
+		}, []string{"reason", "outcome"}),
+		ProxiedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_xrpc_proxied_total",
+			Help: "XRPC calls for NSIDs without a local lexicon, by outcome (forwarded, refused, unresolved, loop, upstream_failed).",
+		}, []string{"outcome"}),
 	}
 	for _, c := range append(m.collectors(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
@@ -88,6 +119,8 @@ func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
+		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
+		m.LexiconFetches, m.ProxiedCalls,
 	}
 }
 
@@ -192,5 +225,55 @@ func (m *Metrics) BackfillRepo(outcome string, records int) {
 	if m != nil {
 		m.BackfillRepos.WithLabelValues(outcome).Inc()
 		m.BackfillRecords.Add(float64(records))
+	}
+}
+
+// LabelsArrived counts n labels received from labeler.
+func (m *Metrics) LabelsArrived(labeler string, n int) {
+	if m != nil {
+		m.LabelsReceived.WithLabelValues(labeler).Add(float64(n))
+	}
+}
+
+// LabelsKept counts n labels of labeler stored, and sets its lag.
+func (m *Metrics) LabelsKept(labeler string, n int, lag time.Duration) {
+	if m != nil {
+		m.LabelsStored.WithLabelValues(labeler).Add(float64(n))
+		m.LabelLag.WithLabelValues(labeler).Set(lag.Seconds())
+	}
+}
+
+// LabelRefused counts a label of labeler refused for reason.
+func (m *Metrics) LabelRefused(labeler, reason string) {
+	if m != nil {
+		m.LabelsRefused.WithLabelValues(labeler, reason).Inc()
+	}
+}
+
+// LabelerState moves one labeler subscription from state from to state
+// to; "" is no state (a subscription starting or ending).
+func (m *Metrics) LabelerState(from, to string) {
+	if m == nil || from == to {
+		return
+	}
+	if from != "" {
+		m.LabelerConnections.WithLabelValues(from).Dec()
+	}
+	if to != "" {
+		m.LabelerConnections.WithLabelValues(to).Inc()
+	}
+}
+
+// LexiconFetch counts a network lexicon resolution by reason and outcome.
+func (m *Metrics) LexiconFetch(reason, outcome string) {
+	if m != nil {
+		m.LexiconFetches.WithLabelValues(reason, outcome).Inc()
+	}
+}
+
+// Proxied counts an XRPC call for an NSID without a local lexicon.
+func (m *Metrics) Proxied(outcome string) {
+	if m != nil {
+		m.ProxiedCalls.WithLabelValues(outcome).Inc()
 	}
 }

@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/atcrypto"
+
+	"github.com/lexview/lexview/appview/internal/testproc"
 )
 
 // exitPortTaken is labeler.mjs's exit status when its port is taken
@@ -29,7 +30,7 @@ var errPortTaken = errors.New("its port is taken by another process")
 type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *tailBuffer
+	stderr *testproc.TailBuffer
 	exited chan struct{} // closed once the process is gone; then waitErr is set
 	// waitErr is cmd.Wait's result, readable once exited is closed.
 	waitErr error
@@ -85,7 +86,7 @@ func startProcess(c runConfig, timeout time.Duration) (*process, string, error) 
 	)
 	p := &process{
 		cmd:     cmd,
-		stderr:  &tailBuffer{max: 64 << 10},
+		stderr:  &testproc.TailBuffer{Max: 64 << 10},
 		exited:  make(chan struct{}),
 		pending: map[int64]chan response{},
 	}
@@ -222,32 +223,4 @@ func (p *process) stop() {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.exited
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// String is the output so far, indented so that it stands out in test logs.
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimRight(string(b.buf), "\n")
-	if s == "" {
-		return "    (none)"
-	}
-	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }

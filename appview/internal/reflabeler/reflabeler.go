@@ -69,6 +69,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/plc"
 	"github.com/lexview/lexview/appview/internal/refpds"
+	"github.com/lexview/lexview/appview/internal/testproc"
 )
 
 // DirEnv names the variable holding the directory with node_modules/ of
@@ -135,7 +136,7 @@ func Start(t testing.TB, n *refpds.Network) *Labeler {
 	t.Helper()
 	Require(t)
 	dir := os.Getenv(DirEnv)
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot(script)
 	if err != nil {
 		t.Fatalf("reflabeler: %v", err)
 	}
@@ -308,26 +309,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// repoRoot finds the directory holding go.mod, from the working directory
-// (the package directory under go test) upwards.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, script)); err != nil {
-				return "", fmt.Errorf("%s has go.mod but no %s", dir, script)
-			}
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -26,7 +26,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,6 +38,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lexview/lexview/appview/internal/testproc"
 )
 
 // DevenvDirEnv names the variable holding the directory with node_modules/
@@ -104,7 +105,7 @@ func Start(t testing.TB) *Network {
 		}
 		t.Skipf("%s not set; skipping reference PDS test (scripts/test provisions it)", DevenvDirEnv)
 	}
-	root, err := repoRoot()
+	root, err := testproc.RepoRoot(script)
 	if err != nil {
 		t.Fatalf("refpds: %v", err)
 	}
@@ -121,7 +122,7 @@ func Start(t testing.TB) *Network {
 
 	started := time.Now()
 	ready := make(chan readyLine, 1)
-	stderr := &tailBuffer{max: 64 << 10}
+	stderr := &testproc.TailBuffer{Max: 64 << 10}
 	mail := &mailbox{tokens: map[string]chan string{}}
 	stdout := &lineWriter{fn: func(line []byte) {
 		var m mailLine
@@ -212,28 +213,6 @@ func Start(t testing.TB) *Network {
 		AdminPassword: r.AdminPassword,
 		HTTP:          &http.Client{Timeout: 30 * time.Second},
 		mail:          mail,
-	}
-}
-
-// repoRoot finds the directory holding go.mod, from the working directory
-// (the package directory under go test) upwards.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, script)); err != nil {
-				return "", fmt.Errorf("%s has go.mod but no %s", dir, script)
-			}
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
 	}
 }
 
@@ -484,32 +463,4 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[:0]
 	}
 	return len(p), nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimRight(string(b.buf), "\n")
-	if s == "" {
-		return "(none)"
-	}
-	// Indent so it stands out in test logs.
-	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }

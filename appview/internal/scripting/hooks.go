@@ -66,22 +66,7 @@ func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, 
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				results[i] = r.runEvent(ctx, snap, changes[i])
-			}
-		}()
-	}
-	for _, i := range todo {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel(todo, func(i int) { results[i] = r.runEvent(ctx, snap, changes[i]) })
 	keep := make([]bool, len(changes))
 	for i, res := range results {
 		if res.err != nil {
@@ -93,6 +78,27 @@ func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, 
 		changes[i], keep[i] = res.change, res.keep
 	}
 	return keep, nil
+}
+
+// parallel calls fn with each of todo, on up to GOMAXPROCS goroutines,
+// and returns when every call has.
+func parallel(todo []int, fn func(i int)) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				fn(i)
+			}
+		}()
+	}
+	for _, i := range todo {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 }
 
 // runEvent runs the script a change triggers (if any).

@@ -3,9 +3,7 @@ package scripting
 import (
 	"context"
 	"encoding/json"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -35,25 +33,7 @@ func (r *Runtime) LabelsArrived(ctx context.Context, labeler string, labels []st
 			todo = append(todo, i)
 		}
 	}
-	if len(todo) == 0 {
-		return
-	}
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				r.runLabel(ctx, snap, labels[i])
-			}
-		}()
-	}
-	for _, i := range todo {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel(todo, func(i int) { r.runLabel(ctx, snap, labels[i]) })
 }
 
 // runLabel runs the script of one label and stores its failure.

@@ -23,7 +23,9 @@ import (
 	adminlabelers "github.com/lexview/lexview/appview/internal/admin/labelers"
 	adminlexicons "github.com/lexview/lexview/appview/internal/admin/lexicons"
 	adminlinkedrepos "github.com/lexview/lexview/appview/internal/admin/linkedrepos"
+	adminnetlexicons "github.com/lexview/lexview/appview/internal/admin/netlexicons"
 	"github.com/lexview/lexview/appview/internal/admin/operator"
+	"github.com/lexview/lexview/appview/internal/admin/proxysettings"
 	adminscripts "github.com/lexview/lexview/appview/internal/admin/scripts"
 	"github.com/lexview/lexview/appview/internal/admin/scriptvars"
 	"github.com/lexview/lexview/appview/internal/admin/users"
@@ -40,6 +42,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/labelers"
 	"github.com/lexview/lexview/appview/internal/lexicons"
 	"github.com/lexview/lexview/appview/internal/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/netlexicons"
 	"github.com/lexview/lexview/appview/internal/oauthapi"
 	"github.com/lexview/lexview/appview/internal/oauthclient"
 	"github.com/lexview/lexview/appview/internal/pluginaccounts"
@@ -57,6 +60,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/userauth"
 	"github.com/lexview/lexview/appview/internal/writepath"
 	"github.com/lexview/lexview/appview/internal/xrpc"
+	"github.com/lexview/lexview/appview/internal/xrpcproxy"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 )
@@ -91,6 +95,10 @@ type Services struct {
 	Plugins *plugins.Manager
 	// PluginAccounts connects users' external accounts through plugins.
 	PluginAccounts *pluginaccounts.Service
+	// NetworkLexicons manages lexicons fetched from their authorities.
+	NetworkLexicons *netlexicons.Service
+	// ProxyPolicies holds the XRPC proxy's policy.
+	ProxyPolicies *xrpcproxy.Policies
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -121,6 +129,9 @@ type Parts struct {
 	Labels    xrpc.LabelSource
 	Sealer    *oauth.Sealer
 	PublicURL string
+	// Proxy configures the XRPC proxy (its policies and client middleware
+	// are set here); nil Resolver: no proxy, unknown NSIDs answer 404.
+	Proxy xrpcproxy.Options
 	// StreamKeepalive paces idle progress streams (0: 15 s).
 	StreamKeepalive time.Duration
 	Now             func() time.Time
@@ -154,10 +165,16 @@ func New(svc Services, p Parts) *Surfaces {
 		_, _ = w.Write([]byte("ok"))
 	})
 	clientMW := clients.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
+	var forward http.Handler
+	if p.Proxy.Resolver != nil {
+		po := p.Proxy
+		po.Policies, po.ClientMiddleware, po.Logger = svc.ProxyPolicies, clientMW, log
+		forward = xrpcproxy.New(po)
+	}
 	xh := xrpc.New(xrpc.Options{
 		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
 		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
-		Proxied: svc.Entries, Labels: p.Labels,
+		Proxied: svc.Entries, Labels: p.Labels, Forward: forward,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
@@ -223,5 +240,7 @@ func adminAPI(svc Services, p Parts) *admin.Mux {
 	adminlinkedrepos.Mount(m, svc.LinkedRepos)
 	adminlabelers.Mount(m, svc.Labelers)
 	adminplugins.Mount(m, svc.Plugins)
+	adminnetlexicons.Mount(m, svc.NetworkLexicons)
+	proxysettings.Mount(m, svc.ProxyPolicies)
 	return m
 }

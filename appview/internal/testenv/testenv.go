@@ -98,6 +98,33 @@ func (p *PLC) Register(did, handle, pds string) {
 	}
 }
 
+// RegisterLabeler serves a DID document for did naming endpoint as its
+// #atproto_labeler service and keyMultibase (a multibase public key) as
+// its #atproto_label verification method, replacing any earlier document
+// of did (calling it again with a new key is a key rotation). It
+// implements labelertest.Registrar.
+func (p *PLC) RegisterLabeler(did, endpoint, keyMultibase string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.doc[did] = identity.DIDDocument{
+		DID: syntax.DID(did), AlsoKnownAs: []string{"at://" + strings.NewReplacer("did:plc:", "", ":", "-").Replace(did) + ".test"},
+		VerificationMethod: []identity.DocVerificationMethod{{
+			ID: did + "#atproto_label", Type: "Multikey", Controller: did, PublicKeyMultibase: keyMultibase,
+		}},
+		Service: []identity.DocService{{ID: "#atproto_labeler", Type: "AtprotoLabeler", ServiceEndpoint: endpoint}},
+	}
+}
+
+// AddService adds a service (id like "#atproto_appview") to did's
+// document, which must exist.
+func (p *PLC) AddService(did, id, typ, endpoint string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	doc := p.doc[did]
+	doc.Service = append(doc.Service, identity.DocService{ID: id, Type: typ, ServiceEndpoint: endpoint})
+	p.doc[did] = doc
+}
+
 // HostOn makes pds the PDS of did's document, creating a document (with
 // no signing key, and a handle made from the DID) if did has none; a
 // document that already names a PDS keeps it.
@@ -230,6 +257,9 @@ func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	}
 	if cfg.RelayURL == "" {
 		cfg.RelayURL = "http://127.0.0.1:1" // never the real network
+	}
+	if cfg.LexiconDNSServer == "" && cfg.LexiconResolver == nil {
+		cfg.LexiconDNSServer = "127.0.0.1:1" // _lexicon look-ups fail at once, off the network
 	}
 	// Start the server first so that PUBLIC_URL (the DPoP htu origin) is
 	// its real address.

@@ -55,7 +55,10 @@ type Options struct {
 	// Labels lets default answers carry labels (see selectLabelers); nil:
 	// they never do.
 	Labels LabelSource
-	Logger *slog.Logger
+	// Forward answers calls for NSIDs without a local lexicon (the XRPC
+	// proxy); nil answers them 404 `method not found`.
+	Forward http.Handler
+	Logger  *slog.Logger
 }
 
 // ProxiedGate decides whether a call proxied by a PDS, from the caller DID
@@ -76,6 +79,7 @@ type Handler struct {
 	scripts  Scripts
 	methods  map[string]http.Handler
 	labels   LabelSource
+	forward  http.Handler
 	log      *slog.Logger
 }
 
@@ -83,7 +87,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{
 		lexicons: o.Lexicons, reads: o.Reads,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, labels: o.Labels, log: o.Logger,
+		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, labels: o.Labels, forward: o.Forward, log: o.Logger,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -118,6 +122,10 @@ func LexiconFromContext(ctx context.Context) (*lexicon.Lexicon, bool) {
 // path value.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lex, ok := h.lexicons.Snapshot().Get(r.PathValue("nsid"))
+	if !ok && h.forward != nil {
+		h.forward.ServeHTTP(w, r)
+		return
+	}
 	if !ok || !routable(lex.Kind, r.Method) {
 		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
 		return
