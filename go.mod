@@ -7,12 +7,15 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
-	github.com/tetratelabs/wazero v1.12.0
 	github.com/miekg/dns v1.1.62
+	github.com/tetratelabs/wazero v1.12.0
 	github.com/yuin/gopher-lua v1.1.2
 )
 
 require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/chromedp/chromedp v0.23.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect

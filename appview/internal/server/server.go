@@ -1,6 +1,6 @@
 // Package server assembles Lexview's HTTP front ends over its services:
 // the public surface (XRPC, /oauth/*, dev.service.*, the fixed endpoints,
-// /health) and the admin API, each also alone. The appview package builds
+// the dashboard, /health) and the admin API, each also alone. The appview package builds
 // the services and hands them here; it imports no front end itself.
 package server
 
@@ -33,6 +33,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/backfilljobs"
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/dashboard"
 	"github.com/lexview/lexview/appview/internal/deadletters"
 	"github.com/lexview/lexview/appview/internal/domains"
 	"github.com/lexview/lexview/appview/internal/eventlog"
@@ -202,6 +203,8 @@ func New(svc Services, p Parts) *Surfaces {
 	}, log))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pluginaccounts.NewHandler(svc.PluginAccounts, p.Users, clientMW, log).Mount(pub)
+	// The dashboard, and GET / redirecting to it.
+	dashboard.New(log).Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)

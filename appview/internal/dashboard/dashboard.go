@@ -1,0 +1,149 @@
+// Package dashboard serves the web dashboard: server-rendered pages from
+// templates and small JavaScript modules and a stylesheet, all embedded in
+// the binary, under /dashboard. The pages call the admin API from the
+// browser with the session cookie that /auth/login and /auth/login-key set
+// (package signin); this package holds no credentials and reads no data.
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Path is where the dashboard is served.
+const Path = "/dashboard/"
+
+// ContentSecurityPolicy is the policy of every dashboard response: scripts,
+// styles, images and API calls from the instance's own origin only, no
+// inline script or style, no plugins, no framing. form-action is left
+// open: the handle sign-in form's answer redirects to the account's
+// authorization server, which Chromium checks against form-action.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// page is one page of the dashboard.
+type page struct {
+	// Name is the page's template (assets/<Name>.html) and its
+	// data-page attribute, which the script dispatches on.
+	Name string
+	// Path is the page's URL path; Title its title and navigation label.
+	Path, Title string
+	// Nav: the page is listed in the navigation (signed-in pages).
+	Nav bool
+}
+
+// pages are the dashboard's pages, in navigation order.
+var pages = []page{
+	{Name: "overview", Path: Path, Title: "Overview", Nav: true},
+	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+}
+
+// navItem is a navigation link as the layout renders it.
+type navItem struct {
+	Path, Title string
+	Current     bool
+}
+
+// view is the data every page template is executed with.
+type view struct {
+	Page  page
+	Nav   []navItem
+	Asset string // the static files' path prefix
+}
+
+// Handler serves the dashboard.
+type Handler struct {
+	pages  map[string]*template.Template // by page Name
+	static http.Handler
+	log    *slog.Logger
+}
+
+// New returns a Handler over the embedded files. The templates are part
+// of the binary, so a template that does not parse is a programming error
+// (the package's tests parse every page): New panics on it.
+func New(log *slog.Logger) *Handler {
+	h := &Handler{pages: map[string]*template.Template{}, log: log}
+	for _, p := range pages {
+		h.pages[p.Name] = template.Must(template.ParseFS(assets, "assets/layout.html", "assets/"+p.Name+".html"))
+	}
+	static, err := fs.Sub(assets, "assets/static")
+	if err != nil {
+		panic(fmt.Sprintf("dashboard: static files: %v", err))
+	}
+	h.static = http.StripPrefix(Path+"static/", http.FileServerFS(static))
+	return h
+}
+
+// Mount registers the dashboard's routes on mux, the root redirect
+// included: GET / and GET /dashboard redirect to /dashboard/.
+func (h *Handler) Mount(mux *http.ServeMux) {
+	mux.Handle("GET /{$}", secured(redirect))
+	mux.Handle("GET /dashboard", secured(redirect))
+	for _, p := range pages {
+		mux.Handle("GET "+p.Path+pathEnd(p.Path), secured(h.render(p)))
+	}
+	mux.Handle("GET "+Path+"static/", secured(h.static))
+	mux.Handle(Path, secured(http.HandlerFunc(notFound)))
+}
+
+// pathEnd anchors a path ending in a slash, which would otherwise match
+// every path under it.
+func pathEnd(path string) string {
+	if path[len(path)-1] == '/' {
+		return "{$}"
+	}
+	return ""
+}
+
+// redirect sends the browser to the dashboard.
+var redirect = http.RedirectHandler(Path, http.StatusFound)
+
+// notFound answers a path under /dashboard/ that is no page.
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte("404 page not found\n"))
+}
+
+// render serves page p.
+func (h *Handler) render(p page) http.Handler {
+	v := view{Page: p, Asset: Path + "static/"}
+	for _, q := range pages {
+		if q.Nav {
+			v.Nav = append(v.Nav, navItem{Path: q.Path, Title: q.Title, Current: q.Name == p.Name})
+		}
+	}
+	t := h.pages[p.Name]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var buf bytes.Buffer
+		if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+			h.log.ErrorContext(r.Context(), "dashboard: render page", "page", p.Name, "err", err)
+			http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		_, _ = w.Write(buf.Bytes())
+	})
+}
+
+// secured sets the security headers of every dashboard response.
+func secured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
