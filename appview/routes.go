@@ -22,7 +22,8 @@ func (a *App) Handler() http.Handler { return a.surfaces.All }
 // XRPCHandler returns the App's public HTTP surface: /xrpc/*, /oauth/*,
 // /auth/* (dashboard sign-in), /.well-known/did.json,
 // /oauth-client-metadata.json, /config, /settings/logo, the linked-repo
-// invite page (/invite/{token}) and /health, everything but the admin API
+// invite page (/invite/{token}), the dashboard (/dashboard/, where / redirects)
+// and /health, everything but the admin API
 // (answered 404, as any unknown path). Serve it publicly and AdminHandler
 // on a private listener to keep
 // the admin API off the public network.

@@ -17,9 +17,9 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-// TestSeparateSurfaces: XRPCHandler serves the public surface and never
-// /admin/; AdminHandler serves /admin/ and nothing else; Handler serves
-// both.
+// TestSeparateSurfaces: XRPCHandler serves the public surface (the
+// dashboard and the root's redirect to it included) and never /admin/;
+// AdminHandler serves /admin/ and nothing else; Handler serves both.
 func TestSeparateSurfaces(t *testing.T) {
 	app, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey})
 	if err != nil {
@@ -44,13 +44,19 @@ func TestSeparateSurfaces(t *testing.T) {
 		{"xrpc: OAuth keys", app.XRPCHandler(), "/oauth/clients/x/jwks.json", 0, ""},
 		{"xrpc: no admin API", app.XRPCHandler(), "/admin/lexicons", 404, notFound},
 		{"xrpc: no admin API root", app.XRPCHandler(), "/admin/", 404, notFound},
+		{"xrpc: the root redirects to the dashboard", app.XRPCHandler(), "/", 302, "<a href=\"/dashboard/\">Found</a>."},
+		{"xrpc: the dashboard", app.XRPCHandler(), "/dashboard/signin", 200, ""},
 		{"admin: the admin API", app.AdminHandler(), "/admin/lexicons", 401, ""},
 		{"admin: no health", app.AdminHandler(), "/health", 404, notFound},
 		{"admin: no XRPC", app.AdminHandler(), "/xrpc/com.example.nothing", 404, notFound},
 		{"admin: no OAuth", app.AdminHandler(), "/oauth/clients/x/jwks.json", 404, notFound},
+		{"admin: no dashboard", app.AdminHandler(), "/dashboard/", 404, notFound},
+		{"admin: no root redirect", app.AdminHandler(), "/", 404, notFound},
 		{"all: health", app.Handler(), "/health", 200, "ok"},
 		{"all: the admin API", app.Handler(), "/admin/lexicons", 401, ""},
 		{"all: unknown", app.Handler(), "/nowhere", 404, notFound},
+		{"all: the root redirects to the dashboard", app.Handler(), "/", 302, "<a href=\"/dashboard/\">Found</a>."},
+		{"all: the dashboard", app.Handler(), "/dashboard/", 200, ""},
 	} {
 		status, body := get(tc.handler, tc.path)
 		if tc.status == 0 {

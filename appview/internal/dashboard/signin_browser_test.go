@@ -120,6 +120,44 @@ func clear(sel string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// TestBrowserOverviewForbidden: an admin without stats:read signs in and
+// the overview says why it shows nothing, with the admin API's reason.
+func TestBrowserOverviewForbidden(t *testing.T) {
+	ctx := browser(t, 10*time.Second)
+	env, _ := startInstance(t)
+	limited := env.AddAdmin(t, admins.LexiconsRead, admins.APIKeysCreate)
+	r := limited.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard",
+		"permissions": []string{string(admins.LexiconsRead), string(admins.APIKeysCreate)}})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(env.URL+"/dashboard/signin"),
+		chromedp.SendKeys("#key", key),
+		chromedp.Click("#signin-key button"),
+		chromedp.WaitVisible("#denied"),
+	)
+	if err != nil {
+		t.Fatalf("sign in: %v (console: %q)", err, errs.all())
+	}
+	msg := text(t, ctx, "#denied")
+	if msg != "Your account lacks the stats:read permission this page needs (the admin API answered: insufficient permissions)." {
+		t.Errorf("denial: %q", msg)
+	}
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("stats").hidden`)); err != nil || visible {
+		t.Errorf("the statistics are shown to an admin without stats:read (%v)", err)
+	}
+	for _, e := range errs.all() {
+		if !strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 403") {
+			t.Errorf("console error: %s", e)
+		}
+	}
+}
+
 // location returns the tab's URL.
 func location(t *testing.T, ctx context.Context) string {
 	t.Helper()

@@ -43,12 +43,13 @@ function signout() {
   });
 }
 
-// denied shows why a page's data is unavailable.
-function denied(err) {
+// denied shows why a page's data is unavailable: the permission the page
+// needs when the admin API answered 403, else the API's error.
+function denied(err, permission) {
   const el = document.getElementById("denied");
   el.textContent =
     err instanceof APIError && err.status === 403
-      ? `Your account may not see this page: ${err.message}`
+      ? `Your account lacks the ${permission} permission this page needs (the admin API answered: ${err.message}).`
       : `The data could not be loaded: ${err.message}`;
   el.hidden = false;
 }
@@ -61,7 +62,7 @@ async function overview() {
     stats = await load("/admin/stats");
   } catch (err) {
     status.hidden = true;
-    denied(err);
+    denied(err, "stats:read");
     return;
   }
   const fmt = new Intl.NumberFormat();
