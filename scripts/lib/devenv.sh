@@ -32,6 +32,9 @@
 # own error checking (they are usually called from an `if`, where `set -e`
 # does not apply) and never exit the calling shell.
 
+# shellcheck source=scripts/lib/stages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stages.sh"
+
 : "${LEXVIEW_DEVENV_VERSION:=0.3.215}"
 : "${LEXVIEW_DEVENV_PDS_VERSION:=0.4.217}"
 
@@ -129,18 +132,9 @@ lexview_devenv_install() {
 # install, and those of installers that are gone (killed outright) or started
 # over an hour ago.
 lexview_devenv_cleanup() {
-	local stage pid
 	if [[ -n "$LEXVIEW_DEVENV_STAGE" ]]; then
 		rm -rf "$LEXVIEW_DEVENV_STAGE"
 		LEXVIEW_DEVENV_STAGE=""
 	fi
-	for stage in "$LEXVIEW_DEVENV_CACHE"/.devenv-*.tmp.*; do
-		[[ -d "$stage" ]] || continue
-		pid="$(cat "$stage/.lexview-installer-pid" 2>/dev/null || true)"
-		if [[ "$pid" =~ ^[0-9]+$ ]] && ! [[ -d "/proc/$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-			rm -rf "$stage"
-		elif [[ -n "$(find "$stage" -maxdepth 0 -mmin +60 2>/dev/null)" ]]; then
-			rm -rf "$stage"
-		fi
-	done
+	lexview_sweep_stages devenv
 }

@@ -28,6 +28,9 @@
 #
 # The functions do their own error checking and never exit the calling shell.
 
+# shellcheck source=scripts/lib/stages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stages.sh"
+
 _lexview_labeler_repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 : "${LEXVIEW_DEVENV_CACHE:=${_lexview_labeler_repo_root}/.cache}"
 
@@ -120,18 +123,9 @@ lexview_labeler_install() {
 # lexview_labeler_cleanup: remove the staging dir of this shell's unfinished
 # install, and those of installers that are gone or started over an hour ago.
 lexview_labeler_cleanup() {
-	local stage pid
 	if [[ -n "$LEXVIEW_LABELER_STAGE" ]]; then
 		rm -rf "$LEXVIEW_LABELER_STAGE"
 		LEXVIEW_LABELER_STAGE=""
 	fi
-	for stage in "$LEXVIEW_DEVENV_CACHE"/.labeler-*.tmp.*; do
-		[[ -d "$stage" ]] || continue
-		pid="$(cat "$stage/.lexview-installer-pid" 2>/dev/null || true)"
-		if [[ "$pid" =~ ^[0-9]+$ ]] && ! [[ -d "/proc/$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-			rm -rf "$stage"
-		elif [[ -n "$(find "$stage" -maxdepth 0 -mmin +60 2>/dev/null)" ]]; then
-			rm -rf "$stage"
-		fi
-	done
+	lexview_sweep_stages labeler
 }

@@ -83,12 +83,12 @@ func (h *Handler) appendLabels(ctx context.Context, w http.ResponseWriter, buf [
 		return append(buf, ']'), nil
 	}
 	subjects := make([]string, 0, 2*len(uris))
+	authors := make(map[string]bool, len(uris))
 	for _, u := range uris {
 		subjects = append(subjects, u)
-		if at, err := syntax.ParseATURI(u); err == nil {
-			if did := at.Authority().String(); !slices.Contains(subjects, did) {
-				subjects = append(subjects, did)
-			}
+		if at, err := syntax.ParseATURI(u); err == nil && !authors[at.Authority().String()] {
+			authors[at.Authority().String()] = true
+			subjects = append(subjects, at.Authority().String())
 		}
 	}
 	got, err := h.labels.LabelsFor(ctx, subjects, time.Now())
