@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"time"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
 )
 
 // Labeler statuses.
@@ -92,4 +94,21 @@ type LabelStore interface {
 	// each subject (AT URIs or DIDs), keyed by subject, each subject's
 	// labels ordered by Src, then Val. Subjects without labels are absent.
 	LabelsFor(ctx context.Context, subjects []string, now time.Time) (map[string][]Label, error)
+}
+
+// LabelSubjects lists the subjects whose labels concern records: each
+// record's AT URI, and each record's author (its DID) once.
+func LabelSubjects(uris []string) []string {
+	subjects := make([]string, 0, 2*len(uris))
+	authors := make(map[string]bool, len(uris))
+	for _, u := range uris {
+		subjects = append(subjects, u)
+		if at, err := syntax.ParseATURI(u); err == nil {
+			if did := at.Authority().String(); !authors[did] {
+				authors[did] = true
+				subjects = append(subjects, did)
+			}
+		}
+	}
+	return subjects
 }

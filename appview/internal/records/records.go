@@ -54,15 +54,7 @@ func (s *Service) Labels(ctx context.Context, uris []string) (map[string][]stora
 	if s.labels == nil || len(uris) == 0 {
 		return map[string][]storage.Label{}, nil
 	}
-	subjects := make([]string, 0, 2*len(uris))
-	seen := map[string]bool{}
-	for _, u := range uris {
-		subjects = append(subjects, u)
-		if at, err := syntax.ParseATURI(u); err == nil && !seen[at.Authority().String()] {
-			seen[at.Authority().String()] = true
-			subjects = append(subjects, at.Authority().String())
-		}
-	}
+	subjects := storage.LabelSubjects(uris)
 	return s.labels.LabelsFor(ctx, subjects, time.Now())
 }
 

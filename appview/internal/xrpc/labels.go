@@ -82,15 +82,7 @@ func (h *Handler) appendLabels(ctx context.Context, w http.ResponseWriter, buf [
 	if len(sel.labelers) == 0 || len(uris) == 0 {
 		return append(buf, ']'), nil
 	}
-	subjects := make([]string, 0, 2*len(uris))
-	authors := make(map[string]bool, len(uris))
-	for _, u := range uris {
-		subjects = append(subjects, u)
-		if at, err := syntax.ParseATURI(u); err == nil && !authors[at.Authority().String()] {
-			authors[at.Authority().String()] = true
-			subjects = append(subjects, at.Authority().String())
-		}
-	}
+	subjects := storage.LabelSubjects(uris)
 	got, err := h.labels.LabelsFor(ctx, subjects, time.Now())
 	if err != nil {
 		return nil, err
