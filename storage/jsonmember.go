@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // topLevelMember returns the value of the member name of the JSON object
@@ -42,10 +43,12 @@ func topLevelMember(doc []byte, name string) (json.RawMessage, bool) {
 }
 
 // memberNamed reports whether the quoted JSON string key, unescaped, is
-// name.
+// name. A key with escapes or invalid UTF-8 is decoded as encoding/json
+// decodes it (invalid bytes become U+FFFD), so that the scan agrees with
+// decoding the record.
 func memberNamed(key []byte, name string) bool {
 	inner := key[1 : len(key)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner) == name
 	}
 	var s string
