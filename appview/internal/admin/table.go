@@ -46,6 +46,7 @@ var table = map[string]Rule{
 	"GET /admin/users":                                 need(admins.UsersRead),
 	"GET /admin/users/{id}":                            need(admins.UsersRead),
 	"GET /admin/permissions":                           need(admins.UsersRead),
+	"GET /admin/me":                                    {}, // any authenticated admin
 	"PATCH /admin/users/{id}/permissions":              need(admins.UsersUpdate),
 	"DELETE /admin/users/{id}":                         need(admins.UsersDelete),
 	"POST /admin/users/transfer-super":                 {SuperOnly: true},

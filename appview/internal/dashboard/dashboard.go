@@ -31,32 +31,55 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // page is one page of the dashboard.
 type page struct {
-	// Name is the page's template (assets/<Name>.html) and its
-	// data-page attribute, which the script dispatches on.
+	// Name is the page's template (assets/<Name>.html), its script
+	// (assets/static/pages/<Name>.js) and its data-page attribute.
 	Name string
 	// Path is the page's URL path; Title its title and navigation label.
 	Path, Title string
-	// Nav: the page is listed in the navigation (signed-in pages).
-	Nav bool
+	// Group is the navigation group the page is listed under; a page
+	// with no group is not in the navigation (the sign-in page).
+	Group string
+	// Perm is the permission the page's data needs: the navigation hides
+	// the page from an admin without it. Empty for every admin.
+	Perm string
 }
 
-// pages are the dashboard's pages, in navigation order.
+// The navigation groups, in order.
+const (
+	groupData     = "Data"
+	groupAccess   = "Access"
+	groupNetwork  = "Network"
+	groupInstance = "Instance"
+)
+
+var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
+
+// pages are the dashboard's pages, in navigation order within a group.
 var pages = []page{
-	{Name: "overview", Path: Path, Title: "Overview", Nav: true},
+	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+}
+
+// navGroup is one group of navigation links as the layout renders it.
+type navGroup struct {
+	Title string
+	Items []navItem
 }
 
 // navItem is a navigation link as the layout renders it.
 type navItem struct {
-	Path, Title string
-	Current     bool
+	Path, Title, Perm string
+	Current           bool
 }
 
 // view is the data every page template is executed with.
 type view struct {
 	Page  page
-	Nav   []navItem
+	Nav   []navGroup
 	Asset string // the static files' path prefix
+	// CSS is set when the page has its own stylesheet
+	// (assets/static/pages/<Name>.css).
+	CSS bool
 }
 
 // Handler serves the dashboard.
@@ -113,13 +136,28 @@ func notFound(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("404 page not found\n"))
 }
 
+// navigation returns the navigation of page current.
+func navigation(current page) []navGroup {
+	var out []navGroup
+	for _, g := range groups {
+		ng := navGroup{Title: g}
+		for _, q := range pages {
+			if q.Group == g {
+				ng.Items = append(ng.Items, navItem{Path: q.Path, Title: q.Title, Perm: q.Perm, Current: q.Name == current.Name})
+			}
+		}
+		if len(ng.Items) > 0 {
+			out = append(out, ng)
+		}
+	}
+	return out
+}
+
 // render serves page p.
 func (h *Handler) render(p page) http.Handler {
-	v := view{Page: p, Asset: Path + "static/"}
-	for _, q := range pages {
-		if q.Nav {
-			v.Nav = append(v.Nav, navItem{Path: q.Path, Title: q.Title, Current: q.Name == p.Name})
-		}
+	v := view{Page: p, Asset: Path + "static/", Nav: navigation(p)}
+	if _, err := fs.Stat(assets, "assets/static/pages/"+p.Name+".css"); err == nil {
+		v.CSS = true
 	}
 	t := h.pages[p.Name]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

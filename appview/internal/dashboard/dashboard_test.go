@@ -105,12 +105,55 @@ func TestPages(t *testing.T) {
 	}
 }
 
+// TestEveryPage: every page renders with its name, has its script
+// module, and is listed in the navigation (with the permission its data
+// needs) of every signed-in page; a page holds nothing inline.
+func TestEveryPage(t *testing.T) {
+	all := dashboard.Pages()
+	for _, p := range all {
+		r := serve(t, p.Path)
+		b := body(t, r)
+		if r.StatusCode != http.StatusOK || !strings.Contains(b, `data-page="`+p.Name+`"`) {
+			t.Errorf("%s: %d, page %q not named", p.Path, r.StatusCode, p.Name)
+			continue
+		}
+		if s := serve(t, "/dashboard/static/pages/"+p.Name+".js"); s.StatusCode != http.StatusOK ||
+			s.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+			t.Errorf("%s: script pages/%s.js: %d", p.Path, p.Name, s.StatusCode)
+		}
+		for _, bad := range []string{"<style", " style=", "<script>", " onclick=", " onsubmit=", "javascript:"} {
+			if strings.Contains(b, bad) {
+				t.Errorf("%s holds inline %q, which the policy refuses", p.Path, bad)
+			}
+		}
+		if p.Name == "signin" {
+			continue
+		}
+		for _, q := range all {
+			if q.Name == "signin" {
+				continue
+			}
+			link := `<a href="` + q.Path + `"`
+			if q.Perm != "" {
+				link += ` data-perm="` + q.Perm + `"`
+			}
+			if !strings.Contains(b, link) {
+				t.Errorf("%s: the navigation lacks %s", p.Path, link)
+			}
+		}
+		if !strings.Contains(b, `<dialog id="confirm"`) || !strings.Contains(b, `id="notice"`) {
+			t.Errorf("%s lacks the layout's confirmation dialog or notice", p.Path)
+		}
+	}
+}
+
 // TestStaticFiles: the scripts and the stylesheet are served with their
 // types (nosniff makes the browser check them); unknown paths are 404.
 func TestStaticFiles(t *testing.T) {
 	for path, typ := range map[string]string{
 		"/dashboard/static/dashboard.js":  "text/javascript; charset=utf-8",
 		"/dashboard/static/api.js":        "text/javascript; charset=utf-8",
+		"/dashboard/static/ui.js":         "text/javascript; charset=utf-8",
 		"/dashboard/static/dashboard.css": "text/css; charset=utf-8",
 	} {
 		r := serve(t, path)

@@ -1,52 +1,14 @@
 package dashboard_test
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/testenv"
-	"github.com/lexview/lexview/storage"
-	"github.com/lexview/lexview/storage/storagetest"
 )
-
-// sessionSecret signs the session cookies of the browser tests.
-const sessionSecret = "a-session-secret-of-at-least-32-bytes!"
-
-// startInstance runs an instance on SQLite (the dashboard reads through
-// the admin API, whose storage is tested on both backends elsewhere) with
-// its super user and an hv_ key holding all of the user's permissions.
-func startInstance(t *testing.T) (*testenv.Env, string) {
-	t.Helper()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret})
-	su := env.Bootstrap(t)
-	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
-	if r.Status != 201 {
-		t.Fatalf("create key: %d %s", r.Status, r.Raw)
-	}
-	key, _ := r.Object(t)["key"].(string)
-	return env, key
-}
-
-// seed stores n records of collection.
-func seed(t *testing.T, s storage.Store, collection string, n int) {
-	t.Helper()
-	var ops []storage.RecordOp
-	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	for i := range n {
-		ops = append(ops, storage.RecordOp{Record: storagetest.Rec("did:plc:dashboardtest", collection,
-			fmt.Sprintf("r%03d", i), at.Add(time.Duration(i)*time.Second), map[string]any{"n": i})})
-	}
-	if err := s.ApplyBatch(context.Background(), storage.Batch{Ops: ops}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestBrowserSignInWithKey: the root leads an unauthenticated browser to
 // the sign-in page; a wrong key is refused next to the field; the admin's
@@ -112,14 +74,6 @@ func TestBrowserSignInWithKey(t *testing.T) {
 	}
 }
 
-// clear empties the form field sel.
-func clear(sel string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[string](fmt.Sprintf("document.querySelector(%q).value = ''", sel))(ctx, t)
-		return err
-	})
-}
-
 // TestBrowserOverviewForbidden: an admin without stats:read signs in and
 // the overview says why it shows nothing, with the admin API's reason.
 func TestBrowserOverviewForbidden(t *testing.T) {
@@ -156,24 +110,4 @@ func TestBrowserOverviewForbidden(t *testing.T) {
 			t.Errorf("console error: %s", e)
 		}
 	}
-}
-
-// location returns the tab's URL.
-func location(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	at, err := chromedp.Run(ctx, chromedp.Location())
-	if err != nil {
-		t.Fatalf("location: %v", err)
-	}
-	return at
-}
-
-// text returns the visible text of the first element sel matches.
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(sel))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
-	}
-	return s
 }

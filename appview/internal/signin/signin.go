@@ -146,9 +146,32 @@ func (h *Handler) Finisher() oauthclient.Finisher {
 		if err := h.opt.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
 			h.opt.Logger.WarnContext(r.Context(), "ending the sign-in's OAuth session failed", "did", res.DID, "err", err)
 		}
-		h.setCookie(w, res.DID, strings.HasPrefix(res.DomainOrigin, "https://"))
+		secure := strings.HasPrefix(res.DomainOrigin, "https://")
 		h.opt.Logger.InfoContext(r.Context(), "dashboard sign-in", "did", res.DID, "via", "oauth")
+		if acceptsHTML(r) {
+			// A browser: the dashboard is where the sign-in leads.
+			http.SetCookie(w, h.opt.Cookies.Cookie(res.DID, h.opt.CookieTTL, secure))
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, DashboardPath, http.StatusSeeOther)
+			return
+		}
+		h.setCookie(w, res.DID, secure)
 	})
+}
+
+// DashboardPath is where a browser's OAuth sign-in ends.
+const DashboardPath = "/dashboard/"
+
+// acceptsHTML reports whether r is a browser's navigation: it accepts
+// text/html. Other clients get the JSON answer.
+func acceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(media), "text/html") {
+			return true
+		}
+	}
+	return false
 }
 
 // loginKey sets the session cookie for the admin user whose API key the

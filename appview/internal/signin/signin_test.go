@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/oauthclient"
+	"github.com/lexview/lexview/appview/internal/session"
 	"github.com/lexview/lexview/appview/internal/signin"
 	"github.com/lexview/lexview/storage"
 )
@@ -57,5 +59,35 @@ func TestLoginStartsAreBounded(t *testing.T) {
 	}
 	if flows.started != 3 {
 		t.Fatalf("%d flows started, want 3", flows.started)
+	}
+}
+
+// TestFinisherLeadsABrowserToTheDashboard: a browser's callback (it
+// accepts text/html) gets the cookie and a 303 to the dashboard; another
+// client gets the cookie and the JSON answer.
+func TestFinisherLeadsABrowserToTheDashboard(t *testing.T) {
+	h := signin.New(signin.Options{Flows: &countingFlows{}, Domains: oneDomain{},
+		Cookies: session.NewCodec([]byte("a-session-secret-of-at-least-32-bytes!"), time.Now),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil))})
+	res := oauthclient.Result{Purpose: signin.PurposeAdminSignIn, DID: "did:plc:alice", DomainOrigin: "https://lexview.example"}
+	finish := func(accept string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "https://lexview.example/oauth/callback?code=c&state=s", nil)
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		w := httptest.NewRecorder()
+		h.Finisher().Finish(w, r, res)
+		return w
+	}
+	w := finish("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != signin.DashboardPath {
+		t.Fatalf("browser: %d Location %q", w.Code, w.Header().Get("Location"))
+	}
+	if c := w.Result().Cookies(); len(c) != 1 || c[0].Name != session.CookieName || !c[0].HttpOnly || !c[0].Secure {
+		t.Fatalf("browser: cookies %+v", c)
+	}
+	w = finish("")
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"did":"did:plc:alice"`) || len(w.Result().Cookies()) != 1 {
+		t.Fatalf("client: %d %s", w.Code, w.Body)
 	}
 }

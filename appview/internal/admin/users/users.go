@@ -24,6 +24,7 @@ func Mount(m *admin.Mux, svc *admins.Service) {
 	m.HandleFunc("DELETE /admin/users/{id}", h.delete)
 	m.HandleFunc("POST /admin/users/transfer-super", h.transferSuper)
 	m.HandleFunc("GET /admin/permissions", h.permissions)
+	m.HandleFunc("GET /admin/me", h.me)
 	m.HandleFunc("POST /admin/api-keys", h.createKey)
 	m.HandleFunc("GET /admin/api-keys", h.listKeys)
 	m.HandleFunc("DELETE /admin/api-keys/{id}", h.deleteKey)
@@ -140,5 +141,20 @@ func (h handlers) permissions(w http.ResponseWriter, _ *http.Request, _ *admins.
 		out[name] = admins.NewSet(perms).Sorted()
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"permissions": admins.Catalog(), "templates": out})
+	return nil
+}
+
+// me answers GET /admin/me: the caller's admin user and the permissions
+// its credential holds (for an API key, the key's share of its user's),
+// so that a front end shows only what the caller may do.
+func (h handlers) me(w http.ResponseWriter, _ *http.Request, p *admins.Principal) error {
+	credential, keyID := "user", (*string)(nil)
+	if p.KeyID != "" {
+		credential, keyID = "api_key", &p.KeyID
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{
+		"user": present(p.User), "permissions": p.Perms.Sorted(), "acts_as_super": p.ActsAsSuper(),
+		"credential": credential, "key_id": keyID,
+	})
 	return nil
 }

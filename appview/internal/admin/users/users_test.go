@@ -375,3 +375,42 @@ func TestBootstrapRace(t *testing.T) {
 		}
 	})
 }
+
+// TestMe: GET /admin/me answers any authenticated admin with its user and
+// the permissions its credential holds: a limited API key shows the key's
+// share and is not the super user; no credential is 401.
+func TestMe(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{})
+		su := env.Bootstrap(t)
+		var me struct {
+			User        userJSON `json:"user"`
+			Permissions []string `json:"permissions"`
+			ActsAsSuper bool     `json:"acts_as_super"`
+			Credential  string   `json:"credential"`
+			KeyID       *string  `json:"key_id"`
+		}
+		r := su.Do(t, "GET", "/admin/me", nil)
+		expect(t, "super user", r, 200, "")
+		r.JSON(t, &me)
+		if !me.User.IsSuper || !me.ActsAsSuper || me.Credential != "user" || me.KeyID != nil ||
+			!slices.Equal(me.Permissions, allNames) {
+			t.Fatalf("super user: %s", r.Raw)
+		}
+
+		r = su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "reader", "permissions": []string{"lexicons:read"}})
+		expect(t, "create key", r, 201, "")
+		key, _ := r.Object(t)["key"].(string)
+		id, _ := r.Object(t)["id"].(string)
+		r = env.Do(t, "GET", "/admin/me", nil, testenv.Bearer(key)...)
+		expect(t, "limited key", r, 200, "")
+		me.KeyID = nil
+		r.JSON(t, &me)
+		if me.ActsAsSuper || me.Credential != "api_key" || me.KeyID == nil || *me.KeyID != id ||
+			!slices.Equal(me.Permissions, []string{"lexicons:read"}) || !me.User.IsSuper {
+			t.Fatalf("limited key: %s", r.Raw)
+		}
+
+		expect(t, "no credential", env.Do(t, "GET", "/admin/me", nil), 401, "")
+	})
+}

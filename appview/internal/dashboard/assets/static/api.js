@@ -50,3 +50,30 @@ export async function load(path) {
     throw err;
   }
 }
+
+// The signed-in admin (GET /admin/me), fetched once per page.
+let mePromise;
+
+// me resolves to the signed-in admin: {user, permissions, acts_as_super,
+// credential, key_id}. Unauthenticated, it goes to the sign-in page.
+export function me() {
+  mePromise ??= load("/admin/me");
+  return mePromise;
+}
+
+// can resolves to whether the signed-in admin holds permission perm.
+export async function can(perm) {
+  const m = await me();
+  return m.permissions.includes(perm);
+}
+
+// query renders params as a query string ("" when empty), leaving out
+// empty values.
+export function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}

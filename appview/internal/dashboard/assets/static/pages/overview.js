@@ -1,0 +1,133 @@
+// Overview: GET /admin/stats (records by collection, live ingestion, the
+// writer, the running backfill), refreshed every few seconds while the
+// page is visible, and the latest errors of the event log.
+import { can, load, query } from "../api.js";
+import { $, ago, code, denied, duration, el, num, table, time } from "../ui.js";
+
+// REFRESH is how often the statistics are read again, in milliseconds.
+const REFRESH = 2000;
+
+// The previous reading of each source: events per second are the change
+// in events_received between two readings.
+const previous = new Map();
+
+export default async function overview() {
+  let stats;
+  try {
+    stats = await load("/admin/stats");
+  } catch (err) {
+    $("status").hidden = true;
+    denied(err, "stats:read");
+    return;
+  }
+  $("status").hidden = true;
+  show(stats);
+  errors();
+  setInterval(async () => {
+    if (document.hidden) return;
+    try {
+      show(await load("/admin/stats"));
+    } catch {
+      // Keep the last reading; the next refresh tries again.
+    }
+  }, REFRESH);
+}
+
+// show renders one reading of /admin/stats.
+function show(stats) {
+  $("total-records").textContent = num(stats.total_records);
+  $("lexicon-count").textContent = num(stats.lexicons);
+  $("record-collections").textContent = num(stats.record_collections);
+  $("first-run").hidden = stats.lexicons !== 0;
+  table($("collections"), stats.collections || [], [
+    { cell: (c) => c.collection },
+    { cell: (c) => num(c.count), class: "num" },
+  ], "no-records");
+  $("stats").hidden = false;
+  ingestion(stats);
+  backfill(stats.backfill);
+}
+
+// ingestion renders the event sources and the writer.
+function ingestion(stats) {
+  const now = Date.now();
+  const sources = Object.entries(stats.sources || {}).map(([name, s]) => {
+    const prev = previous.get(name);
+    let rate = null;
+    if (prev && now > prev.at) rate = ((s.events_received - prev.events) * 1000) / (now - prev.at);
+    previous.set(name, { at: now, events: s.events_received });
+    return { name, ...s, rate };
+  });
+  table($("sources"), sources, [
+    { cell: (s) => s.name },
+    { cell: (s) => el("span", { class: s.connected ? "ok" : "bad", text: s.connected ? "connected" : "disconnected" }) },
+    { cell: (s) => (s.rate === null ? "–" : num(Math.max(0, Math.round(s.rate)))), class: "num" },
+    { cell: (s) => lag(s) },
+    { cell: (s) => cursor(s) },
+    { cell: (s) => num(s.events_received), class: "num" },
+    { cell: (s) => num(s.connections_made), class: "num" },
+  ], "no-sources");
+  const w = stats.writer || {};
+  $("writer-queued").textContent = num(w.queued);
+  $("writer-committed").textContent = num(w.committed);
+  $("writer-rejected").textContent = num(w.rejected);
+  $("writer-last").replaceChildren(time(w.last_commit_at));
+  $("ingestion").hidden = false;
+}
+
+// lag says how far behind the live stream a source is: for Jetstream,
+// whose cursor is the event time in microseconds, now minus the cursor;
+// for other sources, the time since the last event arrived.
+function lag(s) {
+  if (s.name === "jetstream" && s.cursor > 0) return duration((Date.now() - s.cursor / 1000) / 1000);
+  if (s.last_event_at) return `last event ${ago(s.last_event_at)}`;
+  return "–";
+}
+
+// cursor renders a source's position (Jetstream's as a time too).
+function cursor(s) {
+  if (!s.cursor) return "none yet";
+  if (s.name === "jetstream") return el("span", {}, String(s.cursor), " (", time(new Date(s.cursor / 1000).toISOString()), ")");
+  return String(s.cursor);
+}
+
+// backfill renders the running job, if any.
+function backfill(sum) {
+  $("backfill").hidden = !sum;
+  if (!sum) return;
+  const cur = sum.current;
+  $("backfill-idle").hidden = Boolean(cur);
+  $("backfill-current").hidden = !cur;
+  if (!cur) {
+    const waiting = sum.waiting ? ` ${num(sum.waiting)} job(s) are waiting.` : "";
+    $("backfill-idle").textContent = `No backfill is running.${waiting}`;
+    return;
+  }
+  const total = cur.total_repos || 0;
+  const done = cur.processed_repos || 0;
+  $("backfill-what").textContent =
+    `Job ${cur.id} (${cur.collection ?? "all collections"}): ${cur.stage}, ` +
+    `${num(done)} of ${num(total)} repositories, ${num(cur.total_records)} records.`;
+  const bar = $("backfill-progress");
+  bar.max = Math.max(total, 1);
+  bar.value = done;
+}
+
+// errors shows the latest error entries of the event log, for an admin
+// who may read it.
+async function errors() {
+  if (!(await can("events:read"))) return;
+  let page;
+  try {
+    page = await load(`/admin/events${query({ severity: "error", limit: 5 })}`);
+  } catch {
+    return;
+  }
+  table($("error-list"), page.events || [], [
+    { cell: (e) => time(e.created_at) },
+    { cell: (e) => e.event_type },
+    { cell: (e) => e.subject || "–" },
+    { cell: (e) => (e.detail ? code(e.detail) : "–") },
+  ], "no-errors");
+  $("errors").hidden = false;
+}
