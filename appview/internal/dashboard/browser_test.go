@@ -109,7 +109,7 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 func screenshot(t *testing.T, tab context.Context) {
 	ctx, cancel := context.WithTimeout(tab, 5*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Logf("screenshot: %v", err)
 		return

@@ -57,6 +57,8 @@ var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
 // pages are the dashboard's pages, in navigation order within a group.
 var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
+	{Name: "settings", Path: Path + "settings", Title: "Settings", Group: groupInstance, Perm: "settings:manage"},
+	{Name: "database", Path: Path + "database", Title: "Database", Group: groupInstance, Perm: "settings:manage"},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
 }
 

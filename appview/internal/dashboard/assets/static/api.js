@@ -12,13 +12,17 @@ export class APIError extends Error {
   }
 }
 
-// call sends method path (with a JSON body when body is given) and
-// resolves to the decoded answer, or rejects with an APIError.
-export async function call(method, path, { body, headers = {} } = {}) {
+// call sends method path (with a JSON body when body is given, or raw,
+// a Blob or File sent as it is with its own type) and resolves to the
+// decoded answer, or rejects with an APIError.
+export async function call(method, path, { body, raw, headers = {} } = {}) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json", ...headers } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
+  } else if (raw !== undefined) {
+    init.body = raw;
+    if (raw.type) init.headers["Content-Type"] = raw.type;
   }
   const resp = await fetch(path, init);
   const text = await resp.text();
