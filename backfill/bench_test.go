@@ -13,10 +13,20 @@ import (
 )
 
 // BenchmarkBackfill fetches 50,000 records (about 400 bytes each) from
-// four local PDS stand-ins, 25 repositories each, in pages of 100, with
-// the default concurrency and writer settings, and reports records written
-// per second.
+// four local PDS stand-ins, 25 repositories each, with the default
+// concurrency and writer settings, and reports records written per
+// second: by listRecords in pages of 100 ("list"), and by verified getRepo
+// CAR exports ("car"; each repository also holds 100 records of another
+// collection, which the export carries and the backfill skips).
 func BenchmarkBackfill(b *testing.B) {
+	for _, method := range []string{backfill.FetchListRecords, backfill.FetchCAR} {
+		b.Run(map[string]string{backfill.FetchListRecords: "list", backfill.FetchCAR: "car"}[method], func(b *testing.B) {
+			benchmarkBackfill(b, method)
+		})
+	}
+}
+
+func benchmarkBackfill(b *testing.B, method string) {
 	const (
 		hosts        = 4
 		reposPerHost = 25
@@ -32,8 +42,13 @@ func BenchmarkBackfill(b *testing.B) {
 				host.SetFiller(" " + strings.Repeat("lorem ipsum ", 28))
 				for r := range reposPerHost {
 					d := fmt.Sprintf("did:plc:bench%02d%04d", h, r)
-					p.Add(d, host.URL())
+					key, pub := signingKey(b)
+					p.AddKey(d, host.URL(), pub)
 					host.AddRepo(d, postNSID, perRepo, "3kaaaaaaaaaa2")
+					if method == backfill.FetchCAR {
+						host.ServeRepo(d, key)
+						host.AddRepo(d, likeNSID, 100, "3kaaaaaaaaaa2")
+					}
 					dids = append(dids, d)
 				}
 			}
@@ -42,6 +57,8 @@ func BenchmarkBackfill(b *testing.B) {
 			run := func() time.Duration {
 				h := newHarness(b, be.Open(b), p, "")
 				h.tune = func(c *backfill.Config) { c.PageSize, c.DiscoveryPageSize = 100, 1000 }
+				h.setting(backfill.SettingFetch, method)
+				h.patience = 5 * time.Minute
 				mgr := h.start()
 				defer h.stop()
 				start := time.Now()

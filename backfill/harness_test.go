@@ -36,6 +36,7 @@ type harness struct {
 	plc      *backfilltest.PLC
 	relayURL string
 	tune     func(*backfill.Config)
+	patience time.Duration // how long waitJob waits; 10s when zero
 
 	mgr    *backfill.Manager
 	cancel context.CancelFunc
@@ -119,10 +120,14 @@ func (h *harness) job(id string) storage.BackfillJob {
 	return j
 }
 
-// waitJob polls the job until cond holds (10s at most).
+// waitJob polls the job until cond holds (h.patience, 10s by default).
 func (h *harness) waitJob(id, what string, cond func(storage.BackfillJob) bool) storage.BackfillJob {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	patience := h.patience
+	if patience == 0 {
+		patience = 10 * time.Second
+	}
+	deadline := time.Now().Add(patience)
 	for {
 		j := h.job(id)
 		if cond(j) {

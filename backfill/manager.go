@@ -102,6 +102,8 @@ type Config struct {
 	RetryBackoff      time.Duration // first retry delay, doubling; default 500ms
 	MaxRateLimitWait  time.Duration // longest 429 wait honoured; default 60s
 	PollInterval      time.Duration // job status and counters refresh; default 1s
+	MaxRepoSize       int64         // largest getRepo export read; default DefaultMaxRepoSize
+	RepoTimeout       time.Duration // one getRepo download; default DefaultRepoTimeout
 }
 
 // Source is the indexer source name of backfilled records.
@@ -199,6 +201,10 @@ func New(cfg Config) (*Manager, error) {
 	defDur(&cfg.RetryBackoff, 500*time.Millisecond)
 	defDur(&cfg.MaxRateLimitWait, 60*time.Second)
 	defDur(&cfg.PollInterval, time.Second)
+	defDur(&cfg.RepoTimeout, DefaultRepoTimeout)
+	if cfg.MaxRepoSize <= 0 {
+		cfg.MaxRepoSize = DefaultMaxRepoSize
+	}
 	return &Manager{
 		cfg: cfg,
 		http: &fetcher{

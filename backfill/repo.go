@@ -79,14 +79,18 @@ func (r *run) fetchOne(ctx context.Context, repo storage.BackfillRepo) error {
 	return r.finishRepo(ctx, repo, status, n, err)
 }
 
-// counts are what fetching a repository did: records fetched, and stored
-// records deleted because the repository no longer holds them.
-type counts struct{ fetched, deleted int64 }
+// counts are what fetching a repository did: records fetched, stored
+// records deleted because the repository no longer holds them, and how it
+// was fetched (storage.FetchCAR or storage.FetchListRecords).
+type counts struct {
+	fetched, deleted int64
+	method           string
+}
 
 // finishRepo records a repository's final state, counts it and tells
 // subscribers.
 func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status string, n counts, cause error) error {
-	repo.Status, repo.RecordsFetched, repo.Error = status, n.fetched, ""
+	repo.Status, repo.RecordsFetched, repo.Error, repo.FetchMethod = status, n.fetched, "", n.method
 	if cause != nil {
 		repo.Error = cause.Error()
 		r.log.Warn("backfill: repository failed", "did", repo.DID, "pds", repo.PDSEndpoint, "err", cause)
@@ -135,10 +139,11 @@ func (r *run) resolve(ctx context.Context, raw string) (string, error) {
 	return pds, nil
 }
 
-// fetchRepo fetches and writes a repository's records of every wanted
-// collection, and removes the stored records of each collection whose
-// listing completed that the repository no longer holds (reconcile.go).
-func (r *run) fetchRepo(ctx context.Context, did, pds string) (counts, error) {
+// fetchByListing fetches and writes a repository's records of every
+// wanted collection with listRecords, and removes the stored records of
+// each collection whose listing completed that the repository no longer
+// holds (reconcile.go).
+func (r *run) fetchByListing(ctx context.Context, did, pds string) (counts, error) {
 	// The wall clock, as records' indexed_at: before the rev is read.
 	started := time.Now()
 	// The repository's current rev, read before listing: records listed
@@ -156,7 +161,7 @@ func (r *run) fetchRepo(ctx context.Context, did, pds string) (counts, error) {
 	} else if ctx.Err() != nil {
 		return counts{}, ctx.Err()
 	}
-	var total counts
+	total := counts{method: storage.FetchListRecords}
 	for _, c := range r.collections {
 		l := &listing{did: did, collection: c, rev: rev, started: started, keys: map[string]struct{}{}}
 		n, err := r.fetchCollection(ctx, pds, l)
@@ -196,22 +201,11 @@ const writeWindow = 8
 func (r *run) fetchCollection(ctx context.Context, pds string, l *listing) (int64, error) {
 	did, collection, rev := l.did, l.collection, l.rev
 	var n int64
-	var inflight []chan error
-	// drain waits for the oldest writes until at most keep are in flight.
-	drain := func(keep int) error {
-		var first error
-		for len(inflight) > keep {
-			if err := <-inflight[0]; err != nil && first == nil {
-				first = err
-			}
-			inflight = inflight[1:]
-		}
-		return first
-	}
+	w := r.writes(ctx)
 	cursor := ""
 	for {
 		if err := r.checkpoint(ctx); err != nil {
-			return n, errors.Join(drain(0), err)
+			return n, errors.Join(w.wait(), err)
 		}
 		params := url.Values{"repo": {did}, "collection": {collection}, "limit": {strconv.Itoa(r.m.cfg.PageSize)}}
 		if cursor != "" {
@@ -219,7 +213,7 @@ func (r *run) fetchCollection(ctx context.Context, pds string, l *listing) (int6
 		}
 		var page recordPage
 		if err := r.m.http.get(ctx, pds, "com.atproto.repo.listRecords", params, &page); err != nil {
-			return n, errors.Join(drain(0), err)
+			return n, errors.Join(w.wait(), err)
 		}
 		changes := make([]storage.Change, 0, len(page.Records))
 		for _, rec := range page.Records {
@@ -230,30 +224,67 @@ func (r *run) fetchCollection(ctx context.Context, pds string, l *listing) (int6
 				})
 			}
 		}
-		if err := drain(writeWindow - 1); err != nil {
-			return n, errors.Join(drain(0), err)
-		}
-		if len(changes) > 0 {
-			done := make(chan error, 1)
-			inflight = append(inflight, done)
-			go func() {
-				err := r.m.cfg.Writer.WriteBulk(ctx, Source, changes)
-				if err != nil {
-					err = &systemicError{"write records", err}
-				}
-				done <- err
-			}()
+		if err := w.add(changes); err != nil {
+			return n, errors.Join(w.wait(), err)
 		}
 		n += int64(len(page.Records))
 		if page.Cursor == "" || len(page.Records) == 0 || page.Cursor == cursor {
 			if page.Cursor != "" && page.Cursor == cursor && len(page.Records) > 0 {
 				l.doubtful = true // the PDS repeated its cursor: the listing may be cut short
 			}
-			return n, drain(0)
+			return n, w.wait()
 		}
 		cursor = page.Cursor
 	}
 }
+
+// pageWrites hands batches of record changes to the Writer in the
+// background, at most writeWindow batches in flight, so that fetching
+// overlaps writing.
+type pageWrites struct {
+	ctx      context.Context
+	r        *run
+	inflight []chan error
+}
+
+func (r *run) writes(ctx context.Context) *pageWrites { return &pageWrites{ctx: ctx, r: r} }
+
+// drain waits for the oldest writes until at most keep are in flight and
+// returns the first error among them.
+func (w *pageWrites) drain(keep int) error {
+	var first error
+	for len(w.inflight) > keep {
+		if err := <-w.inflight[0]; err != nil && first == nil {
+			first = err
+		}
+		w.inflight = w.inflight[1:]
+	}
+	return first
+}
+
+// add starts writing changes (nothing when empty), first waiting for a
+// free slot; it returns the error of a write that finished meanwhile.
+func (w *pageWrites) add(changes []storage.Change) error {
+	if err := w.drain(writeWindow - 1); err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	done := make(chan error, 1)
+	w.inflight = append(w.inflight, done)
+	go func() {
+		err := w.r.m.cfg.Writer.WriteBulk(w.ctx, Source, changes)
+		if err != nil {
+			err = &systemicError{"write records", err}
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// wait waits for every write and returns the first error.
+func (w *pageWrites) wait() error { return w.drain(0) }
 
 // validRecordKey checks the atproto record key syntax: 1 to 512 of
 // A-Z a-z 0-9 . - _ : ~, and neither "." nor "..". (A hand-written check:

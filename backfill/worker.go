@@ -31,6 +31,7 @@ type run struct {
 	collections []string
 	concurrency int
 	perHost     int
+	method      string       // FetchCAR or FetchListRecords
 	sched       *hostSched   // during fetchAll
 	deleted     atomic.Int64 // stored records removed by reconciliation in this run
 }
@@ -43,6 +44,7 @@ func newRun(m *Manager, job storage.BackfillJob, act *active) *run {
 func (r *run) execute(ctx context.Context) error {
 	r.concurrency = r.setting(ctx, SettingConcurrency, DefaultConcurrency, MaxConcurrency)
 	r.perHost = r.setting(ctx, SettingPerHostConcurrency, DefaultPerHostConcurrency, MaxPerHostConcurrency)
+	r.method = r.fetchMethod(ctx)
 	if err := r.wantedCollections(); err != nil {
 		return err
 	}

@@ -69,13 +69,52 @@ type fetcher struct {
 
 // get calls method on base with params and decodes the JSON answer into out.
 func (f *fetcher) get(ctx context.Context, base, method string, params url.Values, out any) error {
+	return f.call(ctx, base, method, params, "application/json", f.timeout, func(body io.Reader) error {
+		b, err := io.ReadAll(io.LimitReader(body, f.maxBody+1))
+		if err != nil {
+			return fmt.Errorf("read answer: %w", err)
+		}
+		if int64(len(b)) > f.maxBody {
+			return fmt.Errorf("%w: answer larger than %d bytes", errBadAnswer, f.maxBody)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%w: %w", errBadAnswer, err)
+		}
+		return nil
+	})
+}
+
+// stream calls method on base with params, allowing timeout for the whole
+// exchange, and hands a 200 answer's body to read as it arrives. What read
+// returns is final: it is not retried.
+func (f *fetcher) stream(ctx context.Context, base, method string, params url.Values, accept string,
+	timeout time.Duration, read func(body io.Reader) error) error {
+	return f.call(ctx, base, method, params, accept, timeout, func(body io.Reader) error {
+		if err := read(body); err != nil {
+			return finalError{err}
+		}
+		return nil
+	})
+}
+
+// finalError is a failure that retrying will not mend: its message is the
+// cause's.
+type finalError struct{ error }
+
+func (e finalError) Unwrap() error { return e.error }
+
+// call makes an XRPC GET with retries (network errors and 5xx, with
+// jittered backoff) and rate-limit waits, handing a 200 answer's body to
+// read; an error wrapping errBadAnswer from read is not retried.
+func (f *fetcher) call(ctx context.Context, base, method string, params url.Values, accept string,
+	timeout time.Duration, read func(body io.Reader) error) error {
 	u := strings.TrimSuffix(base, "/") + "/xrpc/" + method
 	if len(params) > 0 {
 		u += "?" + params.Encode()
 	}
 	attempt, limited := 0, 0
 	for {
-		wait, err := f.once(ctx, u, method, out)
+		wait, err := f.once(ctx, u, method, accept, timeout, read)
 		if err == nil {
 			return nil
 		}
@@ -93,7 +132,7 @@ func (f *fetcher) get(ctx context.Context, base, method string, params url.Value
 			wait = min(wait, f.maxWait)
 		case isXRPC && xe.Status < 500 && xe.Status != http.StatusTooManyRequests, attempt >= f.retries:
 			return err
-		case errors.Is(err, errBadAnswer):
+		case errors.Is(err, errBadAnswer), errors.As(err, new(finalError)):
 			return err
 		default:
 			attempt++
@@ -111,28 +150,26 @@ var errBadAnswer = errors.New("malformed answer")
 
 // once makes one request. For a 429 it returns the wait the server asked
 // for (0 when it named none).
-func (f *fetcher) once(ctx context.Context, u, method string, out any) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+func (f *fetcher) once(ctx context.Context, u, method, accept string, timeout time.Duration,
+	read func(body io.Reader) error) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w: %w", method, errBadAnswer, err)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "lexview-backfill")
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", method, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBody+1))
-	if err != nil {
-		return 0, fmt.Errorf("%s: read answer: %w", method, err)
-	}
-	if int64(len(body)) > f.maxBody {
-		return 0, fmt.Errorf("%s: %w: answer larger than %d bytes", method, errBadAnswer, f.maxBody)
-	}
 	if resp.StatusCode != http.StatusOK {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBody))
+		if err != nil {
+			return 0, fmt.Errorf("%s: read answer: %w", method, err)
+		}
 		xe := &XRPCError{Method: method, Status: resp.StatusCode}
 		var eb struct {
 			Error   string `json:"error"`
@@ -147,8 +184,8 @@ func (f *fetcher) once(ctx context.Context, u, method string, out any) (time.Dur
 		}
 		return wait, xe
 	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return 0, fmt.Errorf("%s: %w: %w", method, errBadAnswer, err)
+	if err := read(resp.Body); err != nil {
+		return 0, fmt.Errorf("%s: %w", method, err)
 	}
 	return 0, nil
 }

@@ -88,7 +88,16 @@ type BackfillRepo struct {
 	Status         string // RepoDiscovered, RepoResolved, RepoFetched or RepoFailed
 	RecordsFetched int64
 	Error          string
+	// FetchMethod is how the repository was fetched: FetchCAR or
+	// FetchListRecords; "" until it was.
+	FetchMethod string
 }
+
+// How a backfill fetched a repository (BackfillRepo.FetchMethod).
+const (
+	FetchCAR         = "car"
+	FetchListRecords = "list_records"
+)
 
 // BackfillRepoFilter selects a job's repositories, in DID order.
 type BackfillRepoFilter struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluesky-social/indigo/atproto/atcrypto"
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 )
@@ -54,8 +55,17 @@ func (p *PLC) Close() { p.srv.Close() }
 // Add registers did with a document whose #atproto_pds service is pdsURL
 // (no service at all when pdsURL is ""), replacing any earlier document of
 // did.
-func (p *PLC) Add(did, pdsURL string) {
+func (p *PLC) Add(did, pdsURL string) { p.AddKey(did, pdsURL, nil) }
+
+// AddKey is Add with a #atproto signing key in the document (none when
+// key is nil).
+func (p *PLC) AddKey(did, pdsURL string, key atcrypto.PublicKey) {
 	doc := identity.DIDDocument{DID: syntax.DID(did)}
+	if key != nil {
+		doc.VerificationMethod = []identity.DocVerificationMethod{{
+			ID: did + "#atproto", Type: "Multikey", Controller: did, PublicKeyMultibase: key.Multibase(),
+		}}
+	}
 	if pdsURL != "" {
 		doc.Service = []identity.DocService{{ID: "#atproto_pds", Type: "AtprotoPersonalDataServer", ServiceEndpoint: pdsURL}}
 	}

@@ -74,6 +74,8 @@ type PDS struct {
 	firstPages map[string]int          // listRecords without a cursor, per "DID collection"
 	listCalls  int
 	limited    int
+
+	exports // getRepo (getrepo.go)
 }
 
 // NewPDS starts a PDS stand-in for the rest of the test.
@@ -94,6 +96,7 @@ func StartPDS() *PDS {
 	mux.HandleFunc("GET /xrpc/com.atproto.sync.getLatestCommit", p.latestCommit)
 	mux.HandleFunc("GET /xrpc/com.atproto.repo.listRecords", p.listRecords)
 	mux.HandleFunc("GET /xrpc/com.atproto.sync.listRepos", p.listRepos)
+	mux.HandleFunc("GET /xrpc/com.atproto.sync.getRepo", p.getRepo)
 	mux.HandleFunc("/xrpc/", func(w http.ResponseWriter, r *http.Request) {
 		xrpcError(w, http.StatusNotImplemented, "MethodNotImplemented", "Method Not Implemented")
 	})
@@ -131,6 +134,7 @@ func (p *PDS) AddRepo(did, collection string, n int, rev string) {
 	p.repos[did][collection] = recs
 	p.revs[did] = rev
 	clear(p.pages)
+	clear(p.exports.built)
 }
 
 // DeleteRecord removes the record rkey from did's collection, as
@@ -147,6 +151,7 @@ func (p *PDS) DeleteRecord(did, collection, rkey, rev string) bool {
 	p.repos[did][collection] = slices.Delete(recs, i, i+1)
 	p.revs[did] = rev
 	clear(p.pages)
+	clear(p.exports.built)
 	return true
 }
 

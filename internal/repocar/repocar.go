@@ -234,10 +234,10 @@ func (r *Repo) Records(ctx context.Context, wanted func(collection string) bool,
 // limitedReader reads at most left bytes and then fails, noting that the
 // bound was passed.
 type limitedReader struct {
-	r     io.Reader
-	left  int64
-	read  int64
-	over  bool
+	r    io.Reader
+	left int64
+	read int64
+	over bool
 }
 
 func (l *limitedReader) limit() int64 { return l.read + l.left }

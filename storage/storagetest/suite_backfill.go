@@ -193,13 +193,14 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	update(storage.BackfillRepo{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoResolved})
 	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 7}) // keeps the PDS
 	update(storage.BackfillRepo{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoResolved})
-	update(storage.BackfillRepo{DID: "did:plc:b", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500"})
+	update(storage.BackfillRepo{DID: "did:plc:b", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
+		FetchMethod: storage.FetchListRecords})
 	update(storage.BackfillRepo{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"})
 	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/9" {
 		t.Fatalf("counters: %s", got)
 	}
 	// Refetching a fetched repo corrects the counters instead of adding.
-	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 5})
+	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 5, FetchMethod: storage.FetchCAR})
 	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/7" {
 		t.Fatalf("counters after refetch: %s", got)
 	}
@@ -211,8 +212,9 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 		t.Fatalf("list: %v %v", repos, err)
 	}
 	want := []storage.BackfillRepo{
-		{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoFetched, RecordsFetched: 5},
-		{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500"},
+		{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoFetched, RecordsFetched: 5, FetchMethod: storage.FetchCAR},
+		{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
+			FetchMethod: storage.FetchListRecords},
 		{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"},
 	}
 	if !slices.Equal(repos, want) {

@@ -197,8 +197,8 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, jobID string, r storage.Ba
 			pds = oldPDS.String
 		}
 		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_repos
-			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ? WHERE job_id = ? AND did = ?`),
-			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), jobID, r.DID)
+			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ?, fetch_method = ? WHERE job_id = ? AND did = ?`),
+			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), nullString(r.FetchMethod), jobID, r.DID)
 		if err != nil {
 			return fmt.Errorf("update backfill repo: %w", err)
 		}
@@ -227,7 +227,7 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, jobID string, r storage.Ba
 
 // ListBackfillRepos implements storage.BackfillStore.
 func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.BackfillRepoFilter) ([]storage.BackfillRepo, error) {
-	q := `SELECT did, pds_endpoint, status, records_fetched, error FROM backfill_repos WHERE job_id = ?`
+	q := `SELECT did, pds_endpoint, status, records_fetched, error, fetch_method FROM backfill_repos WHERE job_id = ?`
 	args := []any{jobID}
 	if len(f.Statuses) > 0 {
 		q += ` AND status IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(f.Statuses)), ", ") + `)`
@@ -244,9 +244,9 @@ func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.Bac
 	q, args = q+` ORDER BY did LIMIT ?`, append(args, max(f.Limit, 1))
 	repos, err := queryAll(ctx, db.reader, Bind(db.dialect, q), func(row rowScanner) (storage.BackfillRepo, error) {
 		var r storage.BackfillRepo
-		var pds, errMsg sql.NullString
-		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg)
-		r.PDSEndpoint, r.Error = pds.String, errMsg.String
+		var pds, errMsg, method sql.NullString
+		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg, &method)
+		r.PDSEndpoint, r.Error, r.FetchMethod = pds.String, errMsg.String, method.String
 		return r, err
 	}, args...)
 	if err != nil {

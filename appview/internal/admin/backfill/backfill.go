@@ -144,6 +144,8 @@ type repo struct {
 	PDSEndpoint    *string `json:"pds_endpoint"`
 	Status         string  `json:"status"`
 	RecordsFetched int64   `json:"records_fetched"`
+	// FetchMethod is "car" or "list_records" once fetched, else null.
+	FetchMethod *string `json:"fetch_method"`
 }
 
 func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
@@ -161,7 +163,8 @@ func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Princi
 	}
 	out := make([]repo, len(rows))
 	for i, row := range rows {
-		out[i] = repo{DID: row.DID, PDSEndpoint: optional(row.PDSEndpoint), Status: row.Status, RecordsFetched: row.RecordsFetched}
+		out[i] = repo{DID: row.DID, PDSEndpoint: optional(row.PDSEndpoint), Status: row.Status, RecordsFetched: row.RecordsFetched,
+			FetchMethod: optional(row.FetchMethod)}
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"repos": out, "cursor": optional(next)})
 	return nil

@@ -79,7 +79,8 @@ func TestCreateAndInspect(t *testing.T) {
 		if status != 200 || len(repos) != 1 || cursor != nil || repos[0]["did"] == first {
 			t.Fatalf("second page: %d %v %v", status, repos, cursor)
 		}
-		if repos[0]["status"] != "fetched" || repos[0]["pds_endpoint"] != w.pds.URL() || len(repos[0]) != 4 {
+		if repos[0]["status"] != "fetched" || repos[0]["pds_endpoint"] != w.pds.URL() || len(repos[0]) != 5 ||
+			repos[0]["fetch_method"] != "list_records" {
 			t.Fatalf("repo row: %v", repos[0])
 		}
 		for _, phase := range []string{"discovered", "resolved", "fetched"} {
