@@ -1,0 +1,265 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/testenv"
+)
+
+// eval evaluates js in the tab and returns its value.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// inPage returns whether s is anywhere in the page: its markup, its
+// visible text, or the value of one of its fields.
+func inPage(t *testing.T, ctx context.Context, s string) bool {
+	t.Helper()
+	return eval[bool](t, ctx, fmt.Sprintf(`(() => { const s = %q;
+		return document.documentElement.outerHTML.includes(s) || document.body.innerText.includes(s) ||
+			[...document.querySelectorAll("input, textarea")].some((i) => i.value.includes(s)); })()`, s))
+}
+
+// submit sets the form fields (selector, value pairs; set directly, as
+// typing each key is slow) and clicks sel.
+func submit(t *testing.T, ctx context.Context, sel string, fields ...string) {
+	t.Helper()
+	var acts []chromedp.Action[chromedp.Void]
+	for i := 0; i+1 < len(fields); i += 2 {
+		acts = append(acts, chromedp.SetValue(fields[i], fields[i+1]))
+	}
+	acts = append(acts, chromedp.Click(sel))
+	if err := chromedp.Do(ctx, acts...); err != nil {
+		t.Fatalf("fill and submit %s: %v", sel, err)
+	}
+}
+
+// TestBrowserClientSecretOnce: registering an API client shows a field's
+// validation error next to that field, then the client secret once; after
+// a reload (and opening the client) the secret is nowhere in the page.
+// The authentication key flow runs on the new client: create a key,
+// recheck, rotate, revoke the retiring key (confirmed, the sessions
+// destroyed said), then revoke all.
+func TestBrowserClientSecretOnce(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/api-clients", "#create-client")
+
+	submit(t, ctx, "#create-submit",
+		"#c-client_id_url", "https://app.test/client-metadata.json",
+		"#c-name", "Test app",
+		"#c-client_uri", "ftp://app.test",
+		"#c-redirect_uris", "https://app.test/callback")
+	waitText(t, ctx, "#c-client_uri-error", "client_uri must be an http(s) URL")
+	if inv := eval[string](t, ctx, `document.getElementById("c-client_uri").getAttribute("aria-invalid")`); inv != "true" {
+		t.Errorf("the refused field is not marked invalid: %q", inv)
+	}
+
+	submit(t, ctx, "#create-submit", "#c-client_uri", "https://app.test")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#new-client-secret input.secret")); err != nil {
+		t.Fatalf("no secret shown: %v", err)
+	}
+	secret := eval[string](t, ctx, `document.querySelector("#new-client-secret input.secret").value`)
+	if !strings.HasPrefix(secret, "hvs_") {
+		t.Fatalf("secret %q", secret)
+	}
+	waitText(t, ctx, "#new-client-secret", "shown only this once")
+	waitText(t, ctx, "#clients tbody", "Test app")
+	if !inPage(t, ctx, secret) {
+		t.Fatal("inPage does not find the secret it shows")
+	}
+	if v := eval[bool](t, ctx, `!document.getElementById("c-c-client_uri-error") && document.getElementById("c-client_uri-error").hidden`); !v {
+		t.Error("the field error stays after a successful registration")
+	}
+
+	// Reload: the list and the client's detail, never the secret.
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#clients")); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	waitText(t, ctx, "#clients tbody", "Test app")
+	if err := chromedp.Do(ctx, chromedp.Click(`#clients button[aria-label="Manage Test app"]`), chromedp.WaitVisible("#detail-fields")); err != nil {
+		t.Fatalf("open the client: %v", err)
+	}
+	waitText(t, ctx, "#detail-fields", "https://app.test/client-metadata.json")
+	if inPage(t, ctx, secret) {
+		t.Fatal("the client secret is in the page after a reload")
+	}
+
+	// The authentication key flow.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#key-create"), chromedp.Click("#key-create")); err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	waitText(t, ctx, "#auth-keys tbody", "current")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#key-recheck"), chromedp.Click("#key-recheck"), chromedp.WaitVisible("#recheck")); err != nil {
+		t.Fatalf("recheck: %v", err)
+	}
+	waitText(t, ctx, "#recheck", "Not ready") // app.test publishes no metadata
+	first := eval[string](t, ctx, `document.querySelector("#auth-keys tbody code").textContent`)
+	if err := chromedp.Do(ctx, chromedp.Click("#key-rotate")); err != nil {
+		t.Fatalf("rotate: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "Rotate the key?")
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "is retiring with 0 session(s)")
+	waitText(t, ctx, "#auth-keys tbody", "retiring")
+	if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#auth-keys button[aria-label="Revoke the retiring key %s"]`, first))); err != nil {
+		t.Fatalf("revoke retiring: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "0 session(s) are destroyed")
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Revoked the key "+first+": 0 session(s) destroyed.")
+	waitText(t, ctx, "#auth-keys tbody", "revoked")
+	if err := chromedp.Do(ctx, chromedp.Click("#key-revoke-all")); err != nil {
+		t.Fatalf("revoke all: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Revoked 1 key(s)")
+	// Expected: the network log of the refused client_uri.
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// TestBrowserAdminKeySecretOnce: an admin API key created on the page
+// holds the ticked permissions only, its secret is shown once and gone
+// after a reload, and revoking it (confirmed) makes it stop working.
+func TestBrowserAdminKeySecretOnce(t *testing.T) {
+	ctx := browser(t, 15*time.Second)
+	env, key := startInstance(t)
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/api-keys", "#create-key")
+
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#key-lexicons-read"), chromedp.Click("#key-lexicons-read")); err != nil {
+		t.Fatalf("tick: %v", err)
+	}
+	submit(t, ctx, "#create-submit", "#key-name", "ci reader")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#new-key input.secret")); err != nil {
+		t.Fatalf("no key shown: %v", err)
+	}
+	secret := eval[string](t, ctx, `document.querySelector("#new-key input.secret").value`)
+	if r := env.Do(t, "GET", "/admin/lexicons", nil, testenv.Bearer(secret)...); r.Status != 200 {
+		t.Fatalf("the new key reading lexicons: %d %s", r.Status, r.Raw)
+	}
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(secret)...); r.Status != 403 {
+		t.Fatalf("the new key reading users (not ticked): %d %s", r.Status, r.Raw)
+	}
+	waitText(t, ctx, "#keys tbody", "ci reader")
+
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#keys")); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	waitText(t, ctx, "#keys tbody", "ci reader")
+	if inPage(t, ctx, secret) {
+		t.Fatal("the key is in the page after a reload")
+	}
+	if !inPage(t, ctx, secret[:8]+"…") {
+		t.Errorf("the list lacks the key's prefix %s", secret[:8])
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(`#keys button[aria-label="Revoke ci reader"]`)); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "Revoke the key “ci reader”")
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Revoked the key “ci reader”.")
+	if r := env.Do(t, "GET", "/admin/lexicons", nil, testenv.Bearer(secret)...); r.Status != 401 {
+		t.Errorf("the revoked key: %d %s", r.Status, r.Raw)
+	}
+	noConsoleErrors(t, &errs)
+}
+
+// visibleDeletes counts the page's visible destructive buttons (outside
+// the confirmation dialog) and all of them, hidden included.
+const visibleDeletes = `(() => {
+	const all = [...document.querySelectorAll("main button.danger, main [data-action=delete]")];
+	return [all.filter((b) => b.checkVisibility()).length, all.length];
+})()`
+
+// TestBrowserReadOnlyAdmin: an admin of the viewer template (plus reading
+// users and keys, to see those pages) sees no delete, revoke or create
+// controls on the users, admin API keys and API clients pages, and the
+// #limits line says which permission each needs; forcing the hidden
+// delete button of a client anyway is refused with a message naming
+// api-clients:delete, next to the button, and the client stays.
+func TestBrowserReadOnlyAdmin(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, _ := startInstance(t)
+	perms := append(admins.Templates()["viewer"], admins.UsersRead, admins.APIKeysRead)
+	viewer := env.AddAdmin(t, perms...)
+	env.AddAdmin(t, admins.LexiconsRead) // a removable admin, for the users page
+	client, _ := env.NewClient(t, clients.NewClient{Name: "Kept app"})
+	u, err := env.Store.GetAdminUserByDID(context.Background(), viewer.Account.DID.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(perms))
+	for i, p := range perms {
+		names[i] = string(p)
+	}
+	key, _, err := admins.MintKey(context.Background(), env.Store, u.ID, "viewer", names, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	for _, tc := range []struct {
+		path, rows string
+		limits     []string
+	}{
+		{"/dashboard/users", "#users tbody", []string{"Adding admins is unavailable: your account lacks the users:create permission.",
+			"Changing permissions is unavailable: your account lacks the users:update permission.",
+			"Removing admins is unavailable: your account lacks the users:delete permission."}},
+		{"/dashboard/api-keys", "#keys tbody", []string{"Creating keys is unavailable: your account lacks the api-keys:create permission.",
+			"Revoking keys is unavailable: your account lacks the api-keys:delete permission."}},
+		{"/dashboard/api-clients", "#clients tbody", []string{"Registering clients is unavailable: your account lacks the api-clients:create permission.",
+			"Deleting clients is unavailable: your account lacks the api-clients:delete permission."}},
+	} {
+		open(t, ctx, env, tc.path, tc.rows+" tr")
+		for _, want := range tc.limits {
+			waitText(t, ctx, "#limits", want)
+		}
+		counts := eval[[]int](t, ctx, visibleDeletes)
+		if counts[0] != 0 {
+			t.Errorf("%s: %d delete or revoke buttons are visible", tc.path, counts[0])
+		}
+		if counts[1] == 0 {
+			t.Errorf("%s: no destructive button at all, the check above proves nothing", tc.path)
+		}
+		if eval[bool](t, ctx, `[...document.querySelectorAll("main form")].some((f) => f.checkVisibility())`) {
+			t.Errorf("%s: a form is visible to a read-only admin", tc.path)
+		}
+	}
+
+	// The API clients page is open: force the hidden delete button.
+	if err := chromedp.Do(ctx, chromedp.Click(`#clients button[aria-label="Manage Kept app"]`), chromedp.WaitVisible("#detail-fields")); err != nil {
+		t.Fatalf("open the client: %v", err)
+	}
+	eval[bool](t, ctx, `(() => { document.getElementById("delete-client").hidden = false; return true; })()`)
+	if err := chromedp.Do(ctx, chromedp.Click("#delete-client")); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#detail-error", "Your account lacks the api-clients:delete permission this needs (the admin API answered: insufficient permissions).")
+	if r := env.Do(t, "GET", "/admin/api-clients/"+client.ID, nil, testenv.Bearer(key)...); r.Status != 200 {
+		t.Errorf("the client after a refused delete: %d %s", r.Status, r.Raw)
+	}
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
+}
