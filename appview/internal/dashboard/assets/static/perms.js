@@ -25,6 +25,7 @@ export function picker(container, catalog, grantable, { prefix, name = "permissi
           el("label", { for: id, class: "inline" }, el("code", { text: p.name }),
             el("span", { class: "hint", text: may ? p.description : `${p.description} (you lack it, so you cannot grant it)` })));
       })));
+  container.classList.add("perm-grid");
   container.replaceChildren(...groups);
   return {
     // selected returns the checked permissions, in catalog order.

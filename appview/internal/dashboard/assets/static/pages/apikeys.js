@@ -36,8 +36,8 @@ async function refresh(page) {
 // render fills the keys table.
 function render(page) {
   table($("keys"), page.keys, [
-    { cell: (k) => el("span", {}, k.name, k.id === page.me.key_id ? el("span", { class: "badge", text: "this session's key" }) : null) },
-    { cell: (k) => el("code", { text: `${k.key_prefix}…` }) },
+    { cell: (k) => el("span", {}, k.name, k.id === page.me.key_id ? el("span", { class: "badge", text: "this session's key" }) : null), class: "keep" },
+    { cell: (k) => el("code", { text: `${k.key_prefix}…` }), class: "keep" },
     { cell: (k) => (k.user_did ? el("code", { text: k.user_did }) : "removed admin") },
     { cell: (k) => el("details", {}, el("summary", { text: `${k.permissions.length} permission${k.permissions.length === 1 ? "" : "s"}` }),
       el("ul", { class: "plain" }, ...k.permissions.map((p) => el("li", {}, el("code", { text: p }))))) },
@@ -107,6 +107,7 @@ async function createForm(page) {
     }
     form.reset();
     secret($("new-key"), `The key “${created.name}”`, created.key);
+    $("new-key").querySelector("input").focus();
     notify(`Created the key “${created.name}”.`);
     await refresh(page);
   });

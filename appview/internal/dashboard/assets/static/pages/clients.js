@@ -68,9 +68,8 @@ async function refresh(page) {
 // render fills the clients table.
 function render(page) {
   table($("clients"), page.clients, [
-    { cell: (c) => c.name },
+    { cell: (c) => c.name, class: "keep" },
     { cell: (c) => el("code", { text: c.client_key }) },
-    { cell: (c) => el("code", { text: c.client_id_url }) },
     { cell: (c) => c.client_type + (c.parent_client_id ? " (child)" : "") },
     { cell: (c) => el("span", { class: c.is_active ? "ok" : "bad", text: c.is_active ? "active" : "deactivated" }) },
     { cell: (c) => time(c.created_at) },
@@ -109,6 +108,7 @@ function createForm(page) {
     $("new-client-key").textContent = created.client_key;
     secret($("new-client-secret"), `Client secret of “${created.name}”`, created.client_secret);
     $("new-client").hidden = false;
+    $("new-client-secret").querySelector("input").focus();
     notify(`Registered the client “${created.name}”.`);
     await refresh(page);
   });
