@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,4 +263,102 @@ func TestBrowserReadOnlyAdmin(t *testing.T) {
 		t.Errorf("the client after a refused delete: %d %s", r.Status, r.Raw)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
+}
+
+// TestBrowserUsers: adding an admin with a template and an extra
+// permission, granting and revoking in the permissions editor, a refused
+// DID shown under its field, and removing the admin (confirmed).
+func TestBrowserUsers(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/users", "#add-user")
+
+	submit(t, ctx, "#add-submit", "#user-did", "not-a-did")
+	waitText(t, ctx, "#user-did-error", "did is not a valid DID")
+
+	did := env.PLC.NewAccount(t, false, "https://pds.test").DID.String()
+	eval[bool](t, ctx, `(() => { const s = document.getElementById("user-template");
+		s.value = "viewer"; return s.dispatchEvent(new Event("change")); })()`)
+	if err := chromedp.Do(ctx,
+		chromedp.Click("#add-events-read"), // a viewer permission: unticked, so the template is not sent
+		chromedp.Click("#add-users-read"),
+	); err != nil {
+		t.Fatalf("choose permissions: %v", err)
+	}
+	submit(t, ctx, "#add-submit", "#user-did", did)
+	waitText(t, ctx, "#notice", "Added "+did)
+	u, err := env.Store.GetAdminUserByDID(context.Background(), did)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{string(admins.UsersRead): true}
+	for _, p := range admins.Templates()["viewer"] {
+		if p != admins.EventsRead {
+			want[string(p)] = true
+		}
+	}
+	if len(u.Permissions) != len(want) {
+		t.Errorf("stored permissions %v, want %v", u.Permissions, want)
+	}
+	for _, p := range u.Permissions {
+		if !want[p] {
+			t.Errorf("stored permission %s was not ticked", p)
+		}
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#users button[aria-label="Permissions of %s"]`, did)), chromedp.WaitVisible("#edit-perms"),
+		chromedp.Click("#edit-users-read"), chromedp.Click("#edit-events-read"), chromedp.Click("#edit-submit")); err != nil {
+		t.Fatalf("edit: %v", err)
+	}
+	waitText(t, ctx, "#notice", "1 granted, 1 revoked.")
+	u, _ = env.Store.GetAdminUserByDID(context.Background(), did)
+	if !slices.Contains(u.Permissions, string(admins.EventsRead)) || slices.Contains(u.Permissions, string(admins.UsersRead)) {
+		t.Errorf("after the edit: %v", u.Permissions)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#users button[aria-label="Remove %s"]`, did))); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "Remove the admin "+did)
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Removed "+did)
+	if strings.Contains(textNow(ctx, "#users tbody"), did) {
+		t.Error("the removed admin is still listed")
+	}
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// TestBrowserScriptVariables: setting a variable empties the value field,
+// lists the key and never the value; deleting it is confirmed.
+func TestBrowserScriptVariables(t *testing.T) {
+	ctx := browser(t, 15*time.Second)
+	env, key := startInstance(t)
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/script-variables", "#set-var")
+
+	submit(t, ctx, "#set-submit", "#var-key", "9bad", "#var-value", "s3cr3t-value")
+	waitText(t, ctx, "#var-key-error", "The key must be")
+	submit(t, ctx, "#set-submit", "#var-key", "API_TOKEN")
+	waitText(t, ctx, "#vars tbody", "API_TOKEN")
+	if v := eval[string](t, ctx, `document.getElementById("var-value").value`); v != "" {
+		t.Errorf("the value field holds %q after saving", v)
+	}
+	if inPage(t, ctx, "s3cr3t-value") {
+		t.Error("the value is in the page after saving")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#vars button[aria-label="Delete API_TOKEN"]`)); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Deleted API_TOKEN.")
+	waitText(t, ctx, "#no-vars", "No script variables are set.")
+	if r := env.Do(t, "GET", "/admin/script-variables", nil, testenv.Bearer(key)...); !strings.Contains(string(r.Raw), `"variables":[]`) {
+		t.Errorf("after deleting: %d %s", r.Status, r.Raw)
+	}
+	noConsoleErrors(t, &errs)
 }
