@@ -25,6 +25,21 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
+// waitTrue waits until js evaluates to true in the tab.
+func waitTrue(t *testing.T, ctx context.Context, js string) {
+	t.Helper()
+	for {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", js, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // inPage returns whether s is anywhere in the page: its markup, its
 // visible text, or the value of one of its fields.
 func inPage(t *testing.T, ctx context.Context, s string) bool {
@@ -55,7 +70,7 @@ func submit(t *testing.T, ctx context.Context, sel string, fields ...string) {
 // recheck, rotate, revoke the retiring key (confirmed, the sessions
 // destroyed said), then revoke all.
 func TestBrowserClientSecretOnce(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 	var errs consoleErrors
 	errs.listen(ctx)
@@ -131,7 +146,31 @@ func TestBrowserClientSecretOnce(t *testing.T) {
 	}
 	confirm(t, ctx)
 	waitText(t, ctx, "#notice", "Revoked 1 key(s)")
-	// Expected: the network log of the refused client_uri.
+
+	// Edit: a refused change under its field, then a rename and a rate
+	// limit; deactivate (confirmed) and re-enable.
+	if err := chromedp.Do(ctx, chromedp.Click("#edit summary"), chromedp.WaitVisible("#e-name")); err != nil {
+		t.Fatalf("open the editor: %v", err)
+	}
+	submit(t, ctx, "#edit-submit", "#e-redirect_uris", " ")
+	waitText(t, ctx, "#e-redirect_uris-error", "redirect_uris must list at least one URI")
+	submit(t, ctx, "#edit-submit", "#e-redirect_uris", "https://app.test/callback", "#e-name", "Renamed app", "#e-rate_limit_capacity", "7")
+	waitText(t, ctx, "#detail-name", "Renamed app")
+	waitText(t, ctx, "#detail-fields", "capacity 7")
+	if err := chromedp.Do(ctx, chromedp.Click("#toggle-active")); err != nil {
+		t.Fatalf("deactivate: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "Deactivate “Renamed app”?")
+	confirm(t, ctx)
+	waitText(t, ctx, "#clients tbody", "deactivated")
+	waitText(t, ctx, "#toggle-active", "Re-enable")
+	if err := chromedp.Do(ctx, chromedp.Click("#toggle-active")); err != nil {
+		t.Fatalf("re-enable: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#toggle-active", "Deactivate")
+	waitTrue(t, ctx, `!document.querySelector("#clients tbody").textContent.includes("deactivated")`)
+	// Expected: the network log of the refused client_uri and redirect_uris.
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
 
@@ -327,6 +366,27 @@ func TestBrowserUsers(t *testing.T) {
 	waitText(t, ctx, "#notice", "Removed "+did)
 	if strings.Contains(textNow(ctx, "#users tbody"), did) {
 		t.Error("the removed admin is still listed")
+	}
+
+	// The super user hands the role over; the page reloads without it.
+	heir := env.AddAdmin(t, admins.LexiconsRead).Account.DID.String()
+	open(t, ctx, env, "/dashboard/users", "#users tbody tr")
+	waitText(t, ctx, "#whoami", "(super user)")
+	if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#users button[aria-label="Make %s the super user"]`, heir))); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "You stop being the super user")
+	confirm(t, ctx)
+	// The page reloads once the transfer is done: whoami, shown again,
+	// no longer says super user, and the heir's row does.
+	waitTrue(t, ctx, `(() => { const w = document.getElementById("whoami");
+		return !w.hidden && !w.textContent.includes("super user") && document.querySelectorAll("#users tbody tr").length > 0; })()`)
+	waitText(t, ctx, "#users tbody", "super user")
+	if u, err := env.Store.GetAdminUserByDID(context.Background(), heir); err != nil || !u.IsSuper {
+		t.Fatalf("the heir after the transfer: %+v %v", u, err)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#users button[aria-label^='Make ']").length`); n != 0 {
+		t.Errorf("%d transfer buttons offered by an admin who is no longer the super user", n)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }

@@ -2,7 +2,7 @@
 // one with a name and permissions within the signed-in admin's own (POST;
 // the key is shown once), and revoking one (DELETE).
 import { call, can, load, me } from "../api.js";
-import { $, action, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
 import { picker } from "../perms.js";
 
 export default async function apikeys() {
@@ -36,7 +36,7 @@ async function refresh(page) {
 // render fills the keys table.
 function render(page) {
   table($("keys"), page.keys, [
-    { cell: (k) => el("span", {}, k.name, k.id === page.me.key_id ? el("span", { class: "badge", text: "this session's key" }) : null), class: "keep" },
+    { cell: (k) => k.name, class: "keep" },
     { cell: (k) => el("code", { text: `${k.key_prefix}…` }), class: "keep" },
     { cell: (k) => (k.user_did ? el("code", { text: k.user_did }) : "removed admin") },
     { cell: (k) => el("details", {}, el("summary", { text: `${k.permissions.length} permission${k.permissions.length === 1 ? "" : "s"}` }),
@@ -100,7 +100,7 @@ async function createForm(page) {
     }
     let created;
     try {
-      created = await call("POST", "/admin/api-keys", { body: { name, permissions } });
+      created = await busy($("create-submit"), () => call("POST", "/admin/api-keys", { body: { name, permissions } }));
     } catch (err) {
       fieldError(form, err, { fallback: $("create-error"), permission: "api-keys:create" });
       return;

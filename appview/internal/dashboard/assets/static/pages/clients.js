@@ -5,7 +5,7 @@
 // recheck the published metadata, rotate, revoke the retiring key, revoke
 // all (the /auth-key routes).
 import { call, can, load } from "../api.js";
-import { $, action, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
 
 export default async function clients() {
   let list;
@@ -98,7 +98,7 @@ function createForm(page) {
     if (body.allowed_origins?.length === 0) delete body.allowed_origins;
     let created;
     try {
-      created = await call("POST", "/admin/api-clients", { body });
+      created = await busy($("create-submit"), () => call("POST", "/admin/api-clients", { body }));
     } catch (err) {
       fieldError(form, err, { fallback: $("create-error"), permission: "api-clients:create" });
       return;
@@ -124,7 +124,8 @@ function detail(page) {
     history.replaceState(null, "", window.location.pathname);
   };
   page.open = async (c) => {
-    const switched = page.current?.id !== c.id;
+    const switched = page.current?.id !== c.id || page.refill;
+    page.refill = false;
     page.current = c;
     history.replaceState(null, "", `#client=${encodeURIComponent(c.id)}`);
     $("detail-name").textContent = c.name;
@@ -177,13 +178,14 @@ function detail(page) {
     fieldError(editForm, null, { fallback: $("edit-error") });
     const c = page.current;
     try {
-      await call("PUT", `/admin/api-clients/${encodeURIComponent(c.id)}`, { body: fields(editForm, { edit: true, isPublic: c.client_type === "public" }) });
+      const body = fields(editForm, { edit: true, isPublic: c.client_type === "public" });
+      await busy($("edit-submit"), () => call("PUT", `/admin/api-clients/${encodeURIComponent(c.id)}`, { body }));
     } catch (err) {
       fieldError(editForm, err, { fallback: $("edit-error"), permission: "api-clients:edit" });
       return;
     }
     notify(`Saved “${c.name}”. The changes apply to its next request.`);
-    page.current = null; // re-fill the form from the saved client
+    page.refill = true; // the form shows the saved client
     await refresh(page);
   });
   keyActions(page);

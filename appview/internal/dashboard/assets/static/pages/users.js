@@ -6,7 +6,7 @@
 // (POST /admin/users/transfer-super). Only the permissions the signed-in
 // admin holds can be granted; the others are shown disabled.
 import { call, can, load, me } from "../api.js";
-import { $, action, denied, el, fieldError, gate, limit, notify, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, limit, notify, showError, table, time } from "../ui.js";
 import { picker } from "../perms.js";
 
 export default async function users() {
@@ -145,7 +145,7 @@ function addForm(page) {
       body.permissions = selected.filter((p) => !tpl.includes(p));
     }
     try {
-      await call("POST", "/admin/users", { body });
+      await busy($("add-submit"), () => call("POST", "/admin/users", { body }));
     } catch (err) {
       fieldError(form, err, { fallback: $("add-error"), permission: "users:create" });
       return;
@@ -181,7 +181,8 @@ function editForm(page) {
     }
     let updated;
     try {
-      updated = await call("PATCH", `/admin/users/${encodeURIComponent(user.id)}/permissions`, { body: { grant, revoke } });
+      updated = await busy($("edit-submit"), () =>
+        call("PATCH", `/admin/users/${encodeURIComponent(user.id)}/permissions`, { body: { grant, revoke } }));
     } catch (err) {
       fieldError(form, err, { fallback: $("edit-error"), permission: "users:update" });
       return;

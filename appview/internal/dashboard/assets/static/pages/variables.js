@@ -2,7 +2,7 @@
 // never returned), setting one (POST, the value typed into a password
 // field that is emptied once saved) and deleting one (DELETE).
 import { call, can, load } from "../api.js";
-import { $, action, denied, el, fieldError, gate, limit, notify, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, limit, notify, showError, table, time } from "../ui.js";
 
 // KEY is the rule a key must follow (the admin API checks it too).
 const KEY = /^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/;
@@ -86,7 +86,7 @@ function setForm(page) {
       return;
     }
     try {
-      await call("POST", "/admin/script-variables", { body: { key: k, value: value.value } });
+      await busy($("set-submit"), () => call("POST", "/admin/script-variables", { body: { key: k, value: value.value } }));
     } catch (err) {
       fieldError(form, err, { fallback: $("set-error"), permission: "script-variables:create" });
       return;
