@@ -176,7 +176,8 @@ func TestBrowserClientSecretOnce(t *testing.T) {
 
 // TestBrowserAdminKeySecretOnce: an admin API key created on the page
 // holds the ticked permissions only, its secret is shown once and gone
-// after a reload, and revoking it (confirmed) makes it stop working.
+// after a reload, and revoking it (confirmed) makes it stop working; at
+// 400 px the page fits the screen's width.
 func TestBrowserAdminKeySecretOnce(t *testing.T) {
 	ctx := browser(t, 15*time.Second)
 	env, key := startInstance(t)
@@ -220,6 +221,15 @@ func TestBrowserAdminKeySecretOnce(t *testing.T) {
 	waitText(t, ctx, "#notice", "Revoked the key “ci reader”.")
 	if r := env.Do(t, "GET", "/admin/lexicons", nil, testenv.Bearer(secret)...); r.Status != 401 {
 		t.Errorf("the revoked key: %d %s", r.Status, r.Raw)
+	}
+
+	// At phone width the page does not overflow sideways: the table
+	// scrolls in its own box.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 800), chromedp.Reload(), chromedp.WaitVisible("#keys tbody tr")); err != nil {
+		t.Fatalf("phone width: %v", err)
+	}
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 400 {
+		t.Errorf("at 400 px the page is %d px wide", w)
 	}
 	noConsoleErrors(t, &errs)
 }
