@@ -93,7 +93,11 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
-	tab, cancelTab := chromedp.NewContext(shared.ctx)
+	// Each tab has its own browser context (cookie jar): the instances of
+	// all tests listen on 127.0.0.1 and share the session secret, and a
+	// cookie is not bound to a port, so a shared jar would carry one
+	// test's session into the next.
+	tab, cancelTab := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancel := context.WithTimeout(tab, timeout)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -60,6 +60,10 @@ var pages = []page{
 	{Name: "settings", Path: Path + "settings", Title: "Settings", Group: groupInstance, Perm: "settings:manage"},
 	{Name: "database", Path: Path + "database", Title: "Database", Group: groupInstance, Perm: "settings:manage"},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+	{Name: "users", Path: Path + "users", Title: "Users", Group: groupAccess, Perm: "users:read"},
+	{Name: "apikeys", Path: Path + "api-keys", Title: "Admin API keys", Group: groupAccess, Perm: "api-keys:read"},
+	{Name: "clients", Path: Path + "api-clients", Title: "API clients", Group: groupAccess, Perm: "api-clients:view"},
+	{Name: "variables", Path: Path + "script-variables", Title: "Script variables", Group: groupInstance, Perm: "script-variables:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.

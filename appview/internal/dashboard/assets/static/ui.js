@@ -243,3 +243,35 @@ export function formJSON(form) {
   }
   return out;
 }
+
+// fieldError shows a failed form submission next to the field it is
+// about: the admin API's validation messages begin with the field's name
+// ("client_uri must be an http(s) URL"), so a 400 naming a control of
+// form (one with an aria-describedby error box) marks that control, and a
+// 400 naming a group (an element with data-field="<name>", such as a
+// fieldset of checkboxes) fills the group's error box (a 409 the same
+// way: "client_id_url already registered"); anything else goes
+// to fallback (an error box), or the page's notice. err null clears the
+// form's errors.
+export function fieldError(form, err, { fallback, permission } = {}) {
+  for (const c of form.querySelectorAll("[aria-invalid]")) showError(c, null);
+  for (const b of form.querySelectorAll("[data-field] .field-error")) showError(b, null);
+  if (fallback) showError(fallback, null);
+  if (!err) return;
+  const name = err instanceof APIError && (err.status === 400 || err.status === 409) ? err.message.split(/[\s:]/)[0] : "";
+  if (name) {
+    const control = form.elements.namedItem(name);
+    if (control instanceof Element && control.getAttribute("aria-describedby")) {
+      showError(control, err, permission);
+      control.focus();
+      return;
+    }
+    const box = form.querySelector(`[data-field="${CSS.escape(name)}"] .field-error`);
+    if (box) {
+      showError(box, err, permission);
+      return;
+    }
+  }
+  if (fallback) showError(fallback, err, permission);
+  else notify(explain(err, permission), { error: true });
+}
