@@ -90,13 +90,19 @@ func (r *run) fetchRepo(ctx context.Context, did, pds string) (counts, error) {
 // fetchByCAR fetches did's repository from pds as a verified CAR export
 // and writes the records of the wanted collections.
 func (r *run) fetchByCAR(ctx context.Context, did, pds string) (counts, error) {
+	n, _, err := r.fetchByCARRev(ctx, did, pds)
+	return n, err
+}
+
+// fetchByCARRev is fetchByCAR, also returning the export's revision.
+func (r *run) fetchByCARRev(ctx context.Context, did, pds string) (counts, string, error) {
 	total := counts{method: FetchCAR}
 	if err := r.checkpoint(ctx); err != nil {
-		return total, err
+		return total, "", err
 	}
 	account, err := syntax.ParseDID(did)
 	if err != nil {
-		return total, fmt.Errorf("getRepo: %w", err)
+		return total, "", fmt.Errorf("getRepo: %w", err)
 	}
 	// The wall clock, as records' indexed_at: before the export is read.
 	started := time.Now()
@@ -108,7 +114,7 @@ func (r *run) fetchByCAR(ctx context.Context, did, pds string) (counts, error) {
 			return err
 		})
 	if err != nil {
-		return total, err
+		return total, "", err
 	}
 	rev := export.Rev()
 	listings := make(map[string]*listing, len(r.collections))
@@ -150,15 +156,43 @@ func (r *run) fetchByCAR(ctx context.Context, did, pds string) (counts, error) {
 		walkErr = w.add(batch)
 	}
 	if err := errors.Join(w.wait(), walkErr); err != nil {
-		return total, err
+		return total, rev, err
 	}
 	// Every wanted record of the export is written: reconcile.
 	for _, c := range slices.Sorted(maps.Keys(listings)) {
 		deleted, err := r.reconcile(ctx, listings[c])
 		total.deleted += deleted
 		if err != nil {
-			return total, err
+			return total, rev, err
 		}
 	}
-	return total, nil
+	return total, rev, nil
+}
+
+// ResyncResult is what Resync did.
+type ResyncResult struct {
+	Rev     string // the export's revision
+	Records int64  // records of the record collections written
+	Deleted int64  // stored records the repository no longer holds, removed
+}
+
+// Resync fetches did's whole repository from its PDS as a verified CAR
+// export, now and outside any job, and writes its records of every record
+// collection with the export's revision, removing the stored ones it no
+// longer holds: what a live source does when it finds a gap in a
+// repository's history. The revision rule keeps live changes newer than
+// the export. It fails when the PDS does not offer getRepo, as nothing
+// else can be verified.
+func (m *Manager) Resync(ctx context.Context, did string) (ResyncResult, error) {
+	r := &run{m: m, id: "resync", act: &active{stop: make(chan struct{})}, log: m.cfg.Logger.With("resync", did)}
+	r.collections = m.cfg.Lexicons.Snapshot().RecordCollections()
+	if len(r.collections) == 0 {
+		return ResyncResult{}, nil
+	}
+	pds, err := r.resolve(ctx, did)
+	if err != nil {
+		return ResyncResult{}, err
+	}
+	n, rev, err := r.fetchByCARRev(ctx, did, pds)
+	return ResyncResult{Rev: rev, Records: n.fetched, Deleted: n.deleted}, err
 }

@@ -136,3 +136,31 @@ func TestBackfillListRecordsSetting(t *testing.T) {
 		t.Fatalf("repo %+v, getRepo calls %d, %d posts", r, pds.GetRepoCalls(), h.count(postNSID))
 	}
 }
+
+// TestResync: a repository is fetched whole and verified outside any job,
+// its records of every record collection written and a record it no
+// longer holds removed; a spoiled export writes nothing.
+func TestResync(t *testing.T) {
+	p, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
+	key, pub := signingKey(t)
+	p.AddKey(did(0), pds.URL(), pub)
+	pds.ServeRepo(did(0), key)
+	pds.AddRepo(did(0), postNSID, 3, "3kaaaaaaaaaa2")
+	pds.AddRepo(did(0), likeNSID, 2, "3kaaaaaaaaaa2")
+	h := newHarness(t, storagetest.SQLite(t), p, "")
+	mgr := h.start()
+	res, err := mgr.Resync(t.Context(), did(0))
+	if err != nil || res.Rev != "3kaaaaaaaaaa2" || res.Records != 5 || h.count(postNSID) != 3 || h.count(likeNSID) != 2 {
+		t.Fatalf("resync: %+v %v; %d posts %d likes", res, err, h.count(postNSID), h.count(likeNSID))
+	}
+	pds.DeleteRecord(did(0), postNSID, "3k00000000001", "3kaaaaaaaaab2")
+	if res, err = mgr.Resync(t.Context(), did(0)); err != nil || res.Deleted != 1 || h.count(postNSID) != 2 {
+		t.Fatalf("second resync: %+v %v; %d posts", res, err, h.count(postNSID))
+	}
+	strangerKey, _ := signingKey(t)
+	pds.SpoilRepo(did(0), repocartest.Spoil{SignWith: strangerKey})
+	pds.AddRepo(did(0), postNSID, 1, "3kaaaaaaaaac2")
+	if _, err := mgr.Resync(t.Context(), did(0)); err == nil || h.count(postNSID) != 2 {
+		t.Fatalf("spoiled resync: %v; %d posts", err, h.count(postNSID))
+	}
+}
