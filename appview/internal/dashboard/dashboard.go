@@ -58,6 +58,8 @@ var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
 var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+	{Name: "plugins", Path: Path + "plugins", Title: "Plugins", Group: groupNetwork, Perm: "plugins:read"},
+	{Name: "linkedrepos", Path: Path + "linked-repos", Title: "Linked repos", Group: groupAccess, Perm: "linked-repos:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
