@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/testenv"
 )
 
@@ -111,4 +112,79 @@ func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
 		t.Errorf("after revoking: %s", r.Raw)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// TestBrowserReadOnlyPluginsAndLinkedRepos: at phone width, an admin
+// holding only the read permissions sees the plugins and linked repos
+// pages without their install, create and delete controls, with the
+// reasons at the top; forcing the hidden delete of a grant is refused by
+// the API and explained next to the button; nothing overflows the
+// viewport.
+func TestBrowserReadOnlyPluginsAndLinkedRepos(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+	if r := env.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "atproto transition:generic",
+		"handle": "bot.example.com", "reason": "the digest bot"}, testenv.Bearer(key)...); r.Status != 200 {
+		t.Fatalf("create grant: %d %s", r.Status, r.Raw)
+	}
+	reader := env.AddAdmin(t, admins.PluginsRead, admins.LinkedReposRead, admins.APIKeysCreate)
+	r := reader.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard",
+		"permissions": []string{string(admins.PluginsRead), string(admins.LinkedReposRead), string(admins.APIKeysCreate)}})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	readerKey, _ := r.Object(t)["key"].(string)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 800)); err != nil {
+		t.Fatal(err)
+	}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(env.URL+"/dashboard/signin"),
+		chromedp.SendKeys("#key", readerKey),
+		chromedp.Click("#signin-key button"),
+		chromedp.WaitVisible("#whoami"),
+	)
+	if err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	hidden := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			if h, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("`+id+`").hidden`)); err != nil || !h {
+				t.Errorf("#%s is offered to a read-only admin (%v)", id, err)
+			}
+		}
+	}
+	overflow := func(page string) {
+		t.Helper()
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		if err != nil || w > 400 {
+			t.Errorf("%s is %d px wide at a 400 px viewport (%v)", page, w, err)
+		}
+	}
+
+	open(t, ctx, env, "/dashboard/plugins", "#no-plugins")
+	waitText(t, ctx, "#limits", "Installing, reloading and setting secrets is unavailable: your account lacks the plugins:create permission.")
+	waitText(t, ctx, "#limits", "Deleting a plugin is unavailable: your account lacks the plugins:delete permission.")
+	hidden("install", "reload-form", "delete-plugin", "check-update")
+	overflow("the plugins page")
+
+	open(t, ctx, env, "/dashboard/linked-repos", "#grant-list")
+	waitText(t, ctx, "#limits", "lacks the linked-repos:create permission")
+	waitText(t, ctx, "#limits", "lacks the linked-repos:delete permission")
+	hidden("create", "delete-grant")
+	waitText(t, ctx, "#grant-list tbody", "bot.example.com")
+	overflow("the linked repos page")
+	if err := chromedp.Do(ctx, chromedp.Click(`#grant-list tbody button`), chromedp.WaitVisible("#detail")); err != nil {
+		t.Fatalf("manage: %v", err)
+	}
+	hidden("authorize", "invite-form")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("delete-grant").click(), true`)); err != nil {
+		t.Fatal(err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#delete-error", "Your account lacks the linked-repos:delete permission this needs (the admin API answered: insufficient permissions).")
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
 }

@@ -53,7 +53,7 @@ function status(g) {
 }
 
 function scopes(g) {
-  return el("span", { class: "scopes" }, ...g.scopes.split(" ").map((s) => el("code", { text: s })));
+  return el("span", { class: "scopes" }, ...g.scopes.split(" ").flatMap((s, i) => [i ? " " : null, el("code", { text: s })]));
 }
 
 // show renders a listing.
