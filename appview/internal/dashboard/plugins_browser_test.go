@@ -70,7 +70,9 @@ func startPluginInstance(t *testing.T, origin string) (*testenv.Env, string) {
 // version, required secret and module URL shown, nothing installed),
 // then installed; the registry lists the newer version; the plugin's
 // panel sets its secret, which comes back masked (never the value) and
-// marks the plugin's secrets as set.
+// marks the plugin's secrets as set, then clears it (confirmed); the
+// update check finds the registry's version; deleting (confirmed)
+// empties the list.
 func TestBrowserPluginInstallAndSecrets(t *testing.T) {
 	origin := pluginOrigin(t)
 	ctx := browser(t, 40*time.Second)
@@ -129,5 +131,28 @@ func TestBrowserPluginInstallAndSecrets(t *testing.T) {
 	if html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); strings.Contains(html, "abcdefgh") {
 		t.Error("the secret's value is in the page after saving")
 	}
+
+	// Emptying the field clears the secret, after a confirmation.
+	if err := chromedp.Do(ctx, clear("#secret-0"), chromedp.Click("#save-secrets")); err != nil {
+		t.Fatalf("clear secret: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#secret-fields", "not set (required)")
+	waitText(t, ctx, "#plugin-list tbody", "missing")
+
+	if err := chromedp.Do(ctx, chromedp.Click("#check-update")); err != nil {
+		t.Fatalf("check for updates: %v", err)
+	}
+	waitText(t, ctx, "#notice", "word-filter: version 1.1.0 is available.")
+
+	if err := chromedp.Do(ctx, chromedp.Click("#delete-plugin")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	waitText(t, ctx, "#confirm-text", "Its secrets are kept for a reinstall.")
+	confirm(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#no-plugins")); err != nil {
+		t.Fatalf("deleted plugin still listed: %v", err)
+	}
+	waitText(t, ctx, "#official-list tbody", "Preview and install")
 	noConsoleErrors(t, &errs)
 }

@@ -109,9 +109,11 @@ function wire() {
     permission: `${READ} and ${CREATE}`,
     errorBox: $("detail-error"),
     done: async (s) => {
-      notify(s.update_available ? `${s.id}: version ${s.latest_version} is available.` : `${s.id} is up to date (${s.version}).`);
       await refresh();
-      official();
+      await official();
+      if (s.update_available) notify(`${s.id}: version ${s.latest_version} is available.`);
+      else if (state.official.has(s.id)) notify(`${s.id} is up to date (${s.version}).`);
+      else notify(`The official registry does not list ${s.id}: there is nothing to compare its version ${s.version} with.`);
     },
   });
   action($("delete-plugin"), {
@@ -242,7 +244,7 @@ async function preview(url) {
 
 // install installs the previewed manifest, with the optional pin.
 async function install() {
-  const { url, pv } = state.preview || {};
+  const { url } = state.preview || {};
   if (!url) return;
   const shaInput = $("install-sha256");
   const sha256 = shaInput.value.trim();
@@ -256,7 +258,7 @@ async function install() {
   if (sha256) body.sha256 = sha256;
   let s;
   try {
-    s = await busy($("install-button"), () => call("POST", "/admin/plugins", { body }));
+    s = await working($("install-button"), $("install-progress"), () => call("POST", "/admin/plugins", { body }));
   } catch (err) {
     showError(shaInput, err, CREATE);
     return;
@@ -266,7 +268,7 @@ async function install() {
   const need = (s.required_secrets || []).length && !s.secrets_configured;
   notify(`Plugin ${s.id} ${s.version} installed.${need ? " It needs secrets: set them in its panel." : ""}`);
   await refresh();
-  if (need || pv.id === s.id) openPanel(s.id);
+  openPanel(s.id);
 }
 
 // reload fetches the open plugin again, from its URL or a new one.
@@ -277,13 +279,24 @@ async function reload() {
   showError(input, null);
   if (url && !(await confirmed(`Reload ${id} from ${url}? Its pinned SHA-256 is cleared.`, { ok: "Reload" }))) return;
   try {
-    const s = await busy($("reload"), () =>
+    const s = await working($("reload"), $("reload-progress"), () =>
       call("POST", `/admin/plugins/${encodeURIComponent(id)}/reload`, url ? { body: { url } } : {}));
     notify(`Plugin ${s.id} reloaded: version ${s.version}.`);
     input.value = "";
     await refresh();
   } catch (err) {
     showError(input, err, CREATE);
+  }
+}
+
+// working is busy with a progress line shown while work runs: fetching
+// and compiling a module takes seconds.
+async function working(button, progress, work) {
+  progress.hidden = false;
+  try {
+    return await busy(button, work);
+  } finally {
+    progress.hidden = true;
   }
 }
 
