@@ -16,7 +16,7 @@ import (
 // URL is shown once (gone when the panel is opened again) while the
 // invite stays listed; revoking it (confirmed) empties the list.
 func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
-	ctx := browser(t, 15*time.Second)
+	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
 	var errs consoleErrors
 	errs.listen(ctx)

@@ -2,7 +2,7 @@
 // one grant's panel: its authorization link, its invites (created with
 // the URL shown once, listed, revoked) and deleting it.
 import { APIError, call, load } from "../api.js";
-import { $, action, busy, denied, el, formJSON, gate, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, explain, formJSON, gate, notify, secret, showError, table, time } from "../ui.js";
 
 const READ = "linked-repos:read";
 const CREATE = "linked-repos:create";
@@ -30,8 +30,14 @@ export default async function linkedRepos() {
   show(list);
 }
 
+// refresh reads the grants again; a failure keeps the last listing and
+// says so.
 async function refresh() {
-  show(await load("/admin/linked-repos"));
+  try {
+    show(await load("/admin/linked-repos"));
+  } catch (err) {
+    notify(`The grants could not be read again: ${explain(err, READ)}`, { error: true });
+  }
 }
 
 // account names a grant's account: its handle and DID, or that it is open.

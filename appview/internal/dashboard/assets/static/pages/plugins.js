@@ -37,9 +37,14 @@ export default async function plugins() {
   official();
 }
 
-// refresh reads the listing again and redraws it (and the open panel).
+// refresh reads the listing again and redraws it (and the open panel);
+// a failure keeps the last listing and says so.
 async function refresh() {
-  show(await load("/admin/plugins"));
+  try {
+    show(await load("/admin/plugins"));
+  } catch (err) {
+    notify(`The plugin list could not be read again: ${explain(err, READ)}`, { error: true });
+  }
 }
 
 // show renders a listing of GET /admin/plugins.
