@@ -173,7 +173,8 @@ function openPanel(id) {
   const g = state.grants.find((x) => x.id === id);
   if (!g) return;
   state.open = id;
-  for (const b of ["authorize-error", "authorize-result", "invite-error", "delete-error", "invites-error"]) $(b).hidden = true;
+  for (const b of ["authorize-error", "authorize-result", "delete-error", "invites-error"]) $(b).hidden = true;
+  showError($("invite-expires"), null);
   $("invite-secret").replaceChildren();
   $("invite-secret").hidden = true;
   panel(g);
