@@ -14,7 +14,9 @@ import (
 // TestBrowserLinkedRepoGrantAndInvite: a malformed scope is refused next
 // to the scopes field; an open grant is created and listed; an invite's
 // URL is shown once (gone when the panel is opened again) while the
-// invite stays listed; revoking it (confirmed) empties the list.
+// invite stays listed; revoking it (confirmed) empties the list; a grant
+// pinned to a DID that does not resolve gets no authorization link, and
+// the reason is shown next to the button.
 func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
@@ -110,6 +112,27 @@ func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
 	waitText(t, ctx, "#notice", "Invite revoked.")
 	if r := env.Do(t, "GET", invitesPath, nil, testenv.Bearer(key)...); string(r.Raw) != `{"invites":[]}` {
 		t.Errorf("after revoking: %s", r.Raw)
+	}
+
+	// A grant pinned to an account that does not resolve: the
+	// authorization link cannot be made, and the reason is shown next to
+	// the button.
+	err = chromedp.Do(ctx,
+		chromedp.Click("#detail-close"),
+		chromedp.SendKeys("#handle", "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa"),
+		chromedp.Click("#create-button"),
+		chromedp.WaitVisible("#authorize-pinned"),
+		chromedp.Click("#authorize"),
+		chromedp.WaitVisible("#authorize-error"),
+	)
+	if err != nil {
+		t.Fatalf("authorize: %v", err)
+	}
+	if msg := text(t, ctx, "#authorize-error"); msg != "cannot resolve did:plc:aaaaaaaaaaaaaaaaaaaaaaaa" {
+		t.Errorf("authorize error: %q", msg)
+	}
+	if vis, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("authorize-result").hidden`)); vis {
+		t.Error("an authorization link is shown after a refusal")
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
