@@ -61,7 +61,8 @@ func findBrowser() (string, error) {
 		"(apt-get install chromium) to run the browser tests", strings.Join(browserNames, ", "), BrowserEnv)
 }
 
-// browser returns a new tab of the shared browser, bounded by timeout.
+// browser returns a new tab of the shared browser in a fresh browser
+// context (no cookies), bounded by timeout.
 // Without a browser the test is skipped, or fails when CI=true.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
@@ -93,7 +94,11 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
-	tab, cancelTab := chromedp.NewContext(shared.ctx)
+	// Each tab gets its own browser context (like a private window), so
+	// that no test sees another's cookies: every test instance listens on
+	// 127.0.0.1, signs its cookies with the same secret and has the same
+	// super user, so a session left by one test would be valid in the next.
+	tab, cancelTab := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancel := context.WithTimeout(tab, timeout)
 	t.Cleanup(func() {
 		if t.Failed() {

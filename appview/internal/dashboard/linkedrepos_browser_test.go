@@ -144,7 +144,7 @@ func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
 // the API and explained next to the button; nothing overflows the
 // viewport.
 func TestBrowserReadOnlyPluginsAndLinkedRepos(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 	if r := env.Do(t, "POST", "/admin/linked-repos", map[string]any{"scopes": "atproto transition:generic",
 		"handle": "bot.example.com", "reason": "the digest bot"}, testenv.Bearer(key)...); r.Status != 200 {
