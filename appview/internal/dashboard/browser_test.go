@@ -61,7 +61,8 @@ func findBrowser() (string, error) {
 		"(apt-get install chromium) to run the browser tests", strings.Join(browserNames, ", "), BrowserEnv)
 }
 
-// browser returns a new tab of the shared browser, bounded by timeout.
+// browser returns a new tab of the shared browser in a fresh browser
+// context (no cookies), bounded by timeout.
 // Without a browser the test is skipped, or fails when CI=true.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()

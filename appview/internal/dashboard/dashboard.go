@@ -64,6 +64,8 @@ var pages = []page{
 	{Name: "apikeys", Path: Path + "api-keys", Title: "Admin API keys", Group: groupAccess, Perm: "api-keys:read"},
 	{Name: "clients", Path: Path + "api-clients", Title: "API clients", Group: groupAccess, Perm: "api-clients:view"},
 	{Name: "variables", Path: Path + "script-variables", Title: "Script variables", Group: groupInstance, Perm: "script-variables:read"},
+	{Name: "plugins", Path: Path + "plugins", Title: "Plugins", Group: groupNetwork, Perm: "plugins:read"},
+	{Name: "linkedrepos", Path: Path + "linked-repos", Title: "Linked repos", Group: groupAccess, Perm: "linked-repos:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.

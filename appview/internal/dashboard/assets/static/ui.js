@@ -75,9 +75,12 @@ export function code(value) {
 // table fills tableEl's body with one row per item: columns are
 // {cell: (item) => node or string, class?}. empty (a node or message) is
 // shown instead of the table when there are no items.
+// Each cell carries its column's heading as data-label, for stylesheets
+// that stack a table's rows at phone width.
 export function table(tableEl, items, columns, empty) {
+  const heads = [...(tableEl.tHead?.rows[0]?.cells ?? [])].map((th) => th.textContent.trim());
   const rows = items.map((item) =>
-    el("tr", {}, ...columns.map((c) => el("td", { class: c.class }, cellContent(c.cell(item))))),
+    el("tr", {}, ...columns.map((c, i) => el("td", { class: c.class, "data-label": heads[i] }, cellContent(c.cell(item))))),
   );
   tableEl.tBodies[0].replaceChildren(...rows);
   tableEl.hidden = items.length === 0;
