@@ -58,6 +58,7 @@ var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
 var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+	{Name: "domains", Path: Path + "domains", Title: "Domains", Group: groupNetwork, Perm: "settings:manage"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
