@@ -1,0 +1,74 @@
+package dashboard_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/labelertest"
+)
+
+// TestBrowserLabelers: a stand-in labeler with one label emitted is added
+// by DID and listed; the refresh shows its cursor reach the label and its
+// connection in the last event; pausing it (the connection closes) shows
+// it paused; deleting it (confirmed, the dialog saying its labels go too)
+// empties the list and removes its label.
+func TestBrowserLabelers(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+	lab := labelertest.New(t, env.PLC, labelertest.Options{})
+	const subject = "at://did:plc:ewvi7nxzyoun6zhxrhs64oiz/com.example.post/3kabc"
+	lab.Emit(lab.Label(subject, "spam"))
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/labelers", "#add-form")
+	waitText(t, ctx, "#no-labelers", "No labelers")
+
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#did", lab.DID), chromedp.Click("#add-form button")); err != nil {
+		t.Fatalf("add: %v", err)
+	}
+	waitText(t, ctx, "#labelers tbody", lab.DID)
+	// The stream is replayed from the start: the cursor reaches the label,
+	// and the connection shows as the last event.
+	waitText(t, ctx, "#labelers tbody td.num", "1")
+	waitText(t, ctx, "#labelers tbody tr td:nth-child(4)", "connected")
+	if s := text(t, ctx, "#labelers tbody tr td:nth-child(2)"); s != "active" {
+		t.Errorf("status %q, want active", s)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(`#labelers button[aria-label^="Pause"]`)); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	waitText(t, ctx, "#labelers tbody tr td:nth-child(2)", "paused")
+	waitText(t, ctx, "#labelers tbody tr td:nth-child(6)", "Resume")
+	for lab.Open() != 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the connection stays open after the pause")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click(`#labelers button.danger`), chromedp.WaitVisible("#confirm-text")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if msg := text(t, ctx, "#confirm-text"); !strings.Contains(msg, "removes every label it emitted") {
+		t.Errorf("the confirmation does not say the labels go: %q", msg)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Deleted "+lab.DID)
+	waitText(t, ctx, "#no-labelers", "No labelers")
+	got, err := env.Store.LabelsFor(context.Background(), []string{subject}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[subject]) != 0 {
+		t.Errorf("labels after the delete: %v", got[subject])
+	}
+	noConsoleErrors(t, &errs)
+}
