@@ -59,6 +59,7 @@ var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
 	{Name: "domains", Path: Path + "domains", Title: "Domains", Group: groupNetwork, Perm: "settings:manage"},
+	{Name: "identity", Path: Path + "identity", Title: "Service identity", Group: groupNetwork, Perm: "settings:manage"},
 	{Name: "labelers", Path: Path + "labelers", Title: "Labelers", Group: groupNetwork, Perm: "labelers:read"},
 }
 
