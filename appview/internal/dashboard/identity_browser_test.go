@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -35,7 +37,36 @@ func TestBrowserIdentity(t *testing.T) {
 	}
 	waitText(t, ctx, "#no-entries", "No service entries")
 
+	// The mode form sends the chosen mode's fields; a refusal naming a
+	// field shown is put next to it, any other under the form.
 	err := chromedp.Do(ctx,
+		chromedp.Click("#mode-change summary"),
+		choose("#mode", "did_plc"),
+		chromedp.WaitVisible("#plc-fields"),
+		chromedp.Click("#mode-form button[type=submit]"),
+	)
+	if err != nil {
+		t.Fatalf("did_plc without a DID: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#mode-error", "the did_plc mode needs a DID")
+	err = chromedp.Do(ctx,
+		chromedp.Click(`input[name=plc-how][value=adopt]`),
+		chromedp.WaitVisible("#plc-did"),
+		chromedp.SendKeys("#plc-did", "did:web:example.com"),
+		chromedp.SendKeys("#plc-key", "zNotAKey"),
+		chromedp.Click("#mode-form button[type=submit]"),
+	)
+	if err != nil {
+		t.Fatalf("adopt a did:web: %v", err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#plc-did-error", "invalid did: a did:plc is expected")
+	if got := text(t, ctx, "#id-mode"); !strings.HasPrefix(got, "did_web") {
+		t.Errorf("the mode changed to %q after refusals", got)
+	}
+
+	err = chromedp.Do(ctx,
 		chromedp.SendKeys("#entry-fragment", "#1bad"),
 		chromedp.SendKeys("#entry-type", "BskyAppView"),
 		chromedp.Click("#entry-form button"),
@@ -59,7 +90,7 @@ func TestBrowserIdentity(t *testing.T) {
 	waitText(t, ctx, "article.entry h3", "#bsky_appview BskyAppView")
 
 	err = chromedp.Do(ctx,
-		chromedp.SetValue("article.entry select[id$=-bind]", nsid),
+		choose("article.entry select[id$=-bind]", nsid),
 		chromedp.Click(`article.entry button[aria-label^="Bind"]`),
 	)
 	if err != nil {
@@ -77,4 +108,17 @@ func TestBrowserIdentity(t *testing.T) {
 		t.Errorf("bound through the API: %v", bound)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// choose selects value in the select sel as a person would: the change
+// event fires.
+func choose(sel, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const s = document.querySelector(%q); if (!s) return false;
+			s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); return s.value === %q; })()`, sel, value, value))(ctx, t)
+		if err == nil && !ok {
+			err = fmt.Errorf("no option %q in %s", value, sel)
+		}
+		return err
+	})
 }

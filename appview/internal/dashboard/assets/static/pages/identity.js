@@ -104,7 +104,8 @@ function modeForm() {
       show(id);
       notify(`The identity is now ${id.mode}${id.did ? ` (${id.did})` : ""}.`);
     } catch (err) {
-      const hit = modeErrorFields.find(([re]) => re.test(err.message));
+      // A field hidden for the chosen mode cannot show the error.
+      const hit = modeErrorFields.find(([re, c]) => re.test(err.message) && !$(c).closest("[hidden]"));
       const target = hit ? $(hit[1]) : $("mode-error");
       showError(target, err, PERM);
       if (hit) target.focus();
