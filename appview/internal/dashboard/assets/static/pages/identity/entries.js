@@ -84,15 +84,19 @@ async function card(e) {
 
   const mode = el("select", { id: `${id}-mode`, "aria-describedby": `${id}-error` },
     ...["all", "allowlist", "disabled"].map((m) => el("option", { value: m, text: m, selected: m === e.access_mode })));
-  mode.addEventListener("change", async () => {
+  // A button applies the choice: a select's change event fires on every
+  // arrow key press, which must not each be a request.
+  const setMode = el("button", { type: "button", class: "secondary", text: "Set", "aria-label": `Set the access mode of ${e.fragment_id}` });
+  setMode.addEventListener("click", async () => {
+    if (mode.value === e.access_mode) return;
     try {
       await call("PUT", base, { body: { access_mode: mode.value } });
       showError(mode, null);
-      notify(`${e.fragment_id} now admits ${modeText(mode.value)}.`);
+      notify(`${e.fragment_id} now admits proxied calls from ${modeText(mode.value)}.`);
       await list();
+      document.getElementById(mode.id)?.focus();
     } catch (err) {
       showError(mode, err, PERM);
-      mode.value = e.access_mode;
     }
   });
 
@@ -111,7 +115,7 @@ async function card(e) {
   return el("article", { class: "entry", id, "aria-labelledby": `${id}-title` },
     el("h3", { id: `${id}-title` }, el("code", { text: e.fragment_id }), " ", el("span", { class: "badge", text: e.service_type })),
     el("p", { class: "hint" }, "Added ", time(e.created_at), "."),
-    el("label", { for: mode.id, text: "Access mode" }), mode,
+    el("label", { for: mode.id, text: "Access mode" }), el("div", { class: "row" }, mode, setMode),
     el("p", { class: "hint", text: `Proxied calls are admitted from ${modeText(e.access_mode)}.` }),
     el("h4", { text: "Bound XRPC methods" }),
     bindings(e, base, bound, errBox),
