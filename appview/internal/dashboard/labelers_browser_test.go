@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/labelertest"
 )
 
@@ -71,4 +72,56 @@ func TestBrowserLabelers(t *testing.T) {
 		t.Errorf("labels after the delete: %v", got[subject])
 	}
 	noConsoleErrors(t, &errs)
+}
+
+// TestBrowserLabelersReadOnly: an admin who may only read labelers sees
+// the list without the add form or any button, and the page says which
+// permissions the hidden actions need.
+func TestBrowserLabelersReadOnly(t *testing.T) {
+	ctx := browser(t, 15*time.Second)
+	env, key := startInstance(t)
+	if r := env.Do(t, "POST", "/admin/labelers", map[string]any{"did": labelertest.NewDID()}, "Authorization", "Bearer "+key); r.Status != 201 {
+		t.Fatalf("add: %d %s", r.Status, r.Raw)
+	}
+	reader := env.AddAdmin(t, admins.LabelersRead, admins.APIKeysCreate)
+	r := reader.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard",
+		"permissions": []string{string(admins.LabelersRead), string(admins.APIKeysCreate)}})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	readerKey, _ := r.Object(t)["key"].(string)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, readerKey)
+	open(t, ctx, env, "/dashboard/labelers", "#labelers")
+	waitText(t, ctx, "#labelers tbody", "did:plc:")
+	state, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`({
+		add: !document.getElementById("add").hidden,
+		buttons: document.querySelectorAll("#labelers button").length,
+		limits: document.getElementById("limits").textContent,
+		event: document.querySelector("#labelers tbody td:nth-child(4)").textContent,
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state["add"] != false || state["buttons"] != float64(0) {
+		t.Errorf("a reader is offered actions: %v", state)
+	}
+	limits, _ := state["limits"].(string)
+	for _, want := range []string{"Adding, pausing and resuming labelers is unavailable: your account lacks the labelers:create permission.",
+		"Deleting labelers is unavailable: your account lacks the labelers:delete permission."} {
+		if !strings.Contains(limits, want) {
+			t.Errorf("limits %q lack %q", limits, want)
+		}
+	}
+	if state["event"] != "needs events:read" {
+		t.Errorf("last event column: %v", state["event"])
+	}
+	// The overview, where the sign-in lands, is refused to this admin.
+	for _, e := range errs.all() {
+		if !strings.HasSuffix(e, "status of 403 (Forbidden) ("+env.URL+"/admin/stats)") {
+			t.Errorf("console error: %s", e)
+		}
+	}
 }

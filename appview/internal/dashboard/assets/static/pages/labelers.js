@@ -12,11 +12,14 @@ const REFRESH = 3000;
 const perms = { create: false, del: false, events: false };
 
 export default async function labelers() {
-  perms.create = await gate("labelers:create", "Adding, pausing and resuming labelers", $("add"));
+  perms.create = await gate("labelers:create", "Adding, pausing and resuming labelers");
   perms.del = await gate("labelers:delete", "Deleting labelers");
   perms.events = await can("events:read");
   if (!(await refresh(true))) return;
-  if (perms.create) addForm();
+  if (perms.create) {
+    addForm();
+    $("add").hidden = false;
+  }
   setInterval(() => {
     if (!document.hidden) refresh(false);
   }, REFRESH);
