@@ -19,8 +19,8 @@ export default async function domains() {
       const d = await call("POST", "/admin/domains", { body: { url: input.value.trim() } });
       showError(input, null);
       input.value = "";
-      notify(`Added ${d.url}.`);
       await refresh();
+      notify(`Added ${d.url}.`);
     } catch (err) {
       showError(input, err, PERM);
       input.focus();
@@ -66,8 +66,8 @@ function actions(d) {
     errorBox: box,
     work: () => call("POST", `/admin/domains/${encodeURIComponent(d.id)}/primary`),
     done: async () => {
-      notify(`${d.url} is now the primary domain.`);
       await refresh();
+      notify(`${d.url} is now the primary domain.`);
     },
   });
   action(del, {
@@ -76,8 +76,8 @@ function actions(d) {
     errorBox: box,
     work: () => call("DELETE", `/admin/domains/${encodeURIComponent(d.id)}`),
     done: async () => {
-      notify(`Deleted ${d.url}.`);
       await refresh();
+      notify(`Deleted ${d.url}.`);
     },
   });
   return el("div", { class: "actions" }, primary, del);

@@ -179,8 +179,8 @@ async function methods() {
       const m = await call("POST", "/admin/verification-methods", { body });
       fragment.value = "";
       $("method-key").value = "";
-      notify(`Added the verification method ${m.fragment_id}.`);
       await listMethods();
+      notify(`Added the verification method ${m.fragment_id}.`);
     } catch (err) {
       const target = /fragment|already exists/.test(err.message) ? fragment : keyField;
       showError(target, err, PERM);
@@ -219,8 +219,8 @@ function methodActions(m) {
     errorBox: $("methods-error"),
     work: () => call("DELETE", `/admin/verification-methods/${encodeURIComponent(m.fragment_id.replace(/^#/, ""))}`),
     done: async () => {
-      notify(`Deleted the verification method ${m.fragment_id}.`);
       await listMethods();
+      notify(`Deleted the verification method ${m.fragment_id}.`);
     },
   });
   return b;

@@ -38,8 +38,8 @@ function addForm() {
       await call("POST", "/admin/labelers", { body: { did } });
       showError(input, null);
       input.value = "";
-      notify(`Following ${did}.`);
       await refresh(false);
+      notify(`Following ${did}.`);
     } catch (err) {
       showError(input, err, "labelers:create");
       input.focus();
@@ -123,8 +123,8 @@ function actions(l) {
       errorBox: box,
       work: () => call("PATCH", `/admin/labelers/${encodeURIComponent(l.did)}`, { body: { status: next } }),
       done: async () => {
-        notify(next === "paused" ? `Paused ${l.did}: its cursor and labels are kept.` : `Resumed ${l.did} from its cursor.`);
         await refresh(false);
+        notify(next === "paused" ? `Paused ${l.did}: its cursor and labels are kept.` : `Resumed ${l.did} from its cursor.`);
       },
     });
     buttons.push(b);
@@ -137,8 +137,8 @@ function actions(l) {
       errorBox: box,
       work: () => call("DELETE", `/admin/labelers/${encodeURIComponent(l.did)}`),
       done: async () => {
-        notify(`Deleted ${l.did} and its labels.`);
         await refresh(false);
+        notify(`Deleted ${l.did} and its labels.`);
       },
     });
     buttons.push(b);

@@ -44,8 +44,8 @@ function createForm() {
       });
       fragment.value = "";
       type.value = "";
-      notify(`Added the service entry ${e.fragment_id}. Bind the XRPC methods it serves.`);
       await list();
+      notify(`Added the service entry ${e.fragment_id}. Bind the XRPC methods it serves.`);
     } catch (err) {
       const target = /service_type/.test(err.message) ? type : fragment;
       showError(target, err, PERM);
@@ -92,8 +92,8 @@ async function card(e) {
     try {
       await call("PUT", base, { body: { access_mode: mode.value } });
       showError(mode, null);
-      notify(`${e.fragment_id} now admits proxied calls from ${modeText(mode.value)}.`);
       await list();
+      notify(`${e.fragment_id} now admits proxied calls from ${modeText(mode.value)}.`);
       document.getElementById(mode.id)?.focus();
     } catch (err) {
       showError(mode, err, PERM);
@@ -107,8 +107,8 @@ async function card(e) {
     errorBox: errBox,
     work: () => call("DELETE", base),
     done: async () => {
-      notify(`Deleted the service entry ${e.fragment_id}.`);
       await list();
+      notify(`Deleted the service entry ${e.fragment_id}.`);
     },
   });
 
@@ -139,8 +139,8 @@ function bindings(e, base, bound, errBox) {
       errorBox: errBox,
       work: () => call("DELETE", `${base}/xrpcs`, { body: { lexicon_ids: [nsid] } }),
       done: async () => {
-        notify(`Unbound ${nsid} from ${e.fragment_id}.`);
         await list();
+        notify(`Unbound ${nsid} from ${e.fragment_id}.`);
       },
     });
     return el("li", { class: "row" }, el("code", { text: nsid }), b);
@@ -165,8 +165,8 @@ function bindings(e, base, bound, errBox) {
     try {
       await call("POST", `${base}/xrpcs`, { body: { lexicon_ids: [nsid] } });
       showError(picker, null);
-      notify(`Bound ${nsid} to ${e.fragment_id}.`);
       await list();
+      notify(`Bound ${nsid} to ${e.fragment_id}.`);
       document.getElementById(pickId)?.focus();
     } catch (err) {
       showError(picker, err, PERM);
@@ -190,8 +190,8 @@ function allowlist(e, base, dids, errBox) {
       errorBox: errBox,
       work: () => call("DELETE", `${base}/allowlist`, { body: { dids: [did] } }),
       done: async () => {
-        notify(`Removed ${did} from ${e.fragment_id}'s allowlist.`);
         await list();
+        notify(`Removed ${did} from ${e.fragment_id}'s allowlist.`);
       },
     });
     return el("li", { class: "row" }, el("code", { text: did }), b);
@@ -207,8 +207,8 @@ function allowlist(e, base, dids, errBox) {
     }
     try {
       await call("POST", `${base}/allowlist`, { body: { dids: [did] } });
-      notify(`${e.fragment_id} now admits ${did}.`);
       await list();
+      notify(`${e.fragment_id} now admits ${did}.`);
     } catch (err) {
       showError(input, err, PERM);
     }

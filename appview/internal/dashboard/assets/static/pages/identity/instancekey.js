@@ -15,8 +15,8 @@ export default async function instanceKey() {
     errorBox: $("key-error"),
     work: () => call("POST", "/admin/oauth/instance-key/rotate"),
     done: async (r) => {
-      notify(`The current key is now ${r.kid}; ${r.retired_kid} is retiring.`);
       await list();
+      notify(`The current key is now ${r.kid}; ${r.retired_kid} is retiring.`);
     },
   });
   await list();
@@ -58,8 +58,8 @@ function revoke(k) {
     errorBox: $("key-error"),
     work: () => call("DELETE", `/admin/oauth/instance-key/${encodeURIComponent(k.kid)}`),
     done: async () => {
-      notify(`Revoked ${k.kid}.`);
       await list();
+      notify(`Revoked ${k.kid}.`);
     },
   });
   return b;
