@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -95,6 +97,14 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	}
 	tab, cancelTab := chromedp.NewContext(shared.ctx)
 	ctx, cancel := context.WithTimeout(tab, timeout)
+	// The tabs share the browser's cookies, and a cookie of 127.0.0.1 is
+	// sent to every port: the session a previous test's instance set
+	// (same secret, same account DID) would sign this test in.
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		cancel()
+		cancelTab()
+		t.Fatalf("clear the cookies: %v", err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			screenshot(t, tab)
