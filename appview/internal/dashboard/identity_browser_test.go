@@ -12,9 +12,11 @@ import (
 )
 
 // TestBrowserIdentity: the page shows the did:web mode and the instance's
-// DID; a service entry with a malformed fragment is refused next to the
-// field; a valid one is created, and a query lexicon picked from the
-// lexicons is bound to it, then listed as bound (and no longer offered).
+// DID; the mode form's refusals are shown under the form or next to the
+// field they name, and the mode stays; a service entry with a malformed
+// fragment is refused next to the field; a valid one is created, and a
+// query lexicon picked from the lexicons is bound to it, then listed as
+// bound (and no longer offered). At phone width the page fits the screen.
 func TestBrowserIdentity(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
@@ -106,6 +108,16 @@ func TestBrowserIdentity(t *testing.T) {
 	r.JSON(t, &bound)
 	if len(bound) != 1 || bound[0] != nsid {
 		t.Errorf("bound through the API: %v", bound)
+	}
+
+	// At phone width the page does not overflow sideways: the tables
+	// scroll within their boxes.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 800)); err != nil {
+		t.Fatal(err)
+	}
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`))
+	if err != nil || wide {
+		t.Errorf("the page is wider than a 400 px screen (%v)", err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
