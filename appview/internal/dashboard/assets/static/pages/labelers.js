@@ -52,7 +52,7 @@ function addForm() {
 // refresh reads the labelers and renders them. The first time, a failure
 // is shown as the page's denial and refresh resolves to false; later
 // ones keep the last reading.
-let rendered = "";
+let shape = "";
 async function refresh(first) {
   let list;
   try {
@@ -65,22 +65,35 @@ async function refresh(first) {
     return false;
   }
   const events = await lastEvents(list);
-  // Re-render only on a change, so that focus and a pending
-  // confirmation are not lost to the refresh.
-  const key = JSON.stringify([list, [...events]]);
   $("status").hidden = true;
   $("list").hidden = false;
-  if (key === rendered) return true;
-  rendered = key;
+  // The same labelers with the same statuses: only the cursors and last
+  // events change, in place, so that the keyboard focus stays on its
+  // button while a busy labeler's cursor moves.
+  const now = JSON.stringify(list.map((l) => [l.did, l.status]));
+  if (now === shape) {
+    const rows = $("labelers").tBodies[0].rows;
+    list.forEach((l, i) => {
+      rows[i].cells[2].textContent = cursor(l);
+      rows[i].cells[3].replaceChildren(lastEvent(events.get(l.did)));
+    });
+    return true;
+  }
+  shape = now;
   table($("labelers"), list, [
     { cell: (l) => el("code", { text: l.did }) },
     { cell: (l) => el("span", { class: l.status === "active" ? "ok" : "badge", text: l.status }) },
-    { cell: (l) => (l.cursor === null ? "none yet" : num(l.cursor)), class: "num" },
+    { cell: cursor, class: "num" },
     { cell: (l) => lastEvent(events.get(l.did)) },
     { cell: (l) => time(l.created_at) },
     { cell: actions },
   ], "no-labelers");
   return true;
+}
+
+// cursor renders a labeler's cursor.
+function cursor(l) {
+  return l.cursor === null ? "none yet" : num(l.cursor);
 }
 
 // lastEvents reads the latest labeler.* event-log entry of each labeler,
@@ -103,7 +116,7 @@ async function lastEvents(list) {
 // connection), and when.
 function lastEvent(e) {
   if (!perms.events) return el("span", { class: "hint", text: "needs events:read" });
-  if (!e) return "–";
+  if (!e) return document.createTextNode("–");
   const what = e.event_type.replace(/^labeler\./, "").replaceAll("_", " ");
   const cls = e.severity === "error" || e.severity === "warn" ? "bad" : "";
   const detail = e.detail?.error ? `: ${e.detail.error}` : "";
