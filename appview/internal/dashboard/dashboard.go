@@ -66,6 +66,9 @@ var pages = []page{
 	{Name: "variables", Path: Path + "script-variables", Title: "Script variables", Group: groupInstance, Perm: "script-variables:read"},
 	{Name: "plugins", Path: Path + "plugins", Title: "Plugins", Group: groupNetwork, Perm: "plugins:read"},
 	{Name: "linkedrepos", Path: Path + "linked-repos", Title: "Linked repos", Group: groupAccess, Perm: "linked-repos:read"},
+	{Name: "domains", Path: Path + "domains", Title: "Domains", Group: groupNetwork, Perm: "settings:manage"},
+	{Name: "identity", Path: Path + "identity", Title: "Service identity", Group: groupNetwork, Perm: "settings:manage"},
+	{Name: "labelers", Path: Path + "labelers", Title: "Labelers", Group: groupNetwork, Perm: "labelers:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
