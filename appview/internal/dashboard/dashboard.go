@@ -58,6 +58,8 @@ var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
 var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+	{Name: "records", Path: Path + "records", Title: "Records", Group: groupData, Perm: "records:read"},
+	{Name: "backfill", Path: Path + "backfill", Title: "Backfill", Group: groupData, Perm: "backfill:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
