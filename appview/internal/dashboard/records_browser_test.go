@@ -38,7 +38,7 @@ func rows(t *testing.T, ctx context.Context, sel string) int {
 // label on it, and deletes it after the confirmation: the row, the
 // collection's count and the store all lose it.
 func TestBrowserRecords(t *testing.T) {
-	ctx := browser(t, 15*time.Second)
+	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
 	seed(t, env.Store, "app.test.post", 3)
 	seed(t, env.Store, "app.test.like", 30)

@@ -1,0 +1,209 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/internal/backfilltest"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// backfillWorld is an instance whose accounts live on the backfill
+// tests' PDS stand-in, which is also its relay.
+type backfillWorld struct {
+	env  *testenv.Env
+	key  string
+	pds  *backfilltest.PDS
+	dids []string
+}
+
+// startBackfill starts an instance on SQLite with the record lexicon
+// app.test.post, repos accounts on the PDS stand-in holding records each,
+// and the backfill worker fetching one repository at a time; key is an
+// hv_ key holding every permission.
+func startBackfill(t *testing.T, repos, records int) *backfillWorld {
+	t.Helper()
+	pds := backfilltest.NewPDS(t)
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret, RelayURL: pds.URL()})
+	su := env.Bootstrap(t)
+	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+	lex := `{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object",` +
+		`"required":["text"],"properties":{"text":{"type":"string"}}}}}}`
+	if r := su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": lex, "backfill": false}); r.Status != 201 {
+		t.Fatalf("upload lexicon: %d %s", r.Status, r.Raw)
+	}
+	if err := env.Store.PutSetting(context.Background(), backfill.SettingConcurrency, "1"); err != nil {
+		t.Fatal(err)
+	}
+	w := &backfillWorld{env: env, key: key, pds: pds}
+	for i := range repos {
+		did := fmt.Sprintf("did:plc:dashboardbf%04d", i)
+		env.PLC.Register(did, fmt.Sprintf("bf%d.test", i), pds.URL())
+		pds.AddRepo(did, "app.test.post", records, "3kaaaaaaaaaa2")
+		w.dids = append(w.dids, did)
+	}
+	return w
+}
+
+// holdAt makes the PDS stand-in hold the first listRecords request of the
+// n-th repository listed until release is called (at the latest when the
+// test ends); held receives once it holds.
+func holdAt(t *testing.T, pds *backfilltest.PDS, n int) (held <-chan struct{}, release func()) {
+	gate, reached := make(chan struct{}), make(chan struct{}, 1)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	pds.OnListRecords(func(did, _, cursor string) {
+		if cursor != "" {
+			return
+		}
+		mu.Lock()
+		seen[did] = true
+		hold := len(seen) == n
+		mu.Unlock()
+		if hold {
+			reached <- struct{}{}
+			<-gate
+		}
+	})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return reached, release
+}
+
+// waitTrue waits until the JavaScript expression js is true.
+func waitTrue(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestBrowserBackfill: a job naming an account that does not resolve is
+// refused with that account listed under the accounts field; a job over
+// six accounts of the PDS stand-in (two pages of records each) shows its
+// progress live from the event stream (three of six fetched while the
+// stand-in holds the fourth), is paused and resumed, and its fetch bar
+// reaches completion with the job_completed event; the per-PDS breakdown,
+// the repositories and the history show it; its details are deleted after
+// a confirmation.
+func TestBrowserBackfill(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	w := startBackfill(t, 6, 120)
+	held, release := holdAt(t, w.pds, 4)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, w.env, w.key)
+	open(t, ctx, w.env, "/dashboard/backfill", "#create")
+	waitText(t, ctx, "#no-jobs", "No backfill job yet")
+	err := chromedp.Do(ctx,
+		chromedp.WaitReady(`#bf-collection option[value="app.test.post"]`),
+		choose("#bf-collection", "app.test.post"),
+		chromedp.SetValue("#bf-accounts", strings.Join(append([]string{w.dids[0]}, "did:plc:nobodyhere", " "+w.dids[1]), "\n")),
+		chromedp.Click("#bf-start"),
+		chromedp.WaitVisible("#bf-accounts-error"),
+	)
+	if err != nil {
+		t.Fatalf("unresolvable account: %v", err)
+	}
+	if msg := text(t, ctx, "#bf-accounts-error li"); msg != "did:plc:nobodyhere" {
+		t.Errorf("unresolvable list: %q (%q)", msg, text(t, ctx, "#bf-accounts-error"))
+	}
+	if r := w.env.Do(t, "GET", "/admin/backfill/status", nil, testenv.Bearer(w.key)...); string(r.Raw) != "[]\n" && string(r.Raw) != "[]" {
+		t.Fatalf("a refused request created a job: %s", r.Raw)
+	}
+
+	err = chromedp.Do(ctx,
+		chromedp.SetValue("#bf-accounts", strings.Join(w.dids, "\n")),
+		chromedp.Click("#bf-start"),
+		chromedp.WaitVisible("#job"),
+	)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	waitText(t, ctx, "#notice", "started")
+	if hidden, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("bf-accounts-error").hidden`)); !hidden {
+		t.Error("the unresolvable list stays after a job was started")
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the backfill never reached the fourth repository")
+	}
+	// Live progress: three fetched, the fourth held.
+	waitText(t, ctx, "#fetch-text", "3 of 6 fetched")
+	waitTrue(t, ctx, "the fetch bar at 3 of 6", `(() => { const b = document.getElementById("bar-fetch"); return b.value === 3 && b.max === 6; })()`)
+	waitText(t, ctx, "#job-live", "Live")
+	if s := text(t, ctx, "#job-stage"); s != "resolving and fetching" {
+		t.Errorf("stage: %q", s)
+	}
+
+	// Pause while the fourth is held: pausing, then paused once it is let go.
+	if err := chromedp.Do(ctx, chromedp.Click("#job-pause")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#job-status", "pausing")
+	release()
+	waitText(t, ctx, "#job-status", "paused")
+	waitText(t, ctx, "#job-eta", "paused")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#job-resume"), chromedp.Click("#job-resume")); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+
+	// Completion, from the stream's job_completed message.
+	waitText(t, ctx, "#job-live", "The job ended: completed.")
+	waitTrue(t, ctx, "the fetch bar full", `(() => { const b = document.getElementById("bar-fetch"); return b.value === 6 && b.max === 6; })()`)
+	if s := text(t, ctx, "#fetch-text"); s != "6 of 6 fetched (completed)" {
+		t.Errorf("fetch: %q", s)
+	}
+	if s := text(t, ctx, "#job-records"); s != "720" {
+		t.Errorf("records fetched: %q", s)
+	}
+	waitText(t, ctx, "#jobs tbody", "completed")
+	waitText(t, ctx, "#pds tbody", w.pds.URL())
+	if row := strings.Join(strings.Fields(text(t, ctx, "#pds tbody")), " "); row != w.pds.URL()+" 6 6 720" {
+		t.Errorf("PDS breakdown: %q", row)
+	}
+	waitTrue(t, ctx, "six fetched repositories", `document.querySelectorAll("#repos tbody tr").length === 6 &&
+		[...document.querySelectorAll("#repos tbody tr")].every((r) => r.textContent.includes("fetched"))`)
+	if n, err := w.env.Store.CountRecords(context.Background(), "app.test.post"); err != nil || n != 720 {
+		t.Errorf("indexed %d records (%v), want 720", n, err)
+	}
+
+	// The job's details, deleted after the confirmation.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#job-delete-details"), chromedp.Click("#job-delete-details")); err != nil {
+		t.Fatal(err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "were deleted")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#no-pds"), chromedp.WaitVisible("#no-repos")); err != nil {
+		t.Fatalf("details after deletion: %v", err)
+	}
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
