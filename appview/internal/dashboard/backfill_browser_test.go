@@ -3,6 +3,9 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/dashboard"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
@@ -206,4 +210,51 @@ func TestBrowserBackfill(t *testing.T) {
 		t.Fatalf("details after deletion: %v", err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// TestBrowserBackfillEstimate: the progress arithmetic of the backfill
+// page (pages/backfill-progress.js), run in the browser on a job whose
+// counters are set by hand: the record and repository rates over the
+// window, the estimate from the repositories left (failed ones counted
+// as done), none while discovering, and old samples leaving the window.
+func TestBrowserBackfillEstimate(t *testing.T) {
+	ctx := browser(t, 10*time.Second)
+	// The dashboard's own files suffice: no instance, no session.
+	mux := http.NewServeMux()
+	dashboard.New(slog.New(slog.DiscardHandler)).Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/dashboard/static/icon.svg")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]any](`(async () => {
+		const { Progress } = await import("/dashboard/static/pages/backfill-progress.js");
+		const job = { status: "running", stage: "resolving_and_fetching", total_repos: 100, processed_repos: 0, total_records: 0 };
+		const p = new Progress(job);
+		p.samples = [{ at: 0, records: 0, done: 0 }];
+		p.job.processed_repos = 8;
+		p.job.total_records = 1000;
+		p.apply({ type: "repo_fetched", status: "failed" });
+		p.apply({ type: "repo_fetched", status: "fetched" });
+		const r = p.rates(10000);            // 10 s: 1000 records, 8 + 1 failed repositories
+		const eta = p.eta(10000);             // 100 - 9 left at 0.9/s
+		p.job.processed_repos = 59;
+		p.job.total_records = 6000;
+		const late = p.eta(70000);            // the 0 s sample has left the window
+		const discovering = new Progress({ ...job, stage: "discovering_repos" }).eta(1000);
+		p.apply({ type: "job_completed", status: "completed", stage: "completed", error: null,
+			total_repos: 100, resolved_repos: 100, processed_repos: 99, total_records: 9000 });
+		return [r.records, Math.round(r.repos * 10) / 10, Math.round(eta), late === null ? -1 : Math.round(late),
+			discovering === null, p.job.status, p.remaining(), p.failed];
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 70 s the window holds the 10 s sample (9 done, 1000 records) and
+	// the 70 s one (60 done): 51 repositories in 60 s, 40 left. The
+	// window keeps the newest sample older than 30 s, so two remain.
+	want := []any{float64(100), 0.9, float64(101), float64(47), true, "completed", nil, float64(1)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("progress: got %v, want %v", got, want)
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -117,4 +118,61 @@ func TestBrowserRecords(t *testing.T) {
 		t.Errorf("the deleted record's detail is still shown (%v)", err)
 	}
 	noConsoleErrors(t, &errs)
+}
+
+// TestBrowserDataReadOnly: an admin who may read records and backfill
+// jobs but change neither is offered no deletion, no job form and no job
+// actions, and the pages say which permissions are missing; a delete
+// forced through a button the page hid is refused with the permission
+// named next to it.
+func TestBrowserDataReadOnly(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, _ := startInstance(t)
+	seed(t, env.Store, "app.test.post", 2)
+	perms := []admins.Permission{admins.RecordsRead, admins.BackfillRead, admins.APIKeysCreate}
+	viewer := env.AddAdmin(t, perms...)
+	r := viewer.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": perms})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/records?collection=app.test.post", "#records")
+	waitText(t, ctx, "#limits", "Deleting records is unavailable: your account lacks the records:delete permission.")
+	waitText(t, ctx, "#limits", "Deleting a whole collection is unavailable: your account lacks the records:delete-collection permission.")
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("bulk").hidden &&
+		document.getElementById("delete-collection").hidden && document.getElementById("delete-record").hidden &&
+		document.querySelector("#records th.select-col").hidden &&
+		document.querySelectorAll("#records tbody input[type=checkbox]").length === 0`))
+	if err != nil || !hidden {
+		t.Errorf("deletion is offered to a read-only admin (%v)", err)
+	}
+	// Forced: the hidden button shown again and clicked.
+	err = chromedp.Do(ctx,
+		chromedp.Click(`#records tbody button`), chromedp.WaitVisible("#detail"),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](`(document.getElementById("delete-record").hidden = false, true)`)(ctx, tg)
+			return err
+		}),
+		chromedp.Click("#delete-record"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#delete-record-error", "Your account lacks the records:delete permission this needs")
+	if n, _ := env.Store.CountRecords(context.Background(), "app.test.post"); n != 2 {
+		t.Errorf("%d records left, want 2", n)
+	}
+
+	open(t, ctx, env, "/dashboard/backfill", "#history")
+	waitText(t, ctx, "#limits", "lacks the backfill:create permission")
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("create").hidden ||
+		!document.getElementById("delete-all-details").hidden`)); err != nil || shown {
+		t.Errorf("the job form or actions are offered to a read-only admin (%v)", err)
+	}
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
 }

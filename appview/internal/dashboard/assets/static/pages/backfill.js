@@ -226,7 +226,7 @@ function listJobs(jobs) {
 
 function scope(j) {
   if (j.scope === "network") return "network (through the relay)";
-  return j.did ?? "the accounts named";
+  return j.did ?? "several named accounts";
 }
 
 function badge(status) {

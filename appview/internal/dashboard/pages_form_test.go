@@ -1,0 +1,53 @@
+package dashboard_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var (
+	controlRe = regexp.MustCompile(`<(input|select|textarea)\b[^>]*>`)
+	idRe      = regexp.MustCompile(`\bid="([^"]+)"`)
+	typeRe    = regexp.MustCompile(`\btype="([^"]+)"`)
+	describe  = regexp.MustCompile(`\baria-describedby="([^"]+)"`)
+)
+
+// checkControlsLabelled fails for a form control of page html without an
+// id named by a <label for>, or an aria-label; for an aria-describedby
+// naming an element the page lacks; and for an id used twice.
+func checkControlsLabelled(t *testing.T, path, html string) {
+	t.Helper()
+	ids := map[string]int{}
+	for _, m := range idRe.FindAllStringSubmatch(html, -1) {
+		ids[m[1]]++
+	}
+	for id, n := range ids {
+		if n > 1 {
+			t.Errorf("%s: id %q used %d times", path, id, n)
+		}
+	}
+	controls := controlRe.FindAllString(html, -1)
+	if len(controls) == 0 {
+		t.Errorf("%s: no form controls found", path)
+	}
+	for _, c := range controls {
+		if m := typeRe.FindStringSubmatch(c); m != nil && (m[1] == "hidden" || m[1] == "submit") {
+			continue
+		}
+		if strings.Contains(c, "aria-label=") {
+			continue
+		}
+		m := idRe.FindStringSubmatch(c)
+		if m == nil || !strings.Contains(html, `<label for="`+m[1]+`"`) {
+			t.Errorf("%s: control without a label: %s", path, c)
+		}
+		if d := describe.FindStringSubmatch(c); d != nil {
+			for _, ref := range strings.Fields(d[1]) {
+				if ids[ref] == 0 {
+					t.Errorf("%s: %s is described by #%s, which the page lacks", path, c, ref)
+				}
+			}
+		}
+	}
+}
