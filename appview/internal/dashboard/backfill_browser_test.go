@@ -117,7 +117,7 @@ func waitTrue(t *testing.T, ctx context.Context, what, js string) {
 // the repositories and the history show it; its details are deleted after
 // a confirmation.
 func TestBrowserBackfill(t *testing.T) {
-	ctx := browser(t, 30*time.Second)
+	ctx := browser(t, 45*time.Second)
 	w := startBackfill(t, 6, 120)
 	held, release := holdAt(t, w.pds, 4)
 
@@ -182,6 +182,7 @@ func TestBrowserBackfill(t *testing.T) {
 
 	// Completion, from the stream's job_completed message.
 	waitText(t, ctx, "#job-live", "The job ended: completed.")
+	ended := time.Now()
 	waitTrue(t, ctx, "the fetch bar full", `(() => { const b = document.getElementById("bar-fetch"); return b.value === 6 && b.max === 6; })()`)
 	if s := text(t, ctx, "#fetch-text"); s != "6 of 6 fetched (completed)" {
 		t.Errorf("fetch: %q", s)
@@ -208,6 +209,13 @@ func TestBrowserBackfill(t *testing.T) {
 	waitText(t, ctx, "#notice", "were deleted")
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#no-pds"), chromedp.WaitVisible("#no-repos")); err != nil {
 		t.Fatalf("details after deletion: %v", err)
+	}
+	// The stream was closed at job_completed: one request, no reconnection
+	// (Chromium would reconnect 3 s after the server ended it).
+	time.Sleep(time.Until(ended.Add(3500 * time.Millisecond)))
+	streams, err := chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/events")).length`))
+	if err != nil || streams != 1 {
+		t.Errorf("%d requests of the progress stream (%v), want 1", streams, err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
