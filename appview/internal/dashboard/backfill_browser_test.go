@@ -176,6 +176,7 @@ func TestBrowserBackfill(t *testing.T) {
 	release()
 	waitText(t, ctx, "#job-status", "paused")
 	waitText(t, ctx, "#job-eta", "paused")
+	waitText(t, ctx, "#job-live", "Paused: the progress is kept")
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#job-resume"), chromedp.Click("#job-resume")); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -192,9 +193,8 @@ func TestBrowserBackfill(t *testing.T) {
 	}
 	waitText(t, ctx, "#jobs tbody", "completed")
 	waitText(t, ctx, "#pds tbody", w.pds.URL())
-	if row := strings.Join(strings.Fields(text(t, ctx, "#pds tbody")), " "); row != w.pds.URL()+" 6 6 720" {
-		t.Errorf("PDS breakdown: %q", row)
-	}
+	waitTrue(t, ctx, "the PDS breakdown complete", fmt.Sprintf(
+		`document.querySelector("#pds tbody").innerText.trim().split(/\s+/).join(" ") === %q`, w.pds.URL()+" 6 6 720"))
 	waitTrue(t, ctx, "six fetched repositories", `document.querySelectorAll("#repos tbody tr").length === 6 &&
 		[...document.querySelectorAll("#repos tbody tr")].every((r) => r.textContent.includes("fetched"))`)
 	if n, err := w.env.Store.CountRecords(context.Background(), "app.test.post"); err != nil || n != 720 {

@@ -8,7 +8,7 @@ import (
 // TestBackfillPage: the backfill page renders the job form (labelled,
 // with the error boxes its script fills), the progress bars of the three
 // stages, the breakdown, the repository list with its pager and the job
-// history, in the Data group with backfill:read; its progress module is
+// history, in the Data group with backfill:read; its form and progress modules are
 // served as JavaScript.
 func TestBackfillPage(t *testing.T) {
 	r := serve(t, "/dashboard/backfill")
@@ -28,7 +28,8 @@ func TestBackfillPage(t *testing.T) {
 		}
 	}
 	checkControlsLabelled(t, "/dashboard/backfill", b)
-	for _, path := range []string{"/dashboard/static/pages/backfill.js", "/dashboard/static/pages/backfill-progress.js"} {
+	for _, path := range []string{"/dashboard/static/pages/backfill.js", "/dashboard/static/pages/backfill-create.js",
+		"/dashboard/static/pages/backfill-progress.js"} {
 		if s := serve(t, path); s.StatusCode != 200 || s.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
 			t.Errorf("%s: %d %q", path, s.StatusCode, s.Header.Get("Content-Type"))
 		}

@@ -4,12 +4,11 @@
 // completion), its per-PDS breakdown and repositories, pause, resume and
 // cancel it, and the history of jobs, whose per-repository details can be
 // deleted.
-import { APIError, call, can, load, query } from "../api.js";
+import { call, load, query } from "../api.js";
 import { $, busy, confirmed, denied, duration, el, gate, notify, num, showError, table, time } from "../ui.js";
+import { createForm } from "./backfill-create.js";
 import { FINAL, Progress } from "./backfill-progress.js";
 
-// OTHER is the collection picker's value for a collection typed in.
-const OTHER = "\u0000other";
 // The stream's reconnection delays, in milliseconds, doubling from the
 // first to the last after each failed attempt.
 const RECONNECT_FIRST = 1000;
@@ -17,10 +16,11 @@ const RECONNECT_LAST = 30000;
 // DETAILS is the least time between two reloads of the breakdown and
 // the repository list while a job runs, in milliseconds.
 const DETAILS = 2000;
+// LIST_EVERY is how often, in seconds, the job list is read again while
+// a job is unfinished.
+const LIST_EVERY = 5;
 // REPOS is the repository list's page size.
 const REPOS = 25;
-// MAX_ACCOUNTS is the most accounts one job may name.
-const MAX_ACCOUNTS = 500;
 
 const STAGES = {
   pending: "waiting for the worker",
@@ -39,6 +39,7 @@ const state = {
   repos: { cursors: [null], page: 0, next: null },
   detailsAt: 0,
   detailsTimer: null,
+  liveMessage: "",
 };
 
 export default async function backfill() {
@@ -54,7 +55,10 @@ export default async function backfill() {
   wire();
   if (await gate("backfill:create", "Starting, pausing, resuming and cancelling jobs and deleting their details",
     $("create"), $("job-actions"), $("delete-all-details"))) {
-    await collections();
+    await createForm(async (id) => {
+      await refreshJobs();
+      select(id);
+    });
   }
   listJobs(jobs);
   $("history").hidden = false;
@@ -63,16 +67,18 @@ export default async function backfill() {
     jobs.find((j) => !FINAL.has(j.status) && j.stage !== "pending") ??
     jobs.find((j) => !FINAL.has(j.status)) ?? jobs[0];
   if (pick) select(pick.id, false);
+  let ticks = 0;
   setInterval(() => {
-    if (state.progress && !FINAL.has(state.progress.job.status) && !document.hidden) renderJob();
+    if (document.hidden) return;
+    if (state.progress && !FINAL.has(state.progress.job.status)) renderJob();
+    // Jobs the stream does not cover (others waiting or running) change
+    // too: the list is read again every LIST_EVERY seconds while one is
+    // unfinished.
+    if (++ticks % LIST_EVERY === 0 && state.jobs.some((j) => !FINAL.has(j.status))) refreshJobs();
   }, 1000);
 }
 
 function wire() {
-  $("bf-collection").addEventListener("change", () => {
-    $("bf-other-wrap").hidden = $("bf-collection").value !== OTHER;
-  });
-  $("create-form").addEventListener("submit", create);
   $("job-pause").addEventListener("click", (ev) => steer("pause", ev.currentTarget));
   $("job-resume").addEventListener("click", (ev) => steer("resume", ev.currentTarget));
   $("job-cancel").addEventListener("click", (ev) => steer("cancel", ev.currentTarget));
@@ -95,105 +101,18 @@ function wire() {
   });
 }
 
-// collections fills the collection picker with the record lexicons and
-// the collections holding records, as far as the admin may read them.
-async function collections() {
-  const names = new Set();
-  const sources = [
-    ["lexicons:read", "/admin/lexicons", (l) => (l.lexicon_type === "record" ? l.id : null)],
-    ["records:read", "/admin/records/collections", (c) => c.collection],
-  ];
-  for (const [perm, path, name] of sources) {
-    if (!(await can(perm))) continue;
-    try {
-      for (const item of await load(path)) {
-        const n = name(item);
-        if (n) names.add(n);
-      }
-    } catch {
-      // The picker offers what could be read, and a collection typed in.
-    }
-  }
-  $("bf-collection").replaceChildren(
-    el("option", { value: "", text: "All collections with a record lexicon" }),
-    ...[...names].sort().map((n) => el("option", { value: n, text: n })),
-    el("option", { value: OTHER, text: "Another collection…" }),
-  );
-}
-
-// create starts a job from the form.
-async function create(ev) {
-  ev.preventDefault();
-  const picked = $("bf-collection").value;
-  const other = $("bf-other");
-  const accountsBox = $("bf-accounts");
-  for (const c of [$("bf-collection"), other, accountsBox]) showError(c, null);
-  showError($("create-error"), null);
-  const collection = picked === OTHER ? other.value.trim() : picked;
-  if (picked === OTHER && !collection) {
-    showError(other, new Error("Enter the collection's NSID, or pick one."));
-    other.focus();
-    return;
-  }
-  const accounts = [...new Set(accountsBox.value.split("\n").map((s) => s.trim()).filter(Boolean))];
-  if (accounts.length > MAX_ACCOUNTS) {
-    showError(accountsBox, new Error(`${num(accounts.length)} accounts: a job may name at most ${MAX_ACCOUNTS}.`));
-    accountsBox.focus();
-    return;
-  }
-  const body = {};
-  if (collection) body.collection = collection;
-  if (accounts.length) body.dids = accounts;
-  if (!accounts.length && !(await confirmed(
-    `Crawl the whole network for ${collection || "every collection with a record lexicon"}? ` +
-      "Every repository the relay lists as holding it is fetched, which can take long and many requests.",
-    { ok: "Start the crawl" },
-  ))) return;
-  let res;
-  try {
-    res = await busy($("bf-start"), () => call("POST", "/admin/backfill", { body }));
-  } catch (err) {
-    refused(err, picked === OTHER ? other : $("bf-collection"));
-    return;
-  }
-  notify(`Backfill job ${res.id} started.`);
-  $("create-form").reset();
-  $("bf-other-wrap").hidden = true;
-  await refreshJobs();
-  select(res.id);
-}
-
-// refused shows why a job was not created next to the field at fault:
-// the accounts that did not resolve, one per line, under the accounts.
-function refused(err, collectionField) {
-  const msg = err instanceof APIError ? err.message : "";
-  const prefix = "unresolvable accounts: ";
-  if (msg.startsWith(prefix)) {
-    const box = $("bf-accounts-error");
-    const bad = msg.slice(prefix.length).split(", ");
-    box.replaceChildren(
-      el("span", { text: `No job was started: ${bad.length === 1 ? "this account does" : "these accounts do"} not resolve to a DID whose document names a PDS:` }),
-      el("ul", { class: "unresolvable" }, ...bad.map((b) => el("li", {}, el("code", { text: b })))),
-    );
-    box.hidden = false;
-    $("bf-accounts").setAttribute("aria-invalid", "true");
-    $("bf-accounts").focus();
-  } else if (msg.startsWith("too many accounts")) {
-    showError($("bf-accounts"), err);
-  } else if (msg.includes("collection")) {
-    showError(collectionField, err);
-  } else {
-    showError($("create-error"), err, "backfill:create");
-  }
-}
-
-// refreshJobs reads the job list again.
+// refreshJobs reads the job list again. Answers may arrive out of order:
+// only the latest request's is shown.
+let listLoads = 0;
 async function refreshJobs() {
+  const mine = ++listLoads;
+  let jobs;
   try {
-    listJobs(await load("/admin/backfill/status"));
+    jobs = await load("/admin/backfill/status");
   } catch {
-    // The list stays as it was; the selected job follows its stream.
+    return; // The list stays as it was; the selected job follows its stream.
   }
+  if (mine === listLoads) listJobs(jobs);
 }
 
 // listJobs renders the job history. The selected job, when it has no
@@ -248,22 +167,35 @@ function select(id, focus = true) {
     else b.removeAttribute("aria-current");
   }
   showError($("job-action-error"), null);
-  renderJob();
   $("job").hidden = false;
   details(true);
   if (FINAL.has(job.status)) live("The job has finished.");
   else openStream(id);
+  renderJob();
   if (focus) $("job-heading").focus();
 }
 
-// live says how the page follows the job.
+// live sets what the page says about the way it follows the job: the
+// stream's trouble (message, while not connected), else the job's state.
+// With no message, it is only rendered again.
 function live(message) {
-  $("job-live").textContent = message;
+  if (message !== undefined) state.liveMessage = message;
+  const s = state.stream;
+  const j = state.progress?.job;
+  let text = state.liveMessage;
+  if (s && s.connected && j) {
+    text = {
+      pausing: "Pausing: the worker stops at its next checkpoint.",
+      paused: "Paused: the progress is kept; Resume continues where the job stopped.",
+      cancelling: "Cancelling: the worker stops at its next checkpoint.",
+    }[j.status] ?? "Live: progress is shown as it happens.";
+  }
+  $("job-live").textContent = text;
 }
 
 // openStream follows job id's progress stream.
 function openStream(id) {
-  const s = { id, es: null, attempts: 0, timer: null, ended: false };
+  const s = { id, es: null, attempts: 0, timer: null, ended: false, connected: false };
   state.stream = s;
   connect(s);
 }
@@ -275,10 +207,12 @@ function openStream(id) {
 function connect(s) {
   const es = new EventSource(`/admin/backfill/${encodeURIComponent(s.id)}/events`);
   s.es = es;
+  s.connected = false;
   live("Connecting to the job's progress stream…");
   es.addEventListener("open", () => {
     s.attempts = 0;
-    live("Live: progress is shown as it happens.");
+    s.connected = true;
+    live();
   });
   es.addEventListener("event", (m) => {
     let ev;
@@ -291,6 +225,7 @@ function connect(s) {
   });
   es.addEventListener("error", () => {
     if (s.ended || state.stream !== s) return;
+    s.connected = false;
     if (es.readyState === EventSource.CONNECTING) {
       live("The connection dropped; reconnecting…");
       return;
@@ -311,6 +246,7 @@ function retry(s) {
     try {
       const jobs = await load("/admin/backfill/status");
       if (state.stream !== s) return;
+      listLoads++; // an older list in flight is not shown after this one
       const job = jobs.find((j) => j.id === s.id);
       if (!job || FINAL.has(job.status)) {
         stopStream();
@@ -411,8 +347,7 @@ function renderJob() {
   $("job-cancel").hidden = j.status !== "running";
   $("job-resume").hidden = j.status !== "paused";
   $("job-delete-details").hidden = !final;
-  if (j.status === "pausing") live("Pausing: the worker stops at its next checkpoint.");
-  if (j.status === "cancelling") live("Cancelling: the worker stops at its next checkpoint.");
+  live();
 }
 
 // bar sets a progress bar to value of max (an empty bar when max is 0).
@@ -448,15 +383,21 @@ function details(now) {
   }, wait);
 }
 
+// Each reload of the breakdown and of the repository list gets a number;
+// an answer to an older one (which may arrive last) is dropped.
+let pdsLoads = 0;
+let repoLoads = 0;
+
 async function pdsSummary() {
   const id = state.selected;
+  const mine = ++pdsLoads;
   let res;
   try {
     res = await load(`/admin/backfill/${encodeURIComponent(id)}/pds-summary`);
   } catch {
     return;
   }
-  if (state.selected !== id) return;
+  if (state.selected !== id || mine !== pdsLoads) return;
   table($("pds"), res.pds_endpoints || [], [
     { cell: (s) => s.pds_endpoint },
     { cell: (s) => num(s.total_repos), class: "num" },
@@ -468,16 +409,17 @@ async function pdsSummary() {
 async function repos() {
   const id = state.selected;
   const r = state.repos;
+  const mine = ++repoLoads;
   let res;
   try {
     res = await load(`/admin/backfill/${encodeURIComponent(id)}/repos${query({
       phase: $("repo-phase").value, cursor: r.cursors[r.page], limit: REPOS,
     })}`);
   } catch (err) {
-    showError($("repos-error"), err, "backfill:read");
+    if (mine === repoLoads) showError($("repos-error"), err, "backfill:read");
     return;
   }
-  if (state.selected !== id || state.repos !== r) return;
+  if (state.selected !== id || state.repos !== r || mine !== repoLoads) return;
   showError($("repos-error"), null);
   r.next = res.cursor;
   table($("repos"), res.repos || [], [
