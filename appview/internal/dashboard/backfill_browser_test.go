@@ -115,7 +115,8 @@ func waitTrue(t *testing.T, ctx context.Context, what, js string) {
 // stand-in holds the fourth), is paused and resumed, and its fetch bar
 // reaches completion with the job_completed event; the per-PDS breakdown,
 // the repositories and the history show it; its details are deleted after
-// a confirmation.
+// a confirmation; a second job is cancelled after a confirmation; each
+// job's stream is opened once and closed when the job ends.
 func TestBrowserBackfill(t *testing.T) {
 	ctx := browser(t, 45*time.Second)
 	w := startBackfill(t, 6, 120)
@@ -184,6 +185,7 @@ func TestBrowserBackfill(t *testing.T) {
 	// Completion, from the stream's job_completed message.
 	waitText(t, ctx, "#job-live", "The job ended: completed.")
 	ended := time.Now()
+	jobID := strings.TrimPrefix(text(t, ctx, "#job-heading"), "Job ")
 	waitTrue(t, ctx, "the fetch bar full", `(() => { const b = document.getElementById("bar-fetch"); return b.value === 6 && b.max === 6; })()`)
 	if s := text(t, ctx, "#fetch-text"); s != "6 of 6 fetched (completed)" {
 		t.Errorf("fetch: %q", s)
@@ -210,12 +212,40 @@ func TestBrowserBackfill(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#no-pds"), chromedp.WaitVisible("#no-repos")); err != nil {
 		t.Fatalf("details after deletion: %v", err)
 	}
-	// The stream was closed at job_completed: one request, no reconnection
-	// (Chromium would reconnect 3 s after the server ended it).
+	// A second job, held at its first repository and cancelled after the
+	// confirmation.
+	held, release = holdAt(t, w.pds, 1)
+	err = chromedp.Do(ctx,
+		chromedp.SetValue("#bf-accounts", w.dids[0]),
+		chromedp.Click("#bf-start"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the second job never reached its repository")
+	}
+	waitText(t, ctx, "#job-heading", "Job ")
+	if first := text(t, ctx, "#job-heading"); strings.Contains(first, jobID) {
+		t.Fatalf("the new job is not shown: %q", first)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#job-cancel"), chromedp.Click("#job-cancel")); err != nil {
+		t.Fatal(err)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#job-status", "cancelling")
+	release()
+	waitText(t, ctx, "#job-live", "The job ended: cancelled.")
+	waitText(t, ctx, "#jobs tbody", "cancelled")
+
+	// Each stream was closed at job_completed: one request per job, no
+	// reconnection (Chromium would reconnect 3 s after the server ended it).
 	time.Sleep(time.Until(ended.Add(3500 * time.Millisecond)))
 	streams, err := chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/events")).length`))
-	if err != nil || streams != 1 {
-		t.Errorf("%d requests of the progress stream (%v), want 1", streams, err)
+	if err != nil || streams != 2 {
+		t.Errorf("%d requests of the progress streams (%v), want 2", streams, err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }

@@ -37,9 +37,9 @@ func rows(t *testing.T, ctx context.Context, sel string) int {
 // collection picked from the picker (with its count), pages through a
 // larger collection with the API's cursor, shows a record's JSON and the
 // label on it, and deletes it after the confirmation: the row, the
-// collection's count and the store all lose it.
+// collection's count and the store all lose it; then a whole collection.
 func TestBrowserRecords(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 	seed(t, env.Store, "app.test.post", 3)
 	seed(t, env.Store, "app.test.like", 30)
@@ -117,6 +117,26 @@ func TestBrowserRecords(t *testing.T) {
 	if hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("detail").hidden`)); err != nil || !hidden {
 		t.Errorf("the deleted record's detail is still shown (%v)", err)
 	}
+
+	// A whole collection, after its confirmation naming the count.
+	if err := chromedp.Do(ctx, choose("#collection", "app.test.like")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#summary", "of app.test.like")
+	if err := chromedp.Do(ctx, chromedp.Click("#delete-collection")); err != nil {
+		t.Fatal(err)
+	}
+	if q := text(t, ctx, "#confirm-text"); !strings.Contains(q, "all 30 records of app.test.like") {
+		t.Errorf("confirmation: %q", q)
+	}
+	confirm(t, ctx)
+	waitText(t, ctx, "#notice", "Deleted 30 records of app.test.like.")
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#no-records")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := env.Store.CountRecords(context.Background(), "app.test.like"); err != nil || n != 0 {
+		t.Errorf("app.test.like holds %d records (%v), want 0", n, err)
+	}
 	noConsoleErrors(t, &errs)
 }
 
@@ -126,7 +146,7 @@ func TestBrowserRecords(t *testing.T) {
 // forced through a button the page hid is refused with the permission
 // named next to it.
 func TestBrowserDataReadOnly(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, _ := startInstance(t)
 	seed(t, env.Store, "app.test.post", 2)
 	perms := []admins.Permission{admins.RecordsRead, admins.BackfillRead, admins.APIKeysCreate}
