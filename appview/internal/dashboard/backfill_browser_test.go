@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/lexview/lexview/appview"
@@ -295,4 +297,94 @@ func TestBrowserBackfillEstimate(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("progress: got %v, want %v", got, want)
 	}
+}
+
+// fakeEventSource replaces the tab's EventSource, in every document it
+// opens from now on, by one the test drives: each stream is kept in
+// window.streams with its url, readyState and whether it was closed.
+func fakeEventSource() chromedp.Action[chromedp.Void] {
+	const src = `window.streams = [];
+window.EventSource = class extends EventTarget {
+	static CONNECTING = 0; static OPEN = 1; static CLOSED = 2;
+	constructor(url) { super(); this.url = url; this.readyState = 0; this.closed = false; window.streams.push(this); }
+	close() { this.readyState = 2; this.closed = true; }
+};`
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+		return err
+	})
+}
+
+// streamDo runs js with s bound to the page's n-th stream.
+func streamDo(t *testing.T, ctx context.Context, n int, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const s = window.streams[%d]; %s; return true; })()`, n, js))); err != nil {
+		t.Fatalf("stream %d: %s: %v", n, js, err)
+	}
+}
+
+// TestBrowserBackfillReconnect: the page's handling of its progress
+// stream, driven through a stand-in EventSource over a real running job:
+// messages update the bars; a dropped connection is left to the
+// browser's own reconnection; a refused one is closed and, the job still
+// running, opened again after a second; refused again once the job has
+// finished, it is not opened again and the page shows the finished job
+// from the job list.
+func TestBrowserBackfillReconnect(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	w := startBackfill(t, 2, 10)
+	held, release := holdAt(t, w.pds, 1)
+	r := w.env.Do(t, "POST", "/admin/backfill", map[string]any{"collection": "app.test.post", "dids": w.dids}, testenv.Bearer(w.key)...)
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	id, _ := r.Object(t)["id"].(string)
+	<-held
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	if err := chromedp.Do(ctx, fakeEventSource()); err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, w.env, w.key)
+	open(t, ctx, w.env, "/dashboard/backfill", "#job")
+	waitTrue(t, ctx, "the stream opened", `window.streams.length === 1`)
+	if url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`window.streams[0].url`)); url != "/admin/backfill/"+id+"/events" {
+		t.Fatalf("stream of %q", url)
+	}
+	streamDo(t, ctx, 0, `s.readyState = 1; s.dispatchEvent(new Event("open"))`)
+	waitText(t, ctx, "#job-live", "Live")
+	streamDo(t, ctx, 0, `s.dispatchEvent(new MessageEvent("event", {data: JSON.stringify({type: "job_counters", job_id: "`+id+`",
+		status: "running", stage: "resolving_and_fetching", total_repos: 2, resolved_repos: 2, processed_repos: 1, total_records: 10})}))`)
+	waitText(t, ctx, "#fetch-text", "1 of 2 fetched")
+
+	// Dropped: the browser reconnects by itself.
+	streamDo(t, ctx, 0, `s.readyState = 0; s.dispatchEvent(new Event("error"))`)
+	waitText(t, ctx, "#job-live", "The connection dropped; reconnecting")
+	// Refused: closed, and opened again after a second.
+	streamDo(t, ctx, 0, `s.readyState = 2; s.dispatchEvent(new Event("error"))`)
+	waitText(t, ctx, "#job-live", "The progress stream was refused; trying again in 1 s.")
+	waitTrue(t, ctx, "the stream opened again", `window.streams.length === 2 && window.streams[0].closed && !window.streams[1].closed`)
+
+	// Refused again after the job has finished: not reopened.
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := w.env.Do(t, "GET", "/admin/backfill/status", nil, testenv.Bearer(w.key)...)
+		if strings.Contains(string(r.Raw), `"status":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not complete: %s", r.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	streamDo(t, ctx, 1, `s.readyState = 2; s.dispatchEvent(new Event("error"))`)
+	waitText(t, ctx, "#job-live", "The job has finished.")
+	waitText(t, ctx, "#fetch-text", "2 of 2 fetched (completed)")
+	time.Sleep(500 * time.Millisecond)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.streams.length`)); err != nil || n != 2 {
+		t.Errorf("%d streams (%v), want 2", n, err)
+	}
+	noConsoleErrors(t, &errs)
 }
