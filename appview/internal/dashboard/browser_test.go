@@ -61,7 +61,8 @@ func findBrowser() (string, error) {
 		"(apt-get install chromium) to run the browser tests", strings.Join(browserNames, ", "), BrowserEnv)
 }
 
-// browser returns a new tab of the shared browser, bounded by timeout.
+// browser returns a new tab of the shared browser, in a browser context of
+// its own (cookies and storage), bounded by timeout.
 // Without a browser the test is skipped, or fails when CI=true.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
@@ -93,7 +94,11 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
-	tab, cancelTab := chromedp.NewContext(shared.ctx)
+	// Each test's tab has its own browser context, so that no cookie
+	// crosses over: the instances all listen on 127.0.0.1 (cookies ignore
+	// the port) and sign their cookies with the same secret for the same
+	// super user, so a session of an earlier test would be valid here.
+	tab, cancelTab := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancel := context.WithTimeout(tab, timeout)
 	t.Cleanup(func() {
 		if t.Failed() {
