@@ -35,7 +35,7 @@ const state = {
   jobs: [],
   selected: null, // the ID of the job shown
   progress: null, // its Progress
-  stream: null, // {id, es, attempts, timer, ended}
+  stream: null, // the stream followed: {id, es, attempts, timer, ended, connected}
   repos: { cursors: [null], page: 0, next: null },
   detailsAt: 0,
   detailsTimer: null,
@@ -115,8 +115,8 @@ async function refreshJobs() {
   if (mine === listLoads) listJobs(jobs);
 }
 
-// listJobs renders the job history. The selected job, when it has no
-// stream (finished, or between reconnections), takes the list's state.
+// listJobs renders the job history. The selected job, when no stream
+// follows it (it has finished), takes the list's state.
 function listJobs(jobs) {
   state.jobs = jobs;
   table($("jobs"), jobs, [
