@@ -25,21 +25,6 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	return v
 }
 
-// waitTrue waits until js evaluates to true in the tab.
-func waitTrue(t *testing.T, ctx context.Context, js string) {
-	t.Helper()
-	for {
-		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", js, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // inPage returns whether s is anywhere in the page: its markup, its
 // visible text, or the value of one of its fields.
 func inPage(t *testing.T, ctx context.Context, s string) bool {
@@ -169,7 +154,7 @@ func TestBrowserClientSecretOnce(t *testing.T) {
 	}
 	confirm(t, ctx)
 	waitText(t, ctx, "#toggle-active", "Deactivate")
-	waitTrue(t, ctx, `!document.querySelector("#clients tbody").textContent.includes("deactivated")`)
+	waitTrue(t, ctx, "the client re-enabled", `!document.querySelector("#clients tbody").textContent.includes("deactivated")`)
 	// Expected: the network log of the refused client_uri and redirect_uris.
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
@@ -389,7 +374,7 @@ func TestBrowserUsers(t *testing.T) {
 	confirm(t, ctx)
 	// The page reloads once the transfer is done: whoami, shown again,
 	// no longer says super user, and the heir's row does.
-	waitTrue(t, ctx, `(() => { const w = document.getElementById("whoami");
+	waitTrue(t, ctx, "the signed-in admin shown", `(() => { const w = document.getElementById("whoami");
 		return !w.hidden && !w.textContent.includes("super user") && document.querySelectorAll("#users tbody tr").length > 0; })()`)
 	waitText(t, ctx, "#users tbody", "super user")
 	if u, err := env.Store.GetAdminUserByDID(context.Background(), heir); err != nil || !u.IsSuper {

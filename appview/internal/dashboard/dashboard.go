@@ -69,6 +69,8 @@ var pages = []page{
 	{Name: "domains", Path: Path + "domains", Title: "Domains", Group: groupNetwork, Perm: "settings:manage"},
 	{Name: "identity", Path: Path + "identity", Title: "Service identity", Group: groupNetwork, Perm: "settings:manage"},
 	{Name: "labelers", Path: Path + "labelers", Title: "Labelers", Group: groupNetwork, Perm: "labelers:read"},
+	{Name: "records", Path: Path + "records", Title: "Records", Group: groupData, Perm: "records:read"},
+	{Name: "backfill", Path: Path + "backfill", Title: "Backfill", Group: groupData, Perm: "backfill:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.

@@ -126,6 +126,7 @@ func TestEveryPage(t *testing.T) {
 				t.Errorf("%s holds inline %q, which the policy refuses", p.Path, bad)
 			}
 		}
+		checkControlsLabelled(t, p.Path, b)
 		if p.Name == "signin" {
 			continue
 		}

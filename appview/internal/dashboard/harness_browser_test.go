@@ -151,3 +151,35 @@ next:
 		t.Errorf("console error: %s", e)
 	}
 }
+
+// waitTrue waits until the JavaScript expression js is true.
+func waitTrue(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// choose selects value in the select sel as a person would: the change
+// event fires.
+func choose(sel, value string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const s = document.querySelector(%q); if (!s) return false;
+			s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); return s.value === %q; })()`, sel, value, value))(ctx, t)
+		if err == nil && !ok {
+			err = fmt.Errorf("no option %q in %s", value, sel)
+		}
+		return err
+	})
+}

@@ -1,8 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -120,17 +118,4 @@ func TestBrowserIdentity(t *testing.T) {
 		t.Errorf("the page is wider than a 400 px screen (%v)", err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
-}
-
-// choose selects value in the select sel as a person would: the change
-// event fires.
-func choose(sel, value string) chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		ok, err := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const s = document.querySelector(%q); if (!s) return false;
-			s.value = %q; s.dispatchEvent(new Event("change", {bubbles: true})); return s.value === %q; })()`, sel, value, value))(ctx, t)
-		if err == nil && !ok {
-			err = fmt.Errorf("no option %q in %s", value, sel)
-		}
-		return err
-	})
 }
