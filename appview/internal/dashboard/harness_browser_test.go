@@ -152,20 +152,23 @@ next:
 	}
 }
 
-// waitTrue waits until the JavaScript expression js is true.
+// waitTrue waits until the JavaScript expression js is true. An
+// expression that throws (the page is still loading) is tried again; the
+// last error is reported if the wait ends.
 func waitTrue(t *testing.T, ctx context.Context, what, js string) {
 	t.Helper()
+	var last error
 	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
+		if err == nil && ok {
 			return
+		}
+		if err != nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
