@@ -1,0 +1,152 @@
+package dashboard_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// deadLetter stores an unresolved dead letter of collection app.test.post
+// (rkey names it), created at minute i of the seed time.
+func deadLetter(t *testing.T, s storage.Store, rkey string, i int, mod func(*storage.DeadLetter)) storage.DeadLetter {
+	t.Helper()
+	d := storage.DeadLetter{
+		Kind: storage.DeadLetterRecord, LexiconID: "app.test.post", DID: "did:plc:dashboardtest", Collection: "app.test.post",
+		RKey: rkey, URI: "at://did:plc:dashboardtest/app.test.post/" + rkey, Action: "create", Error: "script failed",
+		Attempts: 3, Record: json.RawMessage(`{"text":"hello"}`),
+		CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Rev: "3kaaaaaaaaaa2",
+		CreatedAt: time.Date(2026, 3, 4, 5, i, 0, 0, time.UTC),
+	}
+	if mod != nil {
+		mod(&d)
+	}
+	stored, err := s.AddDeadLetter(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored
+}
+
+// TestBrowserRetryDeadLetter: a record dead letter whose create script
+// still fails is retried from its detail and the failure shown (one more
+// attempt); once the script is fixed, a retry resolves it and the list
+// says so. A label-arrival dead letter offers no retry. Selecting rows by
+// checkbox and dismissing them in bulk (confirmed) shows the result and
+// empties the unresolved list.
+func TestBrowserRetryDeadLetter(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+
+	doc := `{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
+	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
+		t.Fatal(err)
+	}
+	script := func(source string) {
+		t.Helper()
+		r := env.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "record.create:app.test.post", "source": source}, testenv.Bearer(key)...)
+		if r.Status != 201 && r.Status != 200 {
+			t.Fatalf("script: %d %s", r.Status, r.Raw)
+		}
+	}
+	script(`function handle() error("still broken") end`)
+	rec := deadLetter(t, env.Store, "3kaaaaaaaaaa2", 2, nil)
+	label := deadLetter(t, env.Store, "", 1, func(d *storage.DeadLetter) {
+		d.Kind, d.Action, d.Record, d.URI, d.RKey = storage.DeadLetterLabel, "label", nil, "at://did:plc:dashboardtest", ""
+		d.Error = "label script failed"
+	})
+	other := deadLetter(t, env.Store, "3kaaaaaaaaaa3", 0, nil)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/dead-letters", "#letters")
+	waitText(t, ctx, "#count-line", "3 unresolved dead letters.")
+
+	// The label-arrival dead letter: dismiss only.
+	detailOf := func(id string) {
+		t.Helper()
+		sel := `#letters button[data-id="` + id + `"]`
+		if err := chromedp.Do(ctx, chromedp.Click(sel), chromedp.WaitVisible("#detail")); err != nil {
+			t.Fatalf("open the detail of %s: %v", id, err)
+		}
+	}
+	visible := func(sel string) bool {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const n = document.querySelector(`+jsString(sel)+`); return !!n && n.checkVisibility(); })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	detailOf(label.ID)
+	waitText(t, ctx, "#detail-error", "label script failed")
+	if visible("#detail-retry") || visible("#detail-reindex") || !visible("#detail-dismiss") || !visible("#detail-label-note") {
+		t.Error("a label-arrival dead letter offers retry or reindex, or no dismiss")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#detail-close"), chromedp.WaitVisible("#letters")); err != nil {
+		t.Fatal(err)
+	}
+
+	// The record dead letter: its record, a retry that fails again, then
+	// one that resolves it once the script is fixed.
+	detailOf(rec.ID)
+	waitText(t, ctx, "#detail-record", `"text": "hello"`)
+	if err := chromedp.Do(ctx, chromedp.Click("#detail-retry")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#detail-result", "Retry failed again:")
+	waitText(t, ctx, "#detail-error", "still broken")
+	waitText(t, ctx, "#detail-fields", "4") // attempts 3 → 4
+	script(`function handle() return true end`)
+	if err := chromedp.Do(ctx, chromedp.Click("#detail-retry")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#detail-result", "Retry succeeded: the dead letter is resolved.")
+	waitText(t, ctx, "#detail-fields", "Resolved")
+	if visible("#detail-actions") {
+		t.Error("a resolved dead letter still offers actions")
+	}
+	if got, err := env.Store.GetDeadLetter(context.Background(), rec.ID); err != nil || got.ResolvedAt.IsZero() {
+		t.Fatalf("after the retry: %+v %v", got, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#detail-close"), chromedp.WaitVisible("#letters")); err != nil {
+		t.Fatal(err)
+	}
+	row := `#letters tr[data-id="` + rec.ID + `"]`
+	waitText(t, ctx, row, "Resolved")
+	waitText(t, ctx, "#count-line", "2 unresolved dead letters.")
+
+	// Bulk: select the two others with the keyboard-operable checkboxes
+	// and dismiss them, confirmed.
+	for _, id := range []string{label.ID, other.ID} {
+		if err := chromedp.Do(ctx, chromedp.Click(`#letters tr[data-id="`+id+`"] input.pick`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitText(t, ctx, "#selected-count", "2 dead letters selected")
+	if err := chromedp.Do(ctx, chromedp.Click("#dismiss-selected")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#confirm-text", "Dismiss 2 selected dead letters?")
+	confirm(t, ctx)
+	waitText(t, ctx, "#bulk-result", "Dismissed 2 of 2 dead letters.")
+	waitText(t, ctx, "#count-line", "0 unresolved dead letters.")
+	if !visible("#no-letters") {
+		t.Errorf("the emptied list: %q", strings.TrimSpace(textNow(ctx, "#letters-section")))
+	}
+	noConsoleErrors(t, &errs)
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
