@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/appview/internal/admins"
 	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -91,6 +92,11 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	if visible("#detail-retry") || visible("#detail-reindex") || !visible("#detail-dismiss") || !visible("#detail-label-note") {
 		t.Error("a label-arrival dead letter offers retry or reindex, or no dismiss")
 	}
+	// Forced anyway, the retry shows the API's refusal next to it.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const b = document.getElementById("detail-retry"); b.hidden = false; b.click(); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#detail-action-error", "label-arrival dead letters cannot be retried")
 	if err := chromedp.Do(ctx, chromedp.Click("#detail-close"), chromedp.WaitVisible("#letters")); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +148,39 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	if !visible("#no-letters") {
 		t.Errorf("the emptied list: %q", strings.TrimSpace(textNow(ctx, "#letters-section")))
 	}
-	noConsoleErrors(t, &errs)
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
+}
+
+// TestBrowserDeadLettersReadOnly: an admin with dead-letters:read but not
+// dead-letters:manage sees the dead letters without any action, with the
+// reason at the top of the page; forcing a retry shows the 403 next to
+// the button, naming the permission.
+func TestBrowserDeadLettersReadOnly(t *testing.T) {
+	ctx := browser(t, 15*time.Second)
+	env, _ := startInstance(t)
+	reader := env.AddAdmin(t, admins.DeadLettersRead, admins.APIKeysCreate)
+	r := reader.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard",
+		"permissions": []string{string(admins.DeadLettersRead), string(admins.APIKeysCreate)}})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+	d := deadLetter(t, env.Store, "3kaaaaaaaaaa2", 0, nil)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/dead-letters#"+d.ID, "#detail")
+	waitText(t, ctx, "#limits", "Retrying, reindexing and dismissing dead letters is unavailable: your account lacks the dead-letters:manage permission.")
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("bulk").hidden && document.getElementById("detail-actions").hidden`))
+	if err != nil || !hidden {
+		t.Errorf("actions offered to a reader (%v)", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.getElementById("detail-actions").hidden = false; document.getElementById("detail-retry").click(); return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#detail-action-error", "Your account lacks the dead-letters:manage permission this needs")
+	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
 }
 
 // jsString quotes s as a JavaScript string literal.

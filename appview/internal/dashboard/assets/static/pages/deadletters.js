@@ -168,15 +168,18 @@ function row(d) {
     "aria-label": `Details of the dead letter of ${d.uri}`,
     on: { click: () => { window.location.hash = encodeURIComponent(d.id); } },
   });
+  // data-label names each cell's column, for the stacked layout at phone
+  // width.
   return el("tr", { dataset: { id: d.id } },
     el("td", { class: "pick" }, pick),
-    el("td", {}, time(d.created_at)),
-    el("td", {}, el("span", { class: "uri", text: d.uri }), el("div", { class: "hint", text: d.collection || d.lexicon_id || "" })),
-    el("td", {}, `${d.kind} ${d.action}`.trim()),
-    el("td", { class: "failure" }, el("span", { text: d.error, title: d.error })),
-    el("td", { class: "num" }, num(d.attempts)),
-    el("td", { class: "state" }, stateOf(d)),
-    el("td", {}, open),
+    el("td", { dataset: { label: "Created" } }, time(d.created_at)),
+    el("td", { dataset: { label: "Record" } }, el("span", { class: "uri", text: d.uri }),
+      el("div", { class: "hint", text: d.collection || d.lexicon_id || "" })),
+    el("td", { dataset: { label: "Event" } }, d.kind === d.action ? d.kind : `${d.kind} ${d.action}`),
+    el("td", { class: "failure", dataset: { label: "Error" } }, el("span", { text: d.error, title: d.error })),
+    el("td", { class: "num", dataset: { label: "Attempts" } }, num(d.attempts)),
+    el("td", { class: "state", dataset: { label: "State" } }, stateOf(d)),
+    el("td", { class: "open" }, open),
   );
 }
 

@@ -27,6 +27,7 @@ const state = {
   shown: new Set(), // the ids of the entries shown
   timer: 0, // the live tail's interval
   polling: false, // a tail read is under way
+  arrived: 0, // entries the tail added since it started
   types: new Set(), // the types and categories seen, for suggestions
   categories: new Set(),
 };
@@ -185,13 +186,15 @@ function row(e) {
   const detail = e.detail && Object.keys(e.detail).length > 0
     ? el("details", {}, el("summary", { text: summary(e.detail) }), code(e.detail))
     : "–";
+  // data-label names each cell's column, for the stacked layout at phone
+  // width.
   return el("tr", { dataset: { id: e.id }, class: `sev-${e.severity}` },
-    el("td", { class: "when" }, time(e.created_at)),
-    el("td", {}, el("code", { text: e.event_type })),
-    el("td", {}, el("span", { class: `badge severity ${e.severity}`, text: e.severity })),
-    el("td", { class: "subject" }, e.subject ?? "–"),
-    el("td", { class: "subject" }, e.actor_did ?? "–"),
-    el("td", { class: "detail" }, detail),
+    el("td", { class: "when", dataset: { label: "When" } }, time(e.created_at)),
+    el("td", { class: "type", dataset: { label: "Type" } }, el("code", { text: e.event_type })),
+    el("td", { dataset: { label: "Severity" } }, el("span", { class: `badge severity ${e.severity}`, text: e.severity })),
+    el("td", { class: "subject", dataset: { label: "Subject" } }, e.subject ?? "–"),
+    el("td", { class: "subject", dataset: { label: "Actor" } }, e.actor_did ?? "–"),
+    el("td", { class: "detail", dataset: { label: "Detail" } }, detail),
   );
 }
 
@@ -210,6 +213,7 @@ function tail(on) {
     $("tail-status").textContent = "";
     return;
   }
+  state.arrived = 0;
   $("tail-status").textContent = "Live: new entries appear as they are recorded.";
   state.timer = setInterval(poll, TAIL_EVERY);
   poll();
@@ -229,18 +233,18 @@ async function poll() {
     const list = page.events || [];
     const oldest = oldestShown();
     const fresh = list.filter((e) => !state.shown.has(e.id) && (oldest === null || Number(e.id) > oldest));
-    const at = el("span", {}, "Live: checked ", time(new Date().toISOString()));
+    let note = "";
     if (state.shown.size === 0 || (fresh.length === list.length && page.cursor)) {
-      const overflow = state.shown.size > 0;
+      if (state.shown.size > 0) note = ` More entries arrived than one read holds: the newest ${list.length} replaced the list.`;
       replace(page);
       for (const tr of $("events").tBodies[0].rows) highlight(tr);
-      $("tail-status").replaceChildren(at, overflow
-        ? `: more entries arrived than one read holds, so the newest ${list.length} replace the list.`
-        : `: ${list.length} new.`);
-      return;
+    } else {
+      insert(fresh);
     }
-    insert(fresh);
-    $("tail-status").replaceChildren(at, fresh.length ? `: ${fresh.length} new.` : ".");
+    state.arrived += fresh.length;
+    const n = state.arrived;
+    $("tail-status").replaceChildren("Live: last read ", time(new Date().toISOString()),
+      `; ${n} new entr${n === 1 ? "y" : "ies"} since the tail started.${note}`);
   } catch (err) {
     $("tail-status").textContent = `Live tail: the last read failed (${err.message}); trying again.`;
   } finally {

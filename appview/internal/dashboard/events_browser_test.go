@@ -1,0 +1,101 @@
+package dashboard_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// appendEvent records one event-log entry, created now.
+func appendEvent(t *testing.T, s storage.Store, typ, severity, subject string) {
+	t.Helper()
+	err := s.AppendEvents(context.Background(), []storage.Event{{
+		Type: typ, Severity: severity, Subject: subject, Detail: []byte(`{"why":"` + typ + `"}`), CreatedAt: time.Now(),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rowTypes returns the type column of the event log's rows, top down.
+func rowTypes(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	types, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#events tbody tr td:nth-child(2)")].map((td) => td.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
+}
+
+// TestBrowserEventLog: the category filter narrows the list to its
+// category and the severity filter further (and the query string keeps
+// them); with the live tail on, an entry recorded after the page opened
+// appears at the top while one outside the filters does not; a detail
+// opens as JSON.
+func TestBrowserEventLog(t *testing.T) {
+	ctx := browser(t, 20*time.Second)
+	env, key := startInstance(t)
+	appendEvent(t, env.Store, "lexicon.created", "info", "app.test.post")
+	appendEvent(t, env.Store, "lexicon.script_invalid", "warn", "app.test.post")
+	appendEvent(t, env.Store, "script.created", "info", "record.create:app.test.post")
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	open(t, ctx, env, "/dashboard/events", "#events")
+	all := rowTypes(t, ctx)
+	if len(all) < 5 || all[0] != "script.created" { // the three and the instance's user.bootstrapped, api_key.created
+		t.Fatalf("unfiltered: %q", all)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#f-category", "lexicon"), chromedp.Click("#filters button[type=submit]")); err != nil {
+		t.Fatal(err)
+	}
+	waitRows := func(want ...string) {
+		t.Helper()
+		for {
+			got := rowTypes(t, ctx)
+			if strings.Join(got, " ") == strings.Join(want, " ") {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("rows %q, want %q", got, want)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	waitRows("lexicon.script_invalid", "lexicon.created")
+	if err := chromedp.Do(ctx, chromedp.SetValue("#f-severity", "warn"), chromedp.Click("#filters button[type=submit]")); err != nil {
+		t.Fatal(err)
+	}
+	waitRows("lexicon.script_invalid")
+	if at := location(t, ctx); !strings.HasSuffix(at, "/dashboard/events?category=lexicon&severity=warn") {
+		t.Errorf("the filters are not in the address: %s", at)
+	}
+
+	// The live tail: a matching entry recorded after the page opened
+	// appears; one of another category does not.
+	if err := chromedp.Do(ctx, chromedp.Click("#tail")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#tail-status", "Live")
+	appendEvent(t, env.Store, "user.deleted", "warn", "did:plc:gone")
+	appendEvent(t, env.Store, "lexicon.script_invalid", "warn", "app.test.later")
+	waitText(t, ctx, "#events tbody tr:first-child", "app.test.later")
+	waitRows("lexicon.script_invalid", "lexicon.script_invalid")
+	waitText(t, ctx, "#tail-status", "1 new entry since the tail started.")
+
+	// The newest entry's detail, as JSON.
+	if err := chromedp.Do(ctx, chromedp.Click("#events tbody tr:first-child summary")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#events tbody tr:first-child pre.json", `"why": "lexicon.script_invalid"`)
+	noConsoleErrors(t, &errs)
+}
