@@ -106,7 +106,8 @@ function wire() {
   }
   $("detail-close").addEventListener("click", () => {
     const id = state.open?.id;
-    window.location.hash = "";
+    window.history.pushState(null, "", window.location.pathname + window.location.search);
+    closeDetail();
     if (id) document.querySelector(`#letters button[data-id="${CSS.escape(id)}"]`)?.focus();
   });
 }
@@ -213,7 +214,11 @@ function allLegend() {
 function selection() {
   const n = state.selected.size;
   $("selected-count").textContent = n === 0 ? "No dead letters selected" : `${num(n)} dead letter${n === 1 ? "" : "s"} selected`;
-  for (const name of Object.keys(verbs)) $(`${name}-selected`).disabled = n === 0;
+  // A retry or a reindex needs a record dead letter among the selected.
+  const records = [...state.selected].filter((id) => state.items.get(id)?.kind !== "label").length;
+  $("retry-selected").disabled = records === 0;
+  $("reindex-selected").disabled = records === 0;
+  $("dismiss-selected").disabled = n === 0;
   const boxes = pickable();
   const on = boxes.filter((b) => b.checked).length;
   const page = $("select-page");
@@ -329,9 +334,7 @@ function result(message) {
 async function route() {
   const id = decodeURIComponent(window.location.hash.slice(1));
   if (!id) {
-    state.open = null;
-    $("detail").hidden = true;
-    $("letters-section").hidden = false;
+    closeDetail();
     return;
   }
   let d;
@@ -347,6 +350,13 @@ async function route() {
   $("letters-section").hidden = true;
   $("detail").hidden = false;
   $("detail-heading").focus();
+}
+
+// closeDetail shows the list in place of the detail.
+function closeDetail() {
+  state.open = null;
+  $("detail").hidden = true;
+  $("letters-section").hidden = false;
 }
 
 // detail fills the detail section with dead letter d and keeps its row
