@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	}
 	waitText(t, ctx, "#detail-result", "Retry failed again:")
 	waitText(t, ctx, "#detail-error", "still broken")
-	waitText(t, ctx, "#detail-fields", "4") // attempts 3 → 4
+	waitText(t, ctx, "#detail-fields", "Attempts4") // one more than the 3 stored (the <dt> and <dd> texts run together)
 	script(`function handle() return true end`)
 	if err := chromedp.Do(ctx, chromedp.Click("#detail-retry")); err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 // TestBrowserDeadLettersReadOnly: an admin with dead-letters:read but not
 // dead-letters:manage sees the dead letters without any action, with the
 // reason at the top of the page; forcing a retry shows the 403 next to
-// the button, naming the permission.
+// the button, naming the permission. The list pages by 50.
 func TestBrowserDeadLettersReadOnly(t *testing.T) {
 	ctx := browser(t, 15*time.Second)
 	env, _ := startInstance(t)
@@ -166,6 +167,9 @@ func TestBrowserDeadLettersReadOnly(t *testing.T) {
 	}
 	key, _ := r.Object(t)["key"].(string)
 	d := deadLetter(t, env.Store, "3kaaaaaaaaaa2", 0, nil)
+	for i := range 50 { // newer: d is on the second page
+		deadLetter(t, env.Store, fmt.Sprintf("3kbbbbbbbb%03d", i), 1+i, nil)
+	}
 
 	var errs consoleErrors
 	errs.listen(ctx)
@@ -180,6 +184,26 @@ func TestBrowserDeadLettersReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#detail-action-error", "Your account lacks the dead-letters:manage permission this needs")
+
+	// The list, 50 a page: d comes with the next one.
+	if err := chromedp.Do(ctx, chromedp.Click("#detail-close"), chromedp.WaitVisible("#more")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#count-line", "51 unresolved dead letters.")
+	rows := `document.querySelectorAll("#letters tbody tr").length`
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](rows)); err != nil || n != 50 {
+		t.Fatalf("first page: %d rows (%v)", n, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#more")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `#letters tr[data-id="`+d.ID+`"]`, "Unresolved")
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](rows)); err != nil || n != 51 {
+		t.Errorf("after load more: %d rows (%v)", n, err)
+	}
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("more").hidden`)); err != nil || visible {
+		t.Errorf("load more still offered at the end (%v)", err)
+	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 403")
 }
 

@@ -33,14 +33,22 @@ func rowTypes(t *testing.T, ctx context.Context) []string {
 	return types
 }
 
-// TestBrowserEventLog: the category filter narrows the list to its
+// TestBrowserEventLog: a page of 100 entries and the older ones on
+// demand; the category filter narrows the list to its
 // category and the severity filter further (and the query string keeps
 // them); with the live tail on, an entry recorded after the page opened
 // appears at the top while one outside the filters does not; a detail
-// opens as JSON.
+// opens as JSON; a subject's button filters by it.
 func TestBrowserEventLog(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
+	noise := make([]storage.Event, 100)
+	for i := range noise {
+		noise[i] = storage.Event{Type: "noise.tick", Severity: "info", CreatedAt: time.Now()}
+	}
+	if err := env.Store.AppendEvents(context.Background(), noise); err != nil {
+		t.Fatal(err)
+	}
 	appendEvent(t, env.Store, "lexicon.created", "info", "app.test.post")
 	appendEvent(t, env.Store, "lexicon.script_invalid", "warn", "app.test.post")
 	appendEvent(t, env.Store, "script.created", "info", "record.create:app.test.post")
@@ -49,9 +57,22 @@ func TestBrowserEventLog(t *testing.T) {
 	errs.listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/events", "#events")
-	all := rowTypes(t, ctx)
-	if len(all) < 5 || all[0] != "script.created" { // the three and the instance's user.bootstrapped, api_key.created
-		t.Fatalf("unfiltered: %q", all)
+	// A page of 100: the three and 97 of the noise; the older ones, the
+	// instance's own (user.bootstrapped, api_key.created, ...) among them,
+	// on the next.
+	first := rowTypes(t, ctx)
+	if len(first) != 100 || strings.Join(first[:4], " ") != "script.created lexicon.script_invalid lexicon.created noise.tick" {
+		t.Fatalf("first page: %d rows, %q", len(first), first[:min(len(first), 4)])
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#older")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#events tbody", "user.bootstrapped")
+	if all := strings.Join(rowTypes(t, ctx), " "); !strings.Contains(all, "api_key.created") || strings.Count(all, "noise.tick") != 100 {
+		t.Fatalf("after loading older: %q", all)
+	}
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("older").hidden`)); err != nil || visible {
+		t.Errorf("load older still offered at the end (%v)", err)
 	}
 
 	if err := chromedp.Do(ctx, chromedp.SendKeys("#f-category", "lexicon"), chromedp.Click("#filters button[type=submit]")); err != nil {
@@ -97,5 +118,15 @@ func TestBrowserEventLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#events tbody tr:first-child pre.json", `"why": "lexicon.script_invalid"`)
+
+	// A subject narrows the list to its entries.
+	if err := chromedp.Do(ctx, chromedp.Click("#events tbody tr:first-child td.subject button")); err != nil {
+		t.Fatal(err)
+	}
+	waitRows("lexicon.script_invalid")
+	waitText(t, ctx, "#events tbody", "app.test.later")
+	if v, err := chromedp.Run(ctx, chromedp.Value("#f-subject")); err != nil || v != "app.test.later" {
+		t.Errorf("subject filter %q (%v)", v, err)
+	}
 	noConsoleErrors(t, &errs)
 }

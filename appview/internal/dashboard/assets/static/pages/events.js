@@ -190,12 +190,26 @@ function row(e) {
   // width.
   return el("tr", { dataset: { id: e.id }, class: `sev-${e.severity}` },
     el("td", { class: "when", dataset: { label: "When" } }, time(e.created_at)),
-    el("td", { class: "type", dataset: { label: "Type" } }, el("code", { text: e.event_type })),
+    el("td", { class: "type", dataset: { label: "Type" } }, narrow("f-type", e.event_type, "type")),
     el("td", { dataset: { label: "Severity" } }, el("span", { class: `badge severity ${e.severity}`, text: e.severity })),
-    el("td", { class: "subject", dataset: { label: "Subject" } }, e.subject ?? "–"),
+    el("td", { class: "subject", dataset: { label: "Subject" } }, e.subject ? narrow("f-subject", e.subject, "subject") : "–"),
     el("td", { class: "subject", dataset: { label: "Actor" } }, e.actor_did ?? "–"),
     el("td", { class: "detail", dataset: { label: "Detail" } }, detail),
   );
+}
+
+// narrow renders value as a button that filters the log by it (the
+// filter field id; what names it for assistive technology).
+function narrow(id, value, what) {
+  return el("button", {
+    type: "button", class: "link", text: value, "aria-label": `Show only the entries of ${what} ${value}`,
+    on: {
+      click: () => {
+        $(id).value = value;
+        apply(read());
+      },
+    },
+  });
 }
 
 // summary names a detail's fields for its disclosure.
