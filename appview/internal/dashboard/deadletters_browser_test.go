@@ -40,9 +40,10 @@ func deadLetter(t *testing.T, s storage.Store, rkey string, i int, mod func(*sto
 // TestBrowserRetryDeadLetter: a record dead letter whose create script
 // still fails is retried from its detail and the failure shown (one more
 // attempt); once the script is fixed, a retry resolves it and the list
-// says so. A label-arrival dead letter offers no retry. Selecting rows by
-// checkbox and dismissing them in bulk (confirmed) shows the result and
-// empties the unresolved list.
+// says so. A label-arrival dead letter offers no retry (forced, the API's
+// 400 shows). Selected with the keyboard, it is dismissed in bulk; then
+// "retry all" in the filtered collection resolves the last one; each bulk
+// action is confirmed and its result shown.
 func TestBrowserRetryDeadLetter(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
@@ -131,23 +132,42 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	waitText(t, ctx, row, "Resolved")
 	waitText(t, ctx, "#count-line", "2 unresolved dead letters.")
 
-	// Bulk: select the two others with the keyboard-operable checkboxes
-	// and dismiss them, confirmed.
-	for _, id := range []string{label.ID, other.ID} {
-		if err := chromedp.Do(ctx, chromedp.Click(`#letters tr[data-id="`+id+`"] input.pick`)); err != nil {
-			t.Fatal(err)
-		}
+	// Bulk on the selection: the label-arrival one, selected with the
+	// keyboard, can be dismissed but not retried; dismissed, confirmed.
+	if err := chromedp.Do(ctx, chromedp.Focus(`#letters tr[data-id="`+label.ID+`"] input.pick`), chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
 	}
-	waitText(t, ctx, "#selected-count", "2 dead letters selected")
+	waitText(t, ctx, "#selected-count", "1 dead letter selected")
+	if on, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("retry-selected").disabled && !document.getElementById("dismiss-selected").disabled`)); err != nil || !on {
+		t.Errorf("a label-arrival selection: retry offered or dismiss not (%v)", err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#dismiss-selected")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#confirm-text", "Dismiss 2 selected dead letters?")
+	waitText(t, ctx, "#confirm-text", "Dismiss 1 selected dead letter?")
 	confirm(t, ctx)
-	waitText(t, ctx, "#bulk-result", "Dismissed 2 of 2 dead letters.")
-	waitText(t, ctx, "#count-line", "0 unresolved dead letters.")
+	waitText(t, ctx, "#bulk-result", "Dismissed 1 of 1 dead letter.")
+	waitText(t, ctx, "#count-line", "1 unresolved dead letter.")
+
+	// Bulk on every unresolved one of the filtered collection: the
+	// script now works, so the retry resolves the last one.
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#f-collection", "app.test.post"), chromedp.Click("#filters button[type=submit]")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#all-legend", "Every unresolved dead letter in app.test.post")
+	waitText(t, ctx, "#count-line", "1 unresolved dead letter in app.test.post.")
+	if err := chromedp.Do(ctx, chromedp.Click("#retry-all")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#confirm-text", "Retry all 1 unresolved dead letter in app.test.post?")
+	confirm(t, ctx)
+	waitText(t, ctx, "#bulk-result", "Retried 1 dead letter: 1 resolved.")
+	waitText(t, ctx, "#count-line", "0 unresolved dead letters in app.test.post.")
 	if !visible("#no-letters") {
 		t.Errorf("the emptied list: %q", strings.TrimSpace(textNow(ctx, "#letters-section")))
+	}
+	if got, err := env.Store.GetDeadLetter(context.Background(), other.ID); err != nil || got.ResolvedAt.IsZero() {
+		t.Errorf("after retrying all: %+v %v", got, err)
 	}
 	noConsoleErrors(t, &errs, "error network: Failed to load resource: the server responded with a status of 400")
 }
