@@ -38,9 +38,10 @@ func rowTypes(t *testing.T, ctx context.Context) []string {
 // category and the severity filter further (and the query string keeps
 // them); with the live tail on, an entry recorded after the page opened
 // appears at the top while one outside the filters does not; a detail
-// opens as JSON; a subject's button filters by it.
+// opens as JSON; a subject's button filters by it; a burst larger than
+// a page replaces the list.
 func TestBrowserEventLog(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 	noise := make([]storage.Event, 100)
 	for i := range noise {
@@ -127,6 +128,23 @@ func TestBrowserEventLog(t *testing.T) {
 	waitText(t, ctx, "#events tbody", "app.test.later")
 	if v, err := chromedp.Run(ctx, chromedp.Value("#f-subject")); err != nil || v != "app.test.later" {
 		t.Errorf("subject filter %q (%v)", v, err)
+	}
+
+	// More new entries than one read holds: the newest page replaces the
+	// list, and the older ones stay reachable.
+	burst := make([]storage.Event, 101)
+	for i := range burst {
+		burst[i] = storage.Event{Type: "lexicon.script_invalid", Severity: "warn", Subject: "app.test.later", CreatedAt: time.Now()}
+	}
+	if err := env.Store.AppendEvents(context.Background(), burst); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#tail-status", "More entries arrived than one read holds: the newest 100 replaced the list.")
+	if n := len(rowTypes(t, ctx)); n != 100 {
+		t.Errorf("after the burst: %d rows", n)
+	}
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("older").hidden`)); err != nil || !visible {
+		t.Errorf("load older not offered after the burst (%v)", err)
 	}
 	noConsoleErrors(t, &errs)
 }
