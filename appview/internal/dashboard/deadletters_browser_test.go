@@ -45,7 +45,7 @@ func deadLetter(t *testing.T, s storage.Store, rkey string, i int, mod func(*sto
 // "retry all" in the filtered collection resolves the last one; each bulk
 // action is confirmed and its result shown.
 func TestBrowserRetryDeadLetter(t *testing.T) {
-	ctx := browser(t, 20*time.Second)
+	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 
 	doc := `{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
