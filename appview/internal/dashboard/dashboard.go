@@ -71,6 +71,8 @@ var pages = []page{
 	{Name: "labelers", Path: Path + "labelers", Title: "Labelers", Group: groupNetwork, Perm: "labelers:read"},
 	{Name: "records", Path: Path + "records", Title: "Records", Group: groupData, Perm: "records:read"},
 	{Name: "backfill", Path: Path + "backfill", Title: "Backfill", Group: groupData, Perm: "backfill:read"},
+	{Name: "deadletters", Path: Path + "dead-letters", Title: "Dead letters", Group: groupData, Perm: "dead-letters:read"},
+	{Name: "events", Path: Path + "events", Title: "Event log", Group: groupData, Perm: "events:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
