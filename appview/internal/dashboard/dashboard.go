@@ -58,6 +58,8 @@ var groups = []string{groupData, groupAccess, groupNetwork, groupInstance}
 var pages = []page{
 	{Name: "overview", Path: Path, Title: "Overview", Group: groupData},
 	{Name: "signin", Path: Path + "signin", Title: "Sign in"},
+	{Name: "lexicons", Path: Path + "lexicons", Title: "Lexicons", Group: groupData, Perm: "lexicons:read"},
+	{Name: "scripts", Path: Path + "scripts", Title: "Scripts", Group: groupData, Perm: "scripts:read"},
 }
 
 // navGroup is one group of navigation links as the layout renders it.
