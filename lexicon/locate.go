@@ -1,7 +1,10 @@
 package lexicon
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -10,144 +13,147 @@ import (
 
 // locate finds where in a document the Lexicon language error failure
 // is: the dotted path from the document's root (such as
-// "defs.main.record.properties.text") of the deepest definition that
-// fails on its own, or "" when none does. Definitions are tried in the
-// order of their names; among several that fail, one failing with
-// failure's own message is preferred.
+// "defs.main.record.properties.text") of a schema that fails its own
+// check, with the schemas it holds replaced by valid placeholders, or ""
+// when none does. Schemas are visited depth first, in the order of
+// their names, the schemas a schema holds before it; among those that
+// fail, the first failing with failure's own message is preferred, else
+// the first. The document is decoded once and each schema checked
+// without its subtree, so the work grows with the document's size.
 func locate(raw []byte, failure error) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var doc struct {
-		Defs map[string]json.RawMessage `json:"defs"`
+		Defs map[string]any `json:"defs"`
 	}
-	if json.Unmarshal(raw, &doc) != nil {
+	if dec.Decode(&doc) != nil {
 		return ""
 	}
-	var found []schemaNode
+	msg := failure.Error()
+	var found []fault
 	for _, name := range sortedKeys(doc.Defs) {
-		n := schemaNode{path: "defs." + name, raw: doc.Defs[name]}
+		path := "defs." + name
 		if name == "" || strings.ContainsAny(name, "#.") {
-			return n.path
+			return path
 		}
-		var def indigolex.SchemaDef
-		if err := json.Unmarshal(n.raw, &def); err != nil {
-			n.err = err
-		} else if def.IsPrimary() && name != "main" || !def.IsDefinable() {
-			return n.path
-		} else if n.err = def.CheckSchema(); n.err == nil {
-			continue
+		def, ok := doc.Defs[name].(map[string]any)
+		if !ok {
+			return path
 		}
-		found = append(found, n)
+		walk(path, def, 0, &found, func(d *indigolex.SchemaDef) error {
+			if d.IsPrimary() && name != "main" || !d.IsDefinable() {
+				return errors.New("not allowed as this definition")
+			}
+			return nil
+		})
 	}
-	n, ok := pick(found, failure.Error())
-	if !ok {
+	if len(found) == 0 {
 		return ""
 	}
-	return deepest(n, failure.Error())
+	for _, f := range found {
+		if strings.HasSuffix(msg, f.err.Error()) {
+			return f.path
+		}
+	}
+	return found[0].path
 }
 
-// schemaNode is a schema inside a document: its path, its JSON, and the error
-// it fails with on its own (nil when it passes).
-type schemaNode struct {
+// fault is a schema that fails its own check.
+type fault struct {
 	path string
-	raw  json.RawMessage
 	err  error
 }
 
-// check sets n.err: the error of n's schema checked on its own.
-func (n *schemaNode) check() {
-	var def indigolex.SchemaDef
-	if n.err = json.Unmarshal(n.raw, &def); n.err == nil {
-		n.err = def.CheckSchema()
-	}
-}
-
-// pick returns the node failing with message msg, else the first one.
-func pick(nodes []schemaNode, msg string) (schemaNode, bool) {
-	if len(nodes) == 0 {
-		return schemaNode{}, false
-	}
-	for _, n := range nodes {
-		if sameError(msg, n.err) {
-			return n, true
-		}
-	}
-	return nodes[0], true
-}
-
-// sameError reports whether err is the error msg reports.
-func sameError(msg string, err error) bool {
-	return err != nil && strings.HasSuffix(msg, err.Error())
-}
-
-// deepest descends from failing node n into the schemas it holds: into
-// one failing with msg itself, else, when n's own error is not msg, into
-// the first that fails.
-func deepest(n schemaNode, msg string) string {
-	for depth := 0; depth < MaxDocumentDepth; depth++ {
-		var failing []schemaNode
-		for _, c := range children(n) {
-			if c.check(); c.err != nil {
-				failing = append(failing, c)
-			}
-		}
-		next, ok := pick(failing, msg)
-		if !ok || !sameError(msg, next.err) && sameError(msg, n.err) {
-			break
-		}
-		n = next
-	}
-	return n.path
-}
-
-// children returns the schemas a schema holds: the properties of an
-// object or params, the schemas of an input, output or message, and
-// every member that is itself a schema (a record's record, an array's
-// items, a query's parameters).
-func children(n schemaNode) []schemaNode {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(n.raw, &obj) != nil {
-		return nil
-	}
-	var out []schemaNode
-	for _, key := range sortedKeys(obj) {
-		v := obj[key]
+// walk checks schema s at path and the schemas it holds, those first,
+// appending the ones that fail to found; extra adds a check of s.
+func walk(path string, s map[string]any, depth int, found *[]fault, extra func(*indigolex.SchemaDef) error) {
+	shallow := make(map[string]any, len(s))
+	for _, key := range sortedKeys(s) {
+		v := s[key]
 		switch key {
 		case "properties":
-			var props map[string]json.RawMessage
-			if json.Unmarshal(v, &props) == nil {
-				for _, p := range sortedKeys(props) {
-					if isObject(props[p]) {
-						out = append(out, schemaNode{path: n.path + ".properties." + p, raw: props[p]})
-					}
-				}
+			props, ok := v.(map[string]any)
+			if !ok {
+				break
 			}
+			stand := make(map[string]any, len(props))
+			for _, p := range sortedKeys(props) {
+				stand[p] = visit(path+".properties."+p, props[p], depth, found)
+			}
+			v = stand
 		case "input", "output", "message":
-			var body struct {
-				Schema json.RawMessage `json:"schema"`
+			body, ok := v.(map[string]any)
+			if !ok || body["schema"] == nil {
+				break
 			}
-			if json.Unmarshal(v, &body) == nil && isObject(body.Schema) {
-				out = append(out, schemaNode{path: n.path + "." + key + ".schema", raw: body.Schema})
+			stand := make(map[string]any, len(body))
+			for k, bv := range body {
+				stand[k] = bv
 			}
+			stand["schema"] = visit(path+"."+key+".schema", body["schema"], depth, found)
+			v = stand
 		default:
-			var typed struct {
-				Type *string `json:"type"`
-			}
-			if isObject(v) && json.Unmarshal(v, &typed) == nil && typed.Type != nil {
-				out = append(out, schemaNode{path: n.path + "." + key, raw: v})
-			}
+			v = visit(path+"."+key, v, depth, found)
 		}
+		shallow[key] = v
 	}
-	return out
+	if err := checkOne(shallow, extra); err != nil {
+		*found = append(*found, fault{path: path, err: err})
+	}
 }
 
-func isObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
+// visit walks v when it is a schema (an object with a type) and returns
+// what stands for it in its holder's check: the placeholder of its type,
+// or v itself.
+func visit(path string, v any, depth int, found *[]fault) any {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return v
 	}
-	return false
+	typ, ok := s["type"].(string)
+	if !ok {
+		return v
+	}
+	if depth < MaxDocumentDepth {
+		walk(path, s, depth+1, found, nil)
+	}
+	if p, ok := placeholders[typ]; ok {
+		return p
+	}
+	return v
+}
+
+// checkOne checks one schema as the Lexicon language rules do.
+func checkOne(s map[string]any, extra func(*indigolex.SchemaDef) error) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	var def indigolex.SchemaDef
+	if err := json.Unmarshal(b, &def); err != nil {
+		return err
+	}
+	if err := def.CheckSchema(); err != nil {
+		return err
+	}
+	if extra != nil {
+		return extra(&def)
+	}
+	return nil
+}
+
+// placeholders are valid schemas of each type, standing in for a schema
+// checked on its own. A schema of another type stands for itself.
+var placeholders = map[string]json.RawMessage{
+	"boolean": json.RawMessage(`{"type":"boolean"}`), "integer": json.RawMessage(`{"type":"integer"}`),
+	"string": json.RawMessage(`{"type":"string"}`), "bytes": json.RawMessage(`{"type":"bytes"}`),
+	"cid-link": json.RawMessage(`{"type":"cid-link"}`), "blob": json.RawMessage(`{"type":"blob"}`),
+	"unknown": json.RawMessage(`{"type":"unknown"}`),
+	"array":   json.RawMessage(`{"type":"array","items":{"type":"string"}}`),
+	"object":  json.RawMessage(`{"type":"object","properties":{}}`),
+	"params":  json.RawMessage(`{"type":"params","properties":{}}`),
+	"ref":     json.RawMessage(`{"type":"ref","ref":"#placeholder"}`),
+	"union":   json.RawMessage(`{"type":"union","refs":[]}`),
 }
 
 func sortedKeys[V any](m map[string]V) []string {

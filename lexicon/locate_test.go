@@ -2,6 +2,8 @@ package lexicon
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +39,7 @@ func TestSchemaErrorPath(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse([]byte(c.doc))
 			var pe *ParseError
-			if !errors.As(err, &pe) {
+			if !errors.As(err, &pe) || pe.Path == "" {
 				t.Fatalf("err = %v, want a ParseError", err)
 			}
 			if pe.Path != c.path {
@@ -54,5 +56,42 @@ func TestSchemaErrorPath(t *testing.T) {
 		if _, err := Parse([]byte(doc)); !errors.As(err, &pe) || pe.Path != "" {
 			t.Errorf("%s: %v (path %q)", doc, err, pe.Path)
 		}
+	}
+}
+
+// nestedInvalid is a record lexicon whose objects nest depth levels, each
+// with width sibling properties, the innermost holding an unknown type.
+func nestedInvalid(depth, width int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"lexicon":1,"id":"app.test.deep","defs":{"main":{"type":"record","key":"tid","record":`)
+	for range depth {
+		b.WriteString(`{"type":"object","properties":{`)
+		for i := range width {
+			fmt.Fprintf(&b, `"s%d":{"type":"string","maxLength":10},`, i)
+		}
+		b.WriteString(`"next":`)
+	}
+	b.WriteString(`{"type":"wat"}`)
+	for range depth {
+		b.WriteString(`}}`)
+	}
+	b.WriteString(`}}}`)
+	return []byte(b.String())
+}
+
+// BenchmarkParseInvalid measures refusing a deeply nested invalid
+// document, the locating of its error included (locate re-checks each
+// level's subtree, so its cost grows with depth times size).
+func BenchmarkParseInvalid(b *testing.B) {
+	for _, c := range []struct{ depth, width int }{{5, 10}, {29, 10}, {29, 300}} {
+		doc := nestedInvalid(c.depth, c.width)
+		b.Run(fmt.Sprintf("depth=%d/width=%d/bytes=%d", c.depth, c.width, len(doc)), func(b *testing.B) {
+			for b.Loop() {
+				var pe *ParseError
+				if _, err := Parse(doc); !errors.As(err, &pe) || pe.Path == "" {
+					b.Fatalf("%v", err)
+				}
+			}
+		})
 	}
 }
