@@ -9,7 +9,7 @@
 // instance has none, creating a public "Dashboard playground" client
 // (POST /admin/api-clients, api-clients:create) for this origin.
 import { call, can, load } from "../api.js";
-import { jsonError } from "../editor.js";
+import { codeEditor, jsonError } from "../editor.js";
 import { $, busy, code, el, explain, showError } from "../ui.js";
 
 // OTHER is the client choice "a key typed in".
@@ -23,6 +23,7 @@ export async function playground(l) {
   $("pg-method").textContent = `${method} /xrpc/${l.id}`;
   params(main.parameters);
   $("pg-body-row").hidden = !procedure;
+  const input = procedure ? codeEditor($("pg-body")) : null;
   await clients();
   $("playground").hidden = false;
 
@@ -39,9 +40,11 @@ export async function playground(l) {
       const bad = jsonError(text);
       if (bad) {
         showError($("pg-body"), new Error(bad.line ? `The input does not parse at line ${bad.line}, column ${bad.column}: ${bad.message}` : bad.message));
+        if (bad.line) input.mark(bad.line, bad.column);
         return;
       }
       showError($("pg-body"), null);
+      input.clear();
       init.body = text;
       headers["Content-Type"] = "application/json";
     }

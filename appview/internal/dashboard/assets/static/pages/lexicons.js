@@ -151,6 +151,7 @@ async function editor(id) {
     ev.preventDefault();
     const text = $("lexicon-json").value;
     showError($("save-error"), null);
+    showError($("target-collection"), null);
     const bad = jsonError(text);
     if (bad) {
       jsonFailure(json, bad.line ? `The JSON does not parse at line ${bad.line}, column ${bad.column}: ${bad.message}` : `The JSON does not parse: ${bad.message}`, bad.line, bad.column);
@@ -196,7 +197,7 @@ function refused(err, text, json) {
   let where = at ? at[1] : null;
   if (!where && /^lexicon must be 1/.test(msg)) where = "lexicon";
   if (!where && (/^lexicon id is required/.test(msg) || /^invalid NSID/.test(msg))) where = "id";
-  if (/target/i.test(msg) && !where) {
+  if (!where && /target_collection/.test(msg)) {
     showError($("target-collection"), err);
     return;
   }
