@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/testenv"
 )
 
 // recordLexicon and queryLexicon are uploaded through the editor.
@@ -51,6 +53,20 @@ func setValue(sel, value string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// signInOnce signs the tab in with an hv_ key and signs it out when the
+// test ends: the tabs of the shared browser share its cookies, and a
+// later test may expect to start signed out.
+func signInOnce(t *testing.T, ctx context.Context, env *testenv.Env, key string) {
+	t.Helper()
+	signIn(t, ctx, env, key)
+	t.Cleanup(func() {
+		js := `fetch("/auth/logout", {method: "POST", credentials: "same-origin"}).then((r) => r.status)`
+		if status, err := chromedp.Run(ctx, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise)); err != nil || status >= 300 {
+			t.Logf("sign out after the test: %d %v", status, err)
+		}
+	})
+}
+
 // eval evaluates a JavaScript expression in the tab.
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
@@ -72,7 +88,7 @@ func TestBrowserLexiconPlayground(t *testing.T) {
 	seed(t, env.Store, "app.test.post", 3)
 	var errs consoleErrors
 	errs.listen(ctx)
-	signIn(t, ctx, env, key)
+	signInOnce(t, ctx, env, key)
 
 	save := func(doc, target, want string) {
 		t.Helper()
@@ -141,7 +157,7 @@ func TestBrowserLexiconErrors(t *testing.T) {
 	env, key := startInstance(t)
 	var errs consoleErrors
 	errs.listen(ctx)
-	signIn(t, ctx, env, key)
+	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/lexicons?new=1", "#lexicon-form")
 
 	marked := func(editor string) string {

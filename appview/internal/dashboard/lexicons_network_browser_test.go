@@ -47,7 +47,7 @@ func TestBrowserNetworkLexicons(t *testing.T) {
 	key, _ := r.Object(t)["key"].(string)
 	var errs consoleErrors
 	errs.listen(ctx)
-	signIn(t, ctx, env, key)
+	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/lexicons", "#network-form")
 	waitText(t, ctx, "#no-network", "No network lexicons are tracked.")
 
@@ -105,7 +105,7 @@ func TestBrowserLexiconsReadOnly(t *testing.T) {
 	}
 	var errs consoleErrors
 	errs.listen(ctx)
-	signIn(t, ctx, env, key)
+	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/lexicons", "#lexicons")
 	waitText(t, ctx, "#limits", "Uploading lexicons is unavailable: your account lacks the lexicons:create permission.")
 	waitText(t, ctx, "#limits", "Deleting lexicons is unavailable: your account lacks the lexicons:delete permission.")
