@@ -67,6 +67,11 @@ func signInOnce(t *testing.T, ctx context.Context, env *testenv.Env, key string)
 	if status, err := chromedp.Run(ctx, chromedp.Evaluate[int](login, chromedp.EvalAwaitPromise)); err != nil || status != 200 {
 		t.Fatalf("sign in: %d %v", status, err)
 	}
+	signOutAtEnd(t, ctx)
+}
+
+// signOutAtEnd signs the tab out when the test ends.
+func signOutAtEnd(t *testing.T, ctx context.Context) {
 	t.Cleanup(func() {
 		js := `fetch("/auth/logout", {method: "POST", credentials: "same-origin"}).then((r) => r.status)`
 		if status, err := chromedp.Run(ctx, chromedp.Evaluate[int](js, chromedp.EvalAwaitPromise)); err != nil || status >= 300 {

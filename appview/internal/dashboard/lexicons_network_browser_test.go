@@ -105,7 +105,9 @@ func TestBrowserLexiconsReadOnly(t *testing.T) {
 	}
 	var errs consoleErrors
 	errs.listen(ctx)
-	signInOnce(t, ctx, env, key)
+	// The key form, as an admin signs in.
+	signIn(t, ctx, env, key)
+	signOutAtEnd(t, ctx)
 	open(t, ctx, env, "/dashboard/lexicons", "#lexicons")
 	waitText(t, ctx, "#limits", "Uploading lexicons is unavailable: your account lacks the lexicons:create permission.")
 	waitText(t, ctx, "#limits", "Deleting lexicons is unavailable: your account lacks the lexicons:delete permission.")
