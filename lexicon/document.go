@@ -38,12 +38,27 @@ type Document struct {
 
 // ParseError reports why a document was refused. Its message is meant for
 // the uploader.
-type ParseError struct{ Msg string }
+type ParseError struct {
+	Msg string
+	// Path is where in the document a Lexicon language error was found,
+	// as dotted keys from the root ("defs.main.record.properties.text"),
+	// when it could be told; the message names it too.
+	Path string
+}
 
 func (e *ParseError) Error() string { return e.Msg }
 
 func parseErr(format string, args ...any) error {
 	return &ParseError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// schemaErr reports a Lexicon language error of raw, naming where it is
+// when that can be told: "invalid lexicon schema at PATH: ...".
+func schemaErr(raw []byte, err error) error {
+	if path := locate(raw, err); path != "" {
+		return &ParseError{Msg: fmt.Sprintf("invalid lexicon schema at %s: %v", path, err), Path: path}
+	}
+	return parseErr("invalid lexicon schema: %v", err)
 }
 
 // IsParseError reports whether err is (or wraps) a ParseError.
@@ -86,13 +101,13 @@ func Parse(raw []byte) (*Document, error) {
 	}
 	var sf indigolex.SchemaFile
 	if err := json.Unmarshal(raw, &sf); err != nil {
-		return nil, parseErr("invalid lexicon schema: %v", err)
+		return nil, schemaErr(raw, err)
 	}
 	if err := sf.FinishParse(); err != nil {
-		return nil, parseErr("invalid lexicon schema: %v", err)
+		return nil, schemaErr(raw, err)
 	}
 	if err := sf.CheckSchema(); err != nil {
-		return nil, parseErr("invalid lexicon schema: %v", err)
+		return nil, schemaErr(raw, err)
 	}
 	return &Document{ID: id, Kind: classify(head.Defs["main"]), Raw: json.RawMessage(bytes.Clone(raw))}, nil
 }

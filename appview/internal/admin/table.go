@@ -56,6 +56,7 @@ var table = map[string]Rule{
 	"GET /admin/scripts":                               need(admins.ScriptsRead),
 	"GET /admin/scripts/{id}":                          need(admins.ScriptsRead),
 	"POST /admin/scripts":                              need(admins.ScriptsManage),
+	"POST /admin/scripts/check":                        need(admins.ScriptsRead), // not in the specification: the dashboard's syntax check
 	"PATCH /admin/scripts/{id}":                        need(admins.ScriptsManage),
 	"DELETE /admin/scripts/{id}":                       need(admins.ScriptsManage),
 	"POST /admin/labelers":                             need(admins.LabelersCreate),

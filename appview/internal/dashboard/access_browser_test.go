@@ -15,16 +15,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/testenv"
 )
 
-// eval evaluates js in the tab and returns its value.
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
 // inPage returns whether s is anywhere in the page: its markup, its
 // visible text, or the value of one of its fields.
 func inPage(t *testing.T, ctx context.Context, s string) bool {

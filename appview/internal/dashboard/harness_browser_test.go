@@ -186,3 +186,13 @@ func choose(sel, value string) chromedp.Action[chromedp.Void] {
 		return err
 	})
 }
+
+// eval evaluates js in the tab and returns its value.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}

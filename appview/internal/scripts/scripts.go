@@ -106,6 +106,20 @@ func (s *Service) checkSource(source string) error {
 	return nil
 }
 
+// ErrNoCheck answers a syntax check on an instance that runs no scripts.
+var ErrNoCheck = fail.New(fail.Unavailable, "this instance runs no scripts, so sources are not checked")
+
+// Check runs the checks of a create on source without storing anything:
+// nil when it would be accepted, else the Invalid error a create would
+// answer (`script has a syntax error: ...` when the Lua does not
+// compile). It is ErrNoCheck on an instance that runs no scripts.
+func (s *Service) Check(source string) error {
+	if s.runtime == nil {
+		return ErrNoCheck
+	}
+	return s.checkSource(source)
+}
+
 // changed makes a stored change take effect and audits it.
 func (s *Service) changed(ctx context.Context, actor, event string, sc storage.Script) {
 	s.reload(ctx)

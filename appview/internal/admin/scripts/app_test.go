@@ -40,6 +40,14 @@ func TestScriptsInTheApp(t *testing.T) {
 		if msg := r.Error(t); r.Status != 400 || !strings.HasPrefix(msg, "script has a syntax error: ") || len(msg) < 30 {
 			t.Fatalf("syntax error: %d %s", r.Status, r.Raw)
 		}
+		// The check without storing: the real compiler's line.
+		r = su.Do(t, "POST", "/admin/scripts/check", map[string]any{"source": "function handle()\n  return {\nend"})
+		if o := r.Object(t); r.Status != 400 || !strings.HasPrefix(r.Error(t), "script has a syntax error: ") || o["line"] != float64(3) {
+			t.Fatalf("check: %d %s", r.Status, r.Raw)
+		}
+		if r = su.Do(t, "POST", "/admin/scripts/check", map[string]any{"source": "function handle() return {} end"}); r.Status != 200 {
+			t.Fatalf("check: %d %s", r.Status, r.Raw)
+		}
 		r = su.Do(t, "POST", "/admin/scripts", map[string]any{
 			"trigger": "xrpc.query:app.test.hello", "source": `function handle() return {greeting = "hi"} end`,
 		})

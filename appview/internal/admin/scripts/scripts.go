@@ -1,6 +1,7 @@
 // Package scripts serves the admin endpoints of trigger-keyed Lua scripts
 // over the scripts service: list (with a trigger-suffix filter), get with
-// the source, create or replace by trigger, edit, and delete.
+// the source, create or replace by trigger, edit, delete, and the syntax
+// check of a source without storing it.
 package scripts
 
 import (
@@ -19,6 +20,7 @@ func Mount(m *admin.Mux, svc *scriptsvc.Service) {
 	m.HandleFunc("GET /admin/scripts", h.list)
 	m.HandleFunc("GET /admin/scripts/{id}", h.get)
 	m.HandleFunc("POST /admin/scripts", h.create)
+	m.HandleFunc("POST /admin/scripts/check", h.check)
 	m.HandleFunc("PATCH /admin/scripts/{id}", h.update)
 	m.HandleFunc("DELETE /admin/scripts/{id}", h.delete)
 }

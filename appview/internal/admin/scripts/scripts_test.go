@@ -244,3 +244,61 @@ func TestScriptPermissions(t *testing.T) {
 }
 
 func mountScripts(m *admin.Mux, w *admintest.World) { scripts.Mount(m, w.Scripts()) }
+
+// TestScriptCheck: POST /admin/scripts/check answers 200 {ok: true} for a
+// source a create would accept and 400 with the create's message for one
+// it would refuse; nothing is stored; scripts:read is enough; an
+// instance that runs no scripts says it checks nothing.
+func TestScriptCheck(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		rt := &admintest.Runtime{SyntaxError: "line:2(column:4) near 'end': syntax error"}
+		srv := admintest.New(t, open(t), mountScripts, func(w *admintest.World) { w.Runtime = rt })
+		reader := srv.Caller(t, admins.ScriptsRead)
+		r := reader.Do(t, "POST", "/admin/scripts/check", map[string]any{"source": source})
+		admintest.Expect(t, r, 200, "")
+		if o := r.Object(t); o["ok"] != true || len(o) != 1 {
+			t.Fatalf("check: %s", r.Raw)
+		}
+		r = reader.Do(t, "POST", "/admin/scripts/check", map[string]any{"source": "x\nline:2(column:4) near 'end': syntax error"})
+		admintest.Expect(t, r, 400, "script has a syntax error: line:2(column:4) near 'end': syntax error")
+		if o := r.Object(t); o["line"] != float64(2) || o["column"] != float64(4) {
+			t.Fatalf("check: %s", r.Raw)
+		}
+		for name, body := range map[string]any{
+			"no source":    map[string]any{},
+			"empty source": map[string]any{"source": "  "},
+		} {
+			r := reader.Do(t, "POST", "/admin/scripts/check", body)
+			if r.Status != 400 || r.Object(t)["line"] != nil {
+				t.Errorf("%s: %d %s", name, r.Status, r.Raw)
+			}
+		}
+		if list, err := srv.Store.ListScripts(context.Background()); err != nil || len(list) != 0 {
+			t.Fatalf("the check stored %v (%v)", list, err)
+		}
+		if rt.Reloads != 0 || len(srv.Events(t, "script")) != 0 {
+			t.Fatalf("the check reloaded (%d) or audited", rt.Reloads)
+		}
+		admintest.Expect(t, srv.Caller(t, admins.ScriptsManage).Do(t, "POST", "/admin/scripts/check", map[string]any{"source": source}),
+			403, "insufficient permissions")
+	})
+	srv := admintest.New(t, storagetest.SQLite(t), mountScripts, func(w *admintest.World) { w.Runtime = nil })
+	admintest.Expect(t, srv.Super.Do(t, "POST", "/admin/scripts/check", map[string]any{"source": source}),
+		503, "this instance runs no scripts, so sources are not checked")
+}
+
+// TestErrorLine: the line and column of gopher-lua's messages.
+func TestErrorLine(t *testing.T) {
+	for msg, want := range map[string][2]int{
+		"check line:3(column:3) near 'end':   syntax error\n":                         {3, 3},
+		"check line:5(column:0) near 'abc':   unterminated string\n":                  {5, 0},
+		"compile error near line(2) check: no visible label 'x' for <goto> at line 1": {1, 0},
+		"compile error near line(7) check: something":                                 {7, 0},
+		"script has a syntax error: check line:12(column:40) near 'x': syntax error":  {12, 40},
+		"no line at all": {0, 0},
+	} {
+		if l, c := scripts.ErrorLine(msg); l != want[0] || c != want[1] {
+			t.Errorf("%q: line %d column %d, want %v", msg, l, c, want)
+		}
+	}
+}
