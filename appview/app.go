@@ -281,13 +281,19 @@ func newMetrics(cfg Config) (*metrics.Metrics, error) {
 }
 
 // eventSources returns the configured live event sources: Config.EventSource,
-// else Jetstream at JetstreamURL unless it is "off". Their names must be
-// valid and distinct.
+// else the firehose at RelayURL when EventStream is "firehose", else
+// Jetstream at JetstreamURL unless it is "off". Their names must be valid
+// and distinct.
 func eventSources(cfg Config) ([]ingest.Source, error) {
 	var out []ingest.Source
 	switch {
 	case cfg.EventSource != nil:
 		out = append(out, cfg.EventSource)
+	case cfg.EventStream == EventStreamFirehose:
+		out = append(out, &ingest.Firehose{URL: cfg.RelayURL, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
+			Logger: cfg.Logger, Now: cfg.Now})
+	case cfg.EventStream != EventStreamJetstream:
+		return nil, fmt.Errorf("unknown event source %q: use %q or %q", cfg.EventStream, EventStreamJetstream, EventStreamFirehose)
 	case cfg.JetstreamURL != "off":
 		out = append(out, &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger, Now: cfg.Now})
 	}
