@@ -106,3 +106,31 @@ func ReadSmallMap(r *bytes.Reader) (map[string]any, error) {
 	}
 	return out, nil
 }
+
+// Encode builds a message frame of type t (e.g. "#commit") with body, as
+// a server sends it.
+func Encode(t string, body cbg.CBORMarshaler) ([]byte, error) {
+	var buf bytes.Buffer
+	cw := cbg.NewCborWriter(&buf)
+	for _, err := range []error{
+		cw.WriteMajorTypeHeader(cbg.MajMap, 2),
+		writeText(cw, "t"), writeText(cw, t),
+		writeText(cw, "op"), cw.WriteMajorTypeHeader(cbg.MajUnsignedInt, OpMessage),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := body.MarshalCBOR(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func writeText(cw *cbg.CborWriter, s string) error {
+	if err := cw.WriteMajorTypeHeader(cbg.MajTextString, uint64(len(s))); err != nil {
+		return err
+	}
+	_, err := cw.WriteString(s)
+	return err
+}
