@@ -193,8 +193,8 @@ func (f *Firehose) defaults() {
 	}
 }
 
-// subscribeURL is the endpoint URL from cursor (0: live).
-func (f *Firehose) subscribeURL(cursor int64) (string, error) {
+// subscribeURL is the endpoint URL from cursor (resume false: live).
+func (f *Firehose) subscribeURL(cursor int64, resume bool) (string, error) {
 	u, err := url.Parse(f.URL)
 	if err != nil {
 		return "", fmt.Errorf("firehose URL: %w", err)
@@ -214,7 +214,7 @@ func (f *Firehose) subscribeURL(cursor int64) (string, error) {
 	}
 	q := u.Query()
 	q.Del("cursor")
-	if cursor > 0 {
+	if resume {
 		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
 	u.RawQuery = q.Encode()
@@ -231,13 +231,12 @@ func (f *Firehose) Run(ctx context.Context, wanted func() []string, changed <-ch
 		return errors.New("firehose: no identity directory to verify signatures with")
 	}
 	f.defaults()
-	var cursor int64
+	st := &streamState{repos: newRepoCache(f.RepoCache)}
 	if c, ok, err := sink.Resume(ctx); err != nil {
 		return fmt.Errorf("firehose: read stored cursor: %w", err)
 	} else if ok {
-		cursor = c
+		st.cursor, st.resume = c, true
 	}
-	st := &streamState{repos: newRepoCache(f.RepoCache), cursor: cursor}
 	f.setWanted(wanted())
 	go func() {
 		for {
@@ -299,7 +298,7 @@ func (f *Firehose) wantedNow() []string {
 
 // connect runs one connection until it fails or ctx ends.
 func (f *Firehose) connect(ctx context.Context, st *streamState, sink CommitSink) error {
-	target, err := f.subscribeURL(st.cursor)
+	target, err := f.subscribeURL(st.cursor, st.resume)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,11 @@ import (
 )
 
 // streamState is where a firehose is: the last sequence number handed to
-// the sink and the repositories' states.
+// the sink (resume: there is one, else the subscription starts live) and
+// the repositories' states.
 type streamState struct {
 	cursor int64
+	resume bool
 	repos  *repoCache
 }
 
@@ -131,7 +133,7 @@ func (f *Firehose) read(ctx context.Context, conn *websocket.Conn, st *streamSta
 			return err
 		}
 		if s := fr.seq(); s > st.cursor {
-			st.cursor = s
+			st.cursor, st.resume = s, true
 		}
 		f.noteEvent(st.cursor, received)
 	}
