@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,8 +127,11 @@ type Firehose struct {
 	// RepoCache bounds the repository states kept in memory; default
 	// 200,000. States are read from the sink on a miss.
 	RepoCache int
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Workers is the number of goroutines verifying commits (frames are
+	// still applied in stream order); default GOMAXPROCS.
+	Workers int
+	Logger  *slog.Logger
+	Now     func() time.Time
 
 	mu      sync.Mutex
 	status  Status
@@ -178,6 +182,9 @@ func (f *Firehose) defaults() {
 		f.MaxSkipSize = 64 << 20
 	}
 	f.MaxSkipSize = max(f.MaxSkipSize, f.MaxMessageSize)
+	if f.Workers <= 0 {
+		f.Workers = runtime.GOMAXPROCS(0)
+	}
 	if f.RepoCache <= 0 {
 		f.RepoCache = 200_000
 	}

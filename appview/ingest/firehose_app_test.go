@@ -36,7 +36,8 @@ func TestFirehoseIntoStore(t *testing.T) {
 		}
 		dir.Publish(alice.DID, alice.Key)
 		store := open(t)
-		src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client()}
+		src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client(),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		app := startApp(t, store, appview.Config{EventSource: src, Directory: dir})
 		defer stop(t, app)
 		putLexicon(t, app, "app.test.post")
@@ -117,7 +118,8 @@ func BenchmarkFirehoseIntoSQLite(b *testing.B) {
 	if err := store.ApplyBatch(ctx, storage.Batch{Cursors: []storage.StreamCursor{{Name: ingest.CursorKey(ingest.FirehoseName), Value: 0}}}); err != nil {
 		b.Fatal(err)
 	}
-	src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client()}
+	src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	app, err := appview.New(appview.Config{Store: store, EventSource: src, Directory: dir, TokenEncryptionKey: testenv.TokenKey,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -8,9 +8,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
+	"github.com/bluesky-social/indigo/atproto/repo"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 	"github.com/coder/websocket"
 
@@ -103,8 +105,67 @@ func (fr firehoseFrame) seq() int64 {
 	return 0
 }
 
-// read handles frames until the connection ends.
+// firehoseJob is one frame on its way through the pipeline: read in
+// order, verified by any worker, applied in order.
+type firehoseJob struct {
+	fr       firehoseFrame
+	skip     *SkippedEvent // a frame that could not be read or decoded
+	received time.Time
+	done     chan struct{} // closed once verified
+
+	// Set by the worker: a verified commit or #sync commit, or the
+	// refusal.
+	commit  *verifiedCommit
+	sync    *repo.Commit
+	changes []storage.Change
+	reason  string
+	failure error
+}
+
+// read handles frames until the connection ends. Frames are read and
+// applied in stream order; the verification of commits, the costly part,
+// runs on Workers goroutines in between.
 func (f *Firehose) read(ctx context.Context, conn *websocket.Conn, st *streamState, sink CommitSink) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	verify := make(chan *firehoseJob, 4*f.Workers)
+	ordered := make(chan *firehoseJob, 64*f.Workers)
+	var workers sync.WaitGroup
+	for range f.Workers {
+		workers.Go(func() {
+			for j := range verify {
+				f.verifyJob(ctx, j)
+				close(j.done)
+			}
+		})
+	}
+	applied := make(chan error, 1)
+	go func() {
+		var err error
+		for j := range ordered {
+			if err != nil {
+				continue // drain: the reader stops at the cancellation
+			}
+			<-j.done
+			if err = f.apply(ctx, j, st, sink); err != nil {
+				cancel(err)
+			}
+		}
+		applied <- err
+	}()
+	err := f.readFrames(ctx, conn, verify, ordered)
+	close(verify)
+	close(ordered)
+	workers.Wait()
+	if aerr := <-applied; aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// readFrames reads frames in order and queues them until the connection
+// ends.
+func (f *Firehose) readFrames(ctx context.Context, conn *websocket.Conn, verify, ordered chan<- *firehoseJob) error {
 	for {
 		_, r, err := conn.Reader(ctx)
 		if err != nil {
@@ -114,37 +175,59 @@ func (f *Firehose) read(ctx context.Context, conn *websocket.Conn, st *streamSta
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		received := f.Now()
+		j := &firehoseJob{received: f.Now(), done: make(chan struct{})}
 		if int64(len(data)) > f.MaxMessageSize {
 			rest, err := io.Copy(io.Discard, r)
-			sink.Skipped(ctx, SkippedEvent{Reason: SkipTooLarge, Size: int64(len(data)) + rest,
-				Err: fmt.Sprintf("the frame is larger than %d bytes", f.MaxMessageSize)})
+			j.skip = &SkippedEvent{Reason: SkipTooLarge, Size: int64(len(data)) + rest,
+				Err: fmt.Sprintf("the frame is larger than %d bytes", f.MaxMessageSize)}
 			if err != nil {
 				return fmt.Errorf("read: %w", err)
 			}
-			continue
+		} else if j.fr, err = decodeFirehoseFrame(data); err != nil {
+			j.skip = &SkippedEvent{Reason: SkipUndecodable, Size: int64(len(data)), Err: err.Error()}
 		}
-		fr, err := decodeFirehoseFrame(data)
-		if err != nil {
-			sink.Skipped(ctx, SkippedEvent{Reason: SkipUndecodable, Size: int64(len(data)), Err: err.Error()})
-			continue
+		if j.fr.commit != nil || j.fr.sync != nil {
+			select {
+			case verify <- j:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		} else {
+			close(j.done)
 		}
-		if err := f.handle(ctx, fr, st, sink, received); err != nil {
-			return err
+		select {
+		case ordered <- j:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
-		if s := fr.seq(); s > st.cursor {
-			st.cursor, st.resume = s, true
+	}
+}
+
+// verifyJob verifies a commit or #sync frame, and reads the changes of
+// the wanted collections from a verified commit.
+func (f *Firehose) verifyJob(ctx context.Context, j *firehoseJob) {
+	switch {
+	case j.fr.commit != nil:
+		j.commit, j.reason, j.failure = f.verifyCommit(ctx, j.fr.commit)
+		if j.failure == nil {
+			if j.changes, j.failure = j.commit.changes(ctx, f.wantedNow(), j.received); j.failure != nil {
+				j.reason = RefuseBadCommit
+			}
 		}
-		f.noteEvent(st.cursor, received)
+	case j.fr.sync != nil:
+		j.sync, j.reason, j.failure = f.verifySync(ctx, j.fr.sync)
 	}
 }
 
 // errStreamError ends a connection on the server's error frame.
 var errStreamError = errors.New("the firehose sent an error frame")
 
-// handle acts on one decoded frame.
-func (f *Firehose) handle(ctx context.Context, fr firehoseFrame, st *streamState, sink CommitSink, received time.Time) error {
+// apply acts on one frame, in stream order.
+func (f *Firehose) apply(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
+	fr := j.fr
 	switch {
+	case j.skip != nil:
+		sink.Skipped(ctx, *j.skip)
 	case fr.err != nil:
 		return fmt.Errorf("%w: %s: %s", errStreamError, fr.err.Error, fr.err.Message)
 	case fr.info != nil:
@@ -154,9 +237,13 @@ func (f *Firehose) handle(ctx context.Context, fr firehoseFrame, st *streamState
 		}
 		f.Logger.Warn("firehose info", "name", fr.info.Name, "message", msg)
 	case fr.commit != nil:
-		return f.handleCommit(ctx, fr.commit, st, sink, received)
+		if err := f.applyCommit(ctx, j, st, sink); err != nil {
+			return err
+		}
 	case fr.sync != nil:
-		return f.handleSync(ctx, fr.sync, st, sink)
+		if err := f.applySync(ctx, j, st, sink); err != nil {
+			return err
+		}
 	case fr.identity != nil:
 		handle := ""
 		if fr.identity.Handle != nil {
@@ -166,20 +253,30 @@ func (f *Firehose) handle(ctx context.Context, fr firehoseFrame, st *streamState
 			_ = f.Directory.Purge(ctx, did.AtIdentifier())
 		}
 		sink.Identity(ctx, IdentityEvent{DID: fr.identity.Did, Handle: handle})
+		if err := f.handOver(ctx, sink, nil, nil, fr.identity.Seq, st); err != nil {
+			return err
+		}
 	case fr.account != nil:
 		status := ""
 		if fr.account.Status != nil {
 			status = *fr.account.Status
 		}
 		sink.Account(ctx, AccountEvent{DID: fr.account.Did, Active: fr.account.Active, Status: status})
+		if err := f.handOver(ctx, sink, nil, nil, fr.account.Seq, st); err != nil {
+			return err
+		}
 	}
+	if s := fr.seq(); s > st.cursor {
+		st.cursor, st.resume = s, true
+	}
+	f.noteEvent(st.cursor, j.received)
 	return nil
 }
 
-// handleCommit verifies a commit and hands over its changes of the wanted
+// applyCommit hands over a verified commit's changes of the wanted
 // collections with the state it reached, or refuses it.
-func (f *Firehose) handleCommit(ctx context.Context, c *comatproto.SyncSubscribeRepos_Commit, st *streamState,
-	sink CommitSink, received time.Time) error {
+func (f *Firehose) applyCommit(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
+	c := j.fr.commit
 	have, known, err := st.repos.get(ctx, sink, c.Repo)
 	if err != nil {
 		return fmt.Errorf("read the state of %s: %w", c.Repo, err)
@@ -189,10 +286,9 @@ func (f *Firehose) handleCommit(ctx context.Context, c *comatproto.SyncSubscribe
 		f.count(func(n *FirehoseCounts) { n.Stale++ })
 		return f.handOver(ctx, sink, nil, nil, c.Seq, st)
 	}
-	vc, reason, err := f.verifyCommit(ctx, c)
-	if err != nil {
-		f.refuse(ctx, sink, SkippedEvent{Reason: reason, Position: c.Seq, Size: int64(len(c.Blocks)), Kind: "commit",
-			DID: c.Repo, Err: err.Error()}, have, c.Rev)
+	if j.failure != nil {
+		f.refuse(ctx, sink, SkippedEvent{Reason: j.reason, Position: c.Seq, Size: int64(len(c.Blocks)), Kind: "commit",
+			DID: c.Repo, Err: j.failure.Error()}, have, c.Rev)
 		return f.handOver(ctx, sink, nil, nil, c.Seq, st)
 	}
 	f.count(func(n *FirehoseCounts) { n.Verified++ })
@@ -201,27 +297,22 @@ func (f *Firehose) handleCommit(ctx context.Context, c *comatproto.SyncSubscribe
 		switch {
 		case c.Since == nil || *c.Since != have.Rev:
 			gap = GapSince
-		case vc.prevData != have.Data:
+		case j.commit.prevData != have.Data:
 			gap = GapPrevData
 		}
 		if gap != "" {
 			f.resync(ctx, sink, ResyncRequest{DID: c.Repo, Reason: gap, Seq: c.Seq, Have: have, Rev: c.Rev})
 		}
 	}
-	changes, err := vc.changes(ctx, f.wantedNow(), received)
-	if err != nil {
-		f.refuse(ctx, sink, SkippedEvent{Reason: RefuseBadCommit, Position: c.Seq, Kind: "commit", DID: c.Repo,
-			Err: err.Error()}, have, c.Rev)
-		return f.handOver(ctx, sink, nil, nil, c.Seq, st)
-	}
-	state := storage.RepoState{DID: c.Repo, Rev: c.Rev, Data: vc.data}
-	return f.handOver(ctx, sink, changes, &state, c.Seq, st)
+	state := storage.RepoState{DID: c.Repo, Rev: c.Rev, Data: j.commit.data}
+	return f.handOver(ctx, sink, j.changes, &state, c.Seq, st)
 }
 
-// handleSync verifies a #sync event (a repository's declared current
-// state) and, when it moves the repository to a state other than the one
-// applied, requests a resync from there.
-func (f *Firehose) handleSync(ctx context.Context, s *comatproto.SyncSubscribeRepos_Sync, st *streamState, sink CommitSink) error {
+// applySync applies a verified #sync event (a repository's declared
+// current state): when it moves the repository to a tree other than the
+// one applied, it requests a resync from there.
+func (f *Firehose) applySync(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
+	s := j.fr.sync
 	have, known, err := st.repos.get(ctx, sink, s.Did)
 	if err != nil {
 		return fmt.Errorf("read the state of %s: %w", s.Did, err)
@@ -230,14 +321,13 @@ func (f *Firehose) handleSync(ctx context.Context, s *comatproto.SyncSubscribeRe
 		f.count(func(n *FirehoseCounts) { n.Stale++ })
 		return f.handOver(ctx, sink, nil, nil, s.Seq, st)
 	}
-	commit, reason, err := f.verifySync(ctx, s)
-	if err != nil {
-		f.refuse(ctx, sink, SkippedEvent{Reason: reason, Position: s.Seq, Size: int64(len(s.Blocks)), Kind: "sync",
-			DID: s.Did, Err: err.Error()}, have, s.Rev)
+	if j.failure != nil {
+		f.refuse(ctx, sink, SkippedEvent{Reason: j.reason, Position: s.Seq, Size: int64(len(s.Blocks)), Kind: "sync",
+			DID: s.Did, Err: j.failure.Error()}, have, s.Rev)
 		return f.handOver(ctx, sink, nil, nil, s.Seq, st)
 	}
 	f.count(func(n *FirehoseCounts) { n.Verified++ })
-	data := commit.Data.String()
+	data := j.sync.Data.String()
 	if !known || data != have.Data {
 		f.resync(ctx, sink, ResyncRequest{DID: s.Did, Reason: GapSync, Seq: s.Seq, Have: have, Rev: s.Rev})
 	}

@@ -350,14 +350,9 @@ func TestFirehoseSyncIdentityAccount(t *testing.T) {
 	handle := "alice.test"
 	status := "deactivated"
 	e.publish(e.commit(alice, post("a", "one")))
-	sync, err := alice.Sync()
-	if err != nil {
-		t.Fatal(err)
-	}
 	e.publish(
 		&comatproto.SyncSubscribeRepos_Identity{Did: "did:plc:alice", Handle: &handle, Time: "2026-01-01T00:00:00Z"},
 		&comatproto.SyncSubscribeRepos_Account{Did: "did:plc:alice", Active: false, Status: &status, Time: "2026-01-01T00:00:00Z"},
-		sync,
 	)
 	got := e.sink.snapshot()
 	if len(got.identities) != 1 || got.identities[0] != (ingest.IdentityEvent{DID: "did:plc:alice", Handle: handle}) {
@@ -366,15 +361,21 @@ func TestFirehoseSyncIdentityAccount(t *testing.T) {
 	if len(got.accounts) != 1 || got.accounts[0] != (ingest.AccountEvent{DID: "did:plc:alice", Status: status}) {
 		t.Fatalf("accounts %+v", got.accounts)
 	}
+	// The identity event purged the cached document: the next event's
+	// verification fetches it again.
+	sync, err := alice.Sync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish(sync)
+	if n := e.dir.Lookups(); n != 2 {
+		t.Fatalf("DID document fetched %d times, want 2", n)
+	}
 	// The #sync event verified and moved the repository's state (its tree
 	// is unchanged, so no resync).
 	st, _, _ := e.sink.RepoState(context.Background(), "did:plc:alice")
-	if st.Rev != sync.Rev || len(got.resyncs) != 0 {
+	if got := e.sink.snapshot(); st.Rev != sync.Rev || len(got.resyncs) != 0 {
 		t.Fatalf("state %+v resyncs %+v", st, got.resyncs)
-	}
-	// The identity event purged the cached document.
-	if n := e.dir.Lookups(); n != 2 {
-		t.Fatalf("DID document fetched %d times, want 2", n)
 	}
 	// A #sync whose signature does not verify is refused.
 	if _, err := alice.Rotate(); err != nil {
