@@ -126,6 +126,7 @@ func newFirehoseEnv(t *testing.T, wanted ...string) *firehoseEnv {
 func (e *firehoseEnv) start() {
 	e.src = &ingest.Firehose{URL: e.server.URL, Directory: e.dir, HTTPClient: e.server.Client(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	subs := len(e.server.Cursors())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -136,7 +137,6 @@ func (e *firehoseEnv) start() {
 	}()
 	e.stop = func() { cancel(); <-done }
 	e.t.Cleanup(e.stop)
-	subs := len(e.server.Cursors())
 	eventually(e.t, "the subscription", func() bool { return len(e.server.Cursors()) > subs })
 }
 

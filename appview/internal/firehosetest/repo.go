@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
@@ -19,8 +20,7 @@ import (
 	lexutil "github.com/bluesky-social/indigo/lex/util"
 	blocks "github.com/ipfs/go-block-format"
 	"github.com/ipfs/go-cid"
-	"github.com/ipfs/go-datastore"
-	blockstore "github.com/ipfs/go-ipfs-blockstore"
+	ipld "github.com/ipfs/go-ipld-format"
 	"github.com/ipld/go-car"
 	carutil "github.com/ipld/go-car/util"
 	"github.com/multiformats/go-multihash"
@@ -110,7 +110,7 @@ func (r *Repo) Commit(ops ...Op) (*comatproto.SyncSubscribeRepos_Commit, error) 
 		}
 		repoOps = append(repoOps, rop)
 	}
-	diff := blockstore.NewBlockstore(datastore.NewMapDatastore())
+	diff := &memBlocks{}
 	root, err := r.tree.WriteDiffBlocks(ctx, diff)
 	if err != nil {
 		return nil, err
@@ -124,22 +124,7 @@ func (r *Repo) Commit(ops ...Op) (*comatproto.SyncSubscribeRepos_Commit, error) 
 		return nil, err
 	}
 	all := []blocks.Block{commitBlock}
-	keys, err := diff.AllKeysChan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for k := range keys {
-		// The blockstore keys blocks by multihash: the MST nodes are
-		// DAG-CBOR.
-		b, err := diff.Get(ctx, k)
-		if err != nil {
-			return nil, err
-		}
-		if b, err = blocks.NewBlockWithCid(b.RawData(), cid.NewCidV1(cid.DagCBOR, k.Hash())); err != nil {
-			return nil, err
-		}
-		all = append(all, b)
-	}
+	all = append(all, diff.list...)
 	all = append(all, records...)
 	carBytes, err := writeCAR(commitBlock.Cid(), all)
 	if err != nil {
@@ -219,3 +204,57 @@ func writeCAR(root cid.Cid, blks []blocks.Block) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// memBlocks is the blockstore the MST writes a commit's new nodes to
+// (mst.Tree.WriteDiffBlocks), keeping them in order.
+type memBlocks struct {
+	list []blocks.Block
+}
+
+func (m *memBlocks) Put(_ context.Context, b blocks.Block) error {
+	m.list = append(m.list, b)
+	return nil
+}
+
+func (m *memBlocks) PutMany(ctx context.Context, bs []blocks.Block) error {
+	m.list = append(m.list, bs...)
+	return nil
+}
+
+func (m *memBlocks) Get(_ context.Context, c cid.Cid) (blocks.Block, error) {
+	for _, b := range m.list {
+		if b.Cid().Equals(c) {
+			return b, nil
+		}
+	}
+	return nil, ipld.ErrNotFound{Cid: c}
+}
+
+func (m *memBlocks) Has(ctx context.Context, c cid.Cid) (bool, error) {
+	_, err := m.Get(ctx, c)
+	return err == nil, nil
+}
+
+func (m *memBlocks) GetSize(ctx context.Context, c cid.Cid) (int, error) {
+	b, err := m.Get(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	return len(b.RawData()), nil
+}
+
+func (m *memBlocks) DeleteBlock(_ context.Context, c cid.Cid) error {
+	m.list = slices.DeleteFunc(m.list, func(b blocks.Block) bool { return b.Cid().Equals(c) })
+	return nil
+}
+
+func (m *memBlocks) AllKeysChan(context.Context) (<-chan cid.Cid, error) {
+	ch := make(chan cid.Cid, len(m.list))
+	for _, b := range m.list {
+		ch <- b.Cid()
+	}
+	close(ch)
+	return ch, nil
+}
+
+func (m *memBlocks) HashOnRead(bool) {}
