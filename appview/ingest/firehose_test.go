@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -123,9 +124,12 @@ func newFirehoseEnv(t *testing.T, wanted ...string) *firehoseEnv {
 }
 
 // start runs a new Firehose source until the test ends or stop.
-func (e *firehoseEnv) start() {
+func (e *firehoseEnv) start() { e.startWith(0) }
+
+// startWith is start with a MaxMessageSize (0: the default).
+func (e *firehoseEnv) startWith(maxMessage int64) {
 	e.src = &ingest.Firehose{URL: e.server.URL, Directory: e.dir, HTTPClient: e.server.Client(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		MaxMessageSize: maxMessage, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	subs := len(e.server.Cursors())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -420,5 +424,25 @@ func TestFirehoseResumesAndFollowsWantedSet(t *testing.T) {
 	}
 	if n := len(e.server.Cursors()); n != 2 {
 		t.Fatalf("%d subscriptions, want 2", n)
+	}
+}
+
+func TestFirehoseSkipsUnreadableFrames(t *testing.T) {
+	e := newFirehoseEnv(t, "app.test.post")
+	e.startWith(2048)
+	alice := e.repo("did:plc:alice")
+	bob := e.repo("did:plc:bob")
+	big := e.commit(alice, post("big", strings.Repeat("x", 4096)))
+	e.server.Publish(big)
+	e.server.PublishRaw([]byte{0xa2, 0x61, 0x74}) // a cut-short header
+	e.publish(e.commit(bob, post("small", "fits")))
+
+	got := e.sink.snapshot()
+	if len(got.changes) != 1 || got.changes[0].RKey != "small" {
+		t.Fatalf("changes %+v", got.changes)
+	}
+	if len(got.skipped) != 2 || got.skipped[0].Reason != ingest.SkipTooLarge || got.skipped[0].Size <= 2048 ||
+		got.skipped[1].Reason != ingest.SkipUndecodable {
+		t.Fatalf("skipped %+v", got.skipped)
 	}
 }

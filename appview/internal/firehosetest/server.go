@@ -80,6 +80,17 @@ func (s *Server) Publish(evt cbg.CBORMarshaler) int64 {
 	return seq
 }
 
+// PublishRaw makes a frame as given available to subscribers (it takes
+// the next seq, which the frame itself may not carry).
+func (s *Server) PublishRaw(frame []byte) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frames = append(s.frames, frame)
+	close(s.wake)
+	s.wake = make(chan struct{})
+	return int64(len(s.frames))
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/xrpc/com.atproto.sync.subscribeRepos" {
 		http.NotFound(w, r)
