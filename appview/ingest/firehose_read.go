@@ -224,6 +224,10 @@ var errStreamError = errors.New("the firehose sent an error frame")
 
 // apply acts on one frame, in stream order.
 func (f *Firehose) apply(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
+	if err := ctx.Err(); err != nil {
+		// Stopping: a verification cut short by it is no refusal.
+		return context.Cause(ctx)
+	}
 	fr := j.fr
 	switch {
 	case j.skip != nil:

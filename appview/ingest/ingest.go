@@ -1,6 +1,8 @@
 // Package ingest consumes the network's live event streams. Source is the
 // interface (the design card's "firehose consumption is an interface");
-// Jetstream is the default implementation.
+// Jetstream is the default implementation, and Firehose the verified one
+// (com.atproto.sync.subscribeRepos, each commit checked with indigo's
+// repository code, through a CommitSink that keeps repository states).
 //
 // Every source has a name. The App gives each source a Sink of its own,
 // bound to that name: the source's cursor is stored under CursorKey(name),
