@@ -154,6 +154,10 @@ func BenchmarkFirehoseIntoSQLite(b *testing.B) {
 	// server) per event: on a shared machine the wall-clock rate depends
 	// on the other loads, this does not.
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/event")
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB") // Linux: kilobytes
+	}
 	if n := src.Counts(); n.Verified != int64(b.N) {
 		b.Fatalf("verified %d of %d", n.Verified, b.N)
 	}
