@@ -77,6 +77,7 @@ type App struct {
 	writer        *indexer.Writer
 	scripts       *scripting.Runtime
 	backfill      *backfilljobs.Manager
+	resyncSlots   chan struct{}     // bounds the repositories fetched again after gaps (sources.go)
 	labelSubs     *labelsub.Manager // one subscription per active labeler
 	sources       []ingest.Source   // live event sources; none when ingestion is off
 	sealer        *oauth.Sealer     // seals secrets at rest
@@ -123,7 +124,7 @@ func New(cfg Config) (*App, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	a := &App{cfg: cfg, log: cfg.Logger, store: cfg.Store}
+	a := &App{cfg: cfg, log: cfg.Logger, store: cfg.Store, resyncSlots: make(chan struct{}, maxResyncs)}
 	if a.store == nil {
 		s, err := OpenStore(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -281,13 +282,19 @@ func newMetrics(cfg Config) (*metrics.Metrics, error) {
 }
 
 // eventSources returns the configured live event sources: Config.EventSource,
-// else Jetstream at JetstreamURL unless it is "off". Their names must be
-// valid and distinct.
+// else the firehose at RelayURL when EventStream is "firehose", else
+// Jetstream at JetstreamURL unless it is "off". Their names must be valid
+// and distinct.
 func eventSources(cfg Config) ([]ingest.Source, error) {
 	var out []ingest.Source
 	switch {
 	case cfg.EventSource != nil:
 		out = append(out, cfg.EventSource)
+	case cfg.EventStream == EventStreamFirehose:
+		out = append(out, &ingest.Firehose{URL: cfg.RelayURL, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
+			Logger: cfg.Logger, Now: cfg.Now})
+	case cfg.EventStream != EventStreamJetstream:
+		return nil, fmt.Errorf("unknown event source %q: use %q or %q", cfg.EventStream, EventStreamJetstream, EventStreamFirehose)
 	case cfg.JetstreamURL != "off":
 		out = append(out, &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger, Now: cfg.Now})
 	}

@@ -25,11 +25,15 @@ import (
 
 // Defaults for Config fields left at their zero value.
 const (
-	DefaultDatabaseURL           = "sqlite://data/appview.db"
-	DefaultHost                  = "127.0.0.1"
-	DefaultPort                  = 3000
-	DefaultJetstreamURL          = "wss://jetstream2.us-east.bsky.network/subscribe"
-	DefaultRelayURL              = "https://bsky.network"
+	DefaultDatabaseURL  = "sqlite://data/appview.db"
+	DefaultHost         = "127.0.0.1"
+	DefaultPort         = 3000
+	DefaultJetstreamURL = "wss://jetstream2.us-east.bsky.network/subscribe"
+	DefaultRelayURL     = "https://bsky.network"
+	// EventStreamJetstream and EventStreamFirehose are the values of
+	// Config.EventStream (EVENT_SOURCE).
+	EventStreamJetstream         = "jetstream"
+	EventStreamFirehose          = "firehose"
 	DefaultPLCURL                = "https://plc.directory"
 	DefaultLinkedRepoRefresh     = 30 * time.Minute
 	DefaultPluginRegistryRefresh = time.Hour
@@ -71,9 +75,15 @@ type Config struct {
 	// TokenEncryptionKey is base64 of 32 bytes sealing secrets at rest.
 	TokenEncryptionKey string
 
+	// EventStream chooses the live event source: EventStreamJetstream
+	// (the default: unverified records from JetstreamURL) or
+	// EventStreamFirehose (verified commits from RelayURL's
+	// com.atproto.sync.subscribeRepos). Config.EventSource overrides it.
+	EventStream string
 	// JetstreamURL is the live event stream; "off" disables ingestion.
 	JetstreamURL string
-	// RelayURL is used for repository discovery in backfill.
+	// RelayURL is used for repository discovery in backfill, and is the
+	// firehose of EventStreamFirehose.
 	RelayURL string
 	// PLCURL is the DID PLC directory.
 	PLCURL string
@@ -280,6 +290,9 @@ func (c Config) withDefaults() Config {
 	c.PublicURL = c.publicURL()
 	if c.AdminClaim == "" {
 		c.AdminClaim = ClaimWithToken
+	}
+	if c.EventStream == "" {
+		c.EventStream = EventStreamJetstream
 	}
 	if c.JetstreamURL == "" {
 		c.JetstreamURL = DefaultJetstreamURL

@@ -52,7 +52,8 @@ func (a *App) newServices() *server.Services {
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
 			Features: map[string]bool{
-				"jetstream":        a.cfg.JetstreamURL != "off",
+				"jetstream":        a.cfg.JetstreamURL != "off" && a.cfg.EventStream != EventStreamFirehose,
+				"firehose":         a.cfg.EventSource == nil && a.cfg.EventStream == EventStreamFirehose,
 				"metrics":          a.cfg.MetricsAddr != "",
 				"token_encryption": a.sealer != nil,
 			},

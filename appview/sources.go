@@ -36,6 +36,15 @@ const (
 // "collection", "rkey"; strings cut at 256 bytes).
 const eventSourceSkipped = "source.event_skipped"
 
+// eventSourceResync is the event-log type of a repository whose history,
+// as a verified source (the firehose) followed it, has a gap
+// (ingest.CommitSink.Resync). Its subject is the repository's DID; its
+// detail holds "source", "reason" (since_mismatch, prev_data_mismatch,
+// sync_event, refused_commit), "position" (the event's sequence number),
+// "rev" (the revision the event brought), "have_rev" and "have_data" (the
+// state applied before it, empty when none).
+const eventSourceResync = "source.resync_needed"
+
 // sourceWorker runs one event source as a component: it follows the
 // wanted collections of the lexicon registry and hands what it reads to a
 // sink bound to the source's name.
@@ -64,6 +73,8 @@ type sourceSink struct {
 
 	mu          sync.Mutex
 	lastSkipped int64 // position of the last skipped event reported
+
+	resyncing sync.Map // DIDs being fetched again after a gap
 }
 
 func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
@@ -71,6 +82,79 @@ func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, curs
 	_, err := s.app.writer.Submit(ctx, s.name, changes, &storage.StreamCursor{Name: s.cursorKey, Value: cursor})
 	return err
 }
+
+// Commit implements ingest.CommitSink: the repositories' states go to the
+// writer with the changes and the cursor, in one transaction.
+func (s *sourceSink) Commit(ctx context.Context, changes []storage.Change, repos []storage.RepoState, cursor int64) error {
+	changes = s.app.takeSchemaCommits(changes)
+	_, err := s.app.writer.SubmitCommit(ctx, s.name, changes, repos, &storage.StreamCursor{Name: s.cursorKey, Value: cursor})
+	if err == nil && len(repos) > 0 {
+		s.app.metrics.Verified(s.name, len(repos))
+	}
+	return err
+}
+
+// RepoState implements ingest.CommitSink.
+func (s *sourceSink) RepoState(ctx context.Context, did string) (storage.RepoState, bool, error) {
+	st, err := s.app.store.GetRepoState(ctx, did)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.RepoState{}, false, nil
+	}
+	return st, err == nil, err
+}
+
+// Resync implements ingest.CommitSink: the gap is counted and recorded in
+// the event log, and the repository is fetched again whole as a verified
+// CAR export (backfill.Manager.Resync) in the background, at most
+// maxResyncs at a time and once at a time per repository; the outcome is
+// recorded as source.resynced or source.resync_failed. The revision rule
+// keeps the live changes newer than the export.
+func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
+	s.app.metrics.Resync(s.name, r.Reason)
+	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResync, Severity: eventlog.Warn, Subject: clip(r.DID),
+		Detail: map[string]any{
+			"source": s.name, "reason": r.Reason, "position": r.Seq, "rev": clip(r.Rev),
+			"have_rev": clip(r.Have.Rev), "have_data": clip(r.Have.Data),
+		}})
+	if s.app.backfill == nil {
+		return
+	}
+	if _, busy := s.resyncing.LoadOrStore(r.DID, true); busy {
+		return
+	}
+	go func() {
+		defer s.resyncing.Delete(r.DID)
+		select {
+		case s.app.resyncSlots <- struct{}{}:
+			defer func() { <-s.app.resyncSlots }()
+		case <-ctx.Done():
+			return
+		}
+		res, err := s.app.backfill.Resync(ctx, r.DID)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResyncFailed, Severity: eventlog.Warn, Subject: clip(r.DID),
+				Detail: map[string]any{"source": s.name, "error": clip(err.Error())}})
+			return
+		}
+		s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResynced, Subject: clip(r.DID),
+			Detail: map[string]any{"source": s.name, "rev": res.Rev, "records": res.Records, "deleted": res.Deleted}})
+	}()
+}
+
+// The event-log types of a repository fetched again after a gap: its
+// subject is the DID; source.resynced's detail holds "source", "rev" (the
+// export's), "records" and "deleted"; source.resync_failed's "source" and
+// "error".
+const (
+	eventSourceResynced     = "source.resynced"
+	eventSourceResyncFailed = "source.resync_failed"
+)
+
+// maxResyncs bounds the repositories fetched again at once after gaps.
+const maxResyncs = 4
 
 // wantedCollections are the collections the event sources follow: those
 // of the record lexicons, and com.atproto.lexicon.schema while network
@@ -178,7 +262,8 @@ func (s *sourceSink) Skipped(ctx context.Context, e ingest.SkippedEvent) {
 	}
 	reason := e.Reason
 	switch reason {
-	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid:
+	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid,
+		ingest.RefuseBadSignature, ingest.RefuseBadCommit, ingest.RefuseUnverifiable, ingest.RefuseNoIdentity:
 	default:
 		reason = "other" // metrics labels stay few
 	}

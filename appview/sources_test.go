@@ -271,6 +271,18 @@ func TestSourceNames(t *testing.T) {
 	}
 }
 
+// TestEventStream: EVENT_SOURCE (Config.EventStream) takes jetstream or
+// firehose; New refuses anything else.
+func TestEventStream(t *testing.T) {
+	for stream, wantErr := range map[string]bool{"": false, "jetstream": false, "firehose": false, "relay": true, "Firehose": true} {
+		_, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
+			EventStream: stream})
+		if wantErr != (err != nil) || (err != nil && !strings.Contains(err.Error(), "unknown event source")) {
+			t.Errorf("%q: %v", stream, err)
+		}
+	}
+}
+
 // TestShutdownOrder: Shutdown stops the event sources before the writer,
 // so what a source hands over while it stops is still committed (with its
 // cursor); the writer refuses work only after that.

@@ -88,10 +88,24 @@ type RecordOp struct {
 // stored in the same transaction, so that a crash never separates the
 // records from the stream positions that produced them; a batch may carry
 // the positions of several streams (one per name; of two with one name, the
-// later wins).
+// later wins). Repos are the sync states of the repositories whose
+// verified commits produced the changes, stored in the same transaction
+// too (see RepoState).
 type Batch struct {
 	Ops     []RecordOp
 	Cursors []StreamCursor
+	Repos   []RepoState
+}
+
+// RepoState is where a verified event source (the relay firehose) is in
+// one repository's history: the revision and the MST root (data CID) of
+// the last commit it applied. The next commit's since and prevData must
+// match them, else commits were missed. A stored state is replaced only by
+// one with a newer revision (revisions are TIDs, which sort as strings).
+type RepoState struct {
+	DID  string
+	Rev  string
+	Data string // CID of the repository's MST root after the commit
 }
 
 // StreamCursor is the position reached in a named event stream. Event
@@ -191,4 +205,7 @@ type CursorStore interface {
 	// GetStreamCursor returns the stored position of a stream, or
 	// ErrNotFound when none was stored yet.
 	GetStreamCursor(ctx context.Context, name string) (int64, error)
+	// GetRepoState returns the sync state stored for a repository (by
+	// ApplyBatch, Batch.Repos), or ErrNotFound.
+	GetRepoState(ctx context.Context, did string) (RepoState, error)
 }

@@ -1,6 +1,8 @@
 // Package ingest consumes the network's live event streams. Source is the
 // interface (the design card's "firehose consumption is an interface");
-// Jetstream is the default implementation.
+// Jetstream is the default implementation, and Firehose the verified one
+// (com.atproto.sync.subscribeRepos, each commit checked with indigo's
+// repository code, through a CommitSink that keeps repository states).
 //
 // Every source has a name. The App gives each source a Sink of its own,
 // bound to that name: the source's cursor is stored under CursorKey(name),
@@ -65,6 +67,9 @@ type Status struct {
 	LastEventAt time.Time `json:"last_event_at,omitzero"` // arrival of the last event
 	Events      int64     `json:"events_received"`        // events read since start
 	Connections int64     `json:"connections_made"`       // since start
+	// Verification holds a verified source's counts (the firehose's);
+	// nil for other sources.
+	Verification *FirehoseCounts `json:"verification,omitempty"`
 }
 
 // Sink receives what a Source reads, in stream order. Each Sink is bound
@@ -110,7 +115,7 @@ const (
 // The strings are as far as the source could read them from the event,
 // untrusted and possibly empty.
 type SkippedEvent struct {
-	Reason   string // SkipTooLarge, SkipUndecodable, SkipInvalid
+	Reason   string // SkipTooLarge, SkipUndecodable, SkipInvalid, or a Refuse reason
 	Position int64  // the event's own stream position; 0 when unknown
 	Size     int64  // bytes read of the event
 	Kind     string // the event's kind, e.g. "commit"

@@ -73,6 +73,7 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		PublicURL:          getenv("PUBLIC_URL"),
 		SessionSecret:      getenv("SESSION_SECRET"),
 		TokenEncryptionKey: getenv("TOKEN_ENCRYPTION_KEY"),
+		EventStream:        getenv("EVENT_SOURCE"),
 		JetstreamURL:       getenv("JETSTREAM_URL"),
 		RelayURL:           getenv("RELAY_URL"),
 		PLCURL:             getenv("PLC_URL"),

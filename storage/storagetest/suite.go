@@ -89,6 +89,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"EditKeepsCreationTime", testEditKeepsCreationTime},
 		{"ScanMatchesList", testScanMatchesList},
 		{"StreamCursorWithBatch", testStreamCursor},
+		{"RepoStateWithBatch", testRepoState},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
 	}
@@ -615,6 +616,45 @@ func testStreamCursor(t *testing.T, s storage.Store) {
 		if got, err := s.GetStreamCursor(ctx, name); err != nil || got != want {
 			t.Fatalf("%s = %d, %v; want %d", name, got, err, want)
 		}
+	}
+}
+
+// testRepoState: repository sync states are stored with a batch (alone
+// or with records and a cursor), one per repository, and a stored state is
+// replaced only by a newer revision.
+func testRepoState(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if _, err := s.GetRepoState(ctx, "did:plc:a"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("GetRepoState on empty store = %v", err)
+	}
+	r := Rec("did:plc:a", "app.test.post", "c", base, nil)
+	a1 := storage.RepoState{DID: "did:plc:a", Rev: "3laaaaaaaaa22", Data: "bafyA1"}
+	err := s.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{put(r)},
+		Cursors: []storage.StreamCursor{{Name: "source:firehose", Value: 5}}, Repos: []storage.RepoState{a1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetRepoState(ctx, "did:plc:a"); err != nil || got != a1 {
+		t.Fatalf("GetRepoState = %+v, %v; want %+v", got, err, a1)
+	}
+	// A batch of states alone; of two for one repository the newer wins,
+	// and an older revision never replaces a stored newer one.
+	a2 := storage.RepoState{DID: "did:plc:a", Rev: "3lbbbbbbbbb22", Data: "bafyA2"}
+	older := storage.RepoState{DID: "did:plc:a", Rev: "3l2222222222a", Data: "bafyOld"}
+	b1 := storage.RepoState{DID: "did:plc:b", Rev: "3laaaaaaaaa22", Data: "bafyB1"}
+	if err := s.ApplyBatch(ctx, storage.Batch{Repos: []storage.RepoState{a2, b1, older}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyBatch(ctx, storage.Batch{Repos: []storage.RepoState{a1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []storage.RepoState{a2, b1} {
+		if got, err := s.GetRepoState(ctx, want.DID); err != nil || got != want {
+			t.Fatalf("GetRepoState(%s) = %+v, %v; want %+v", want.DID, got, err, want)
+		}
+	}
+	if got, _ := s.GetStreamCursor(ctx, "source:firehose"); got != 5 {
+		t.Fatalf("cursor stored with the state: %d", got)
 	}
 }
 

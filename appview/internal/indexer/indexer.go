@@ -121,12 +121,13 @@ func (w *Writer) Stats() Stats {
 	return st
 }
 
-// item is one submission: changes plus an optional cursor, and a channel
-// closed (after err is set) once they are committed.
+// item is one submission: changes plus an optional cursor and repository
+// states, and a channel closed (after err is set) once they are committed.
 type item struct {
 	source  string
 	changes []storage.Change
 	cursor  *storage.StreamCursor
+	repos   []storage.RepoState
 	done    chan struct{}
 	err     error
 }
@@ -281,13 +282,26 @@ type Rejection struct {
 // waiting for the commit. Invalid changes are reported, logged and
 // counted; they never reach the index.
 func (w *Writer) Submit(ctx context.Context, source string, changes []storage.Change, cursor *storage.StreamCursor) (Result, error) {
+	return w.SubmitCommit(ctx, source, changes, nil, cursor)
+}
+
+// SubmitCommit is Submit for a verified event source: the repository
+// states (storage.RepoState) its commits reached are stored in the same
+// transaction as the changes and the cursor, even when every change was
+// invalid or there were none.
+func (w *Writer) SubmitCommit(ctx context.Context, source string, changes []storage.Change, repos []storage.RepoState,
+	cursor *storage.StreamCursor) (Result, error) {
 	if err := w.accepting(); err != nil {
 		return Result{}, err
 	}
 	it, res := w.prepare(source, changes, cursor)
+	if it == nil && len(repos) > 0 {
+		it = &item{source: source, done: make(chan struct{})}
+	}
 	if it == nil {
 		return res, nil
 	}
+	it.repos = repos
 	if err := w.enqueue(ctx, w.queue, it); err != nil {
 		return res, err
 	}
@@ -432,7 +446,16 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 	var b storage.Batch
 	var cursors streamCursors
 	oldest := map[string]time.Time{} // per source
+	repoAt := map[string]int{}       // index in b.Repos by DID: the later state wins
 	for _, it := range items {
+		for _, r := range it.repos {
+			if i, ok := repoAt[r.DID]; ok {
+				b.Repos[i] = r
+				continue
+			}
+			repoAt[r.DID] = len(b.Repos)
+			b.Repos = append(b.Repos, r)
+		}
 		for _, c := range it.changes {
 			rec := storage.Record{
 				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,

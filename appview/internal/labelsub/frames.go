@@ -2,18 +2,18 @@ package labelsub
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
-	cbg "github.com/whyrusleeping/cbor-gen"
+
+	"github.com/lexview/lexview/appview/internal/streamframe"
 )
 
 // Event-stream frame header ops (atproto event streams): a message, or an
 // error after which the server closes the stream.
 const (
-	opMessage = 1
-	opError   = -1
+	opMessage = streamframe.OpMessage
+	opError   = streamframe.OpError
 )
 
 // frame is one decoded event-stream frame: exactly one field is set, or
@@ -27,31 +27,26 @@ type frame struct {
 }
 
 // errorFrame is the body of an error frame.
-type errorFrame struct {
-	Error, Message string
-}
+type errorFrame streamframe.ErrorBody
 
 // decodeFrame decodes a binary WebSocket message of an event stream: a
 // CBOR header ({op, t}) followed by a CBOR body, and nothing after.
 func decodeFrame(data []byte) (frame, error) {
 	r := bytes.NewReader(data)
-	hdr, err := readSmallMap(r)
+	hdr, err := streamframe.ReadHeader(r)
 	if err != nil {
-		return frame{}, fmt.Errorf("header: %w", err)
+		return frame{}, err
 	}
-	op, _ := hdr["op"].(int64)
-	t, _ := hdr["t"].(string)
+	op, t := hdr.Op, hdr.Type
 	var f frame
 	switch op {
 	case opError:
-		body, err := readSmallMap(r)
+		body, err := streamframe.ReadError(r)
 		if err != nil {
-			return frame{}, fmt.Errorf("error frame: %w", err)
+			return frame{}, err
 		}
-		e := &errorFrame{}
-		e.Error, _ = body["error"].(string)
-		e.Message, _ = body["message"].(string)
-		f = frame{err: e, kind: "error"}
+		e := errorFrame(body)
+		f = frame{err: &e, kind: "error"}
 	case opMessage:
 		f.kind = t
 		switch t {
@@ -74,58 +69,4 @@ func decodeFrame(data []byte) (frame, error) {
 		return frame{}, fmt.Errorf("%d bytes after the frame body", r.Len())
 	}
 	return f, nil
-}
-
-// maxHeaderString bounds the strings of a frame header or error body.
-const maxHeaderString = 8 << 10
-
-// readSmallMap reads a CBOR map of text keys to integers and text strings
-// (a frame header, an error frame's body); other values are refused.
-func readSmallMap(r *bytes.Reader) (map[string]any, error) {
-	cr := cbg.NewCborReader(r)
-	maj, n, err := cr.ReadHeader()
-	if err != nil {
-		return nil, err
-	}
-	if maj != cbg.MajMap {
-		return nil, errors.New("not a map")
-	}
-	if n > 16 {
-		return nil, fmt.Errorf("map of %d entries", n)
-	}
-	out := make(map[string]any, n)
-	for range n {
-		k, err := cbg.ReadStringWithMax(cr, maxHeaderString)
-		if err != nil {
-			return nil, fmt.Errorf("key: %w", err)
-		}
-		maj, v, err := cr.ReadHeader()
-		if err != nil {
-			return nil, err
-		}
-		switch maj {
-		case cbg.MajUnsignedInt:
-			if v > 1<<62 {
-				return nil, fmt.Errorf("%s: integer out of range", k)
-			}
-			out[k] = int64(v)
-		case cbg.MajNegativeInt:
-			if v > 1<<62 {
-				return nil, fmt.Errorf("%s: integer out of range", k)
-			}
-			out[k] = -1 - int64(v)
-		case cbg.MajTextString:
-			if v > maxHeaderString || v > uint64(r.Len()) {
-				return nil, fmt.Errorf("%s: string too long", k)
-			}
-			b := make([]byte, v)
-			if _, err := r.Read(b); err != nil {
-				return nil, err
-			}
-			out[k] = string(b)
-		default:
-			return nil, fmt.Errorf("%s: unexpected CBOR type %d", k, maj)
-		}
-	}
-	return out, nil
 }

@@ -21,6 +21,8 @@ type Metrics struct {
 	RecordsIndexed  *prometheus.CounterVec // source, collection
 	RecordsRejected *prometheus.CounterVec // source, collection
 	EventsSkipped   *prometheus.CounterVec // source, reason
+	CommitsVerified *prometheus.CounterVec // source
+	Resyncs         *prometheus.CounterVec // source, reason
 	BatchSize       prometheus.Histogram
 	CommitLag       *prometheus.HistogramVec // source
 	CommitDuration  prometheus.Histogram
@@ -55,6 +57,12 @@ func New() *Metrics {
 		}, []string{"source", "collection"}),
 		EventsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_skipped_total", Help: "Stream events an event source went past unused (too large, undecodable, invalid), by source and reason.",
+		}, []string{"source", "reason"}),
+		CommitsVerified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_commits_verified_total", Help: "Repository commits (and #sync events) a verified source checked and applied, by source.",
+		}, []string{"source"}),
+		Resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_repo_resyncs_total", Help: "Repositories a verified source found a gap in (missed or refused commits), by source and reason.",
 		}, []string{"source", "reason"}),
 		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "lexview_batch_size", Help: "Record changes per committed batch.",
@@ -117,7 +125,7 @@ func New() *Metrics {
 // collectors lists Lexview's own collectors.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
 		m.LexiconFetches, m.ProxiedCalls,
@@ -179,6 +187,20 @@ func (m *Metrics) Rejected(source, collection string) {
 func (m *Metrics) Skipped(source, reason string) {
 	if m != nil {
 		m.EventsSkipped.WithLabelValues(source, reason).Inc()
+	}
+}
+
+// Verified counts n commits a verified source applied.
+func (m *Metrics) Verified(source string, n int) {
+	if m != nil {
+		m.CommitsVerified.WithLabelValues(source).Add(float64(n))
+	}
+}
+
+// Resync counts a repository gap a verified source found.
+func (m *Metrics) Resync(source, reason string) {
+	if m != nil {
+		m.Resyncs.WithLabelValues(source, reason).Inc()
 	}
 }
 

@@ -33,10 +33,11 @@ type queries struct {
 	listByKey string
 	// The same for serving (ScanRecords, ScanRecord): only the columns
 	// an answer needs.
-	scanList                  [2]string
-	scanByKey, scanGet        string
-	countCollection, countAll string
-	getCursor, putCursor      string
+	scanList                   [2]string
+	scanByKey, scanGet         string
+	countCollection, countAll  string
+	getCursor, putCursor       string
+	getRepoState, putRepoState string
 	// setLabelCursor stores a labeler's cursor; upsertLabels[k] writes
 	// 2^k labels (see labels.go).
 	setLabelCursor string
@@ -64,6 +65,10 @@ func newQueries(d Dialect) queries {
 	q.getCursor = Bind(d, `SELECT value FROM stream_cursors WHERE name = ?`)
 	q.putCursor = Bind(d, `INSERT INTO stream_cursors (name, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
+	q.getRepoState = Bind(d, `SELECT rev, data FROM repo_states WHERE did = ?`)
+	q.putRepoState = Bind(d, `INSERT INTO repo_states (did, rev, data, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, data = excluded.data, updated_at = excluded.updated_at
+		WHERE excluded.rev > repo_states.rev`)
 	q.setLabelCursor = Bind(d, `UPDATE labelers SET cursor = ? WHERE did = ?`)
 	for k := range q.upsertLabels {
 		q.upsertLabels[k] = Bind(d, upsertLabelsQuery(1<<k))
@@ -74,7 +79,7 @@ func newQueries(d Dialect) queries {
 // ApplyBatch implements storage.RecordStore.
 func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 	upserts, deletes := collapse(b.Ops)
-	if len(upserts) == 0 && len(deletes) == 0 && len(b.Cursors) == 0 {
+	if len(upserts) == 0 && len(deletes) == 0 && len(b.Cursors) == 0 && len(b.Repos) == 0 {
 		return nil
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
@@ -91,6 +96,11 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 		for _, c := range b.Cursors {
 			if _, err := tx.ExecContext(ctx, db.q.putCursor, c.Name, c.Value, db.dialect.Time(time.Now())); err != nil {
 				return fmt.Errorf("store cursor %s: %w", c.Name, err)
+			}
+		}
+		for _, r := range b.Repos {
+			if _, err := tx.ExecContext(ctx, db.q.putRepoState, r.DID, r.Rev, r.Data, db.dialect.Time(time.Now())); err != nil {
+				return fmt.Errorf("store repository state %s: %w", r.DID, err)
 			}
 		}
 		return nil
@@ -361,6 +371,19 @@ func (db *DB) GetStreamCursor(ctx context.Context, name string) (int64, error) {
 		return 0, fmt.Errorf("get stream cursor: %w", err)
 	}
 	return v, nil
+}
+
+// GetRepoState implements storage.CursorStore.
+func (db *DB) GetRepoState(ctx context.Context, did string) (storage.RepoState, error) {
+	st := storage.RepoState{DID: did}
+	err := db.reader.QueryRowContext(ctx, db.q.getRepoState, did).Scan(&st.Rev, &st.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.RepoState{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.RepoState{}, fmt.Errorf("get repository state: %w", err)
+	}
+	return st, nil
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
