@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/testenv"
 )
 
 // ScreenshotsEnv names a directory: when set, TestScreenshots saves a
@@ -24,12 +26,21 @@ func TestScreenshots(t *testing.T) {
 	}
 	ctx := browser(t, 60*time.Second)
 	env, key := startInstance(t)
+	for _, id := range []string{"com.example.notes.note", "com.example.notes.like"} {
+		r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{
+			"lexicon": 1, "id": id, "defs": map[string]any{"main": map[string]any{"type": "record", "key": "tid",
+				"record": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}},
+			testenv.Bearer(key)...)
+		if r.Status != 201 {
+			t.Fatalf("upload %s: %d %s", id, r.Status, r.Raw)
+		}
+	}
 	seed(t, env.Store, "com.example.notes.note", 42)
 	seed(t, env.Store, "com.example.notes.like", 7)
 	signIn(t, ctx, env, key)
 	for _, p := range []struct{ path, wait, file string }{
 		{"/dashboard/", "#collections", "dashboard-overview.png"},
-		{"/dashboard/settings", "#branding", "dashboard-settings.png"},
+		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png"},
 	} {
 		open(t, ctx, env, p.path, p.wait)
 		time.Sleep(300 * time.Millisecond) // let the page's data settle
