@@ -107,6 +107,10 @@ func TestBrowserIdentity(t *testing.T) {
 	if len(bound) != 1 || bound[0] != nsid {
 		t.Errorf("bound through the API: %v", bound)
 	}
+	// The lexicon's page lists the entry granting access to it.
+	open(t, ctx, env, "/dashboard/lexicons?id="+nsid, "#detail-services")
+	waitText(t, ctx, "#services tbody", "BskyAppView")
+	open(t, ctx, env, "/dashboard/identity", "article.entry")
 
 	// At phone width the page does not overflow sideways: the tables
 	// scroll within their boxes.

@@ -108,7 +108,29 @@ async function detail(id) {
     });
   }
   $("detail").hidden = false;
-  if (l.lexicon_type === "query" || l.lexicon_type === "procedure") await playground(l);
+  if (l.lexicon_type === "query" || l.lexicon_type === "procedure") {
+    await services(l.id);
+    await playground(l);
+  }
+}
+
+// services lists the service entries granting access to a query or
+// procedure (GET /admin/lexicons/{id}/services), for an admin who may
+// manage settings.
+async function services(id) {
+  if (!(await can("settings:manage"))) return;
+  let entries;
+  try {
+    entries = await load(`/admin/lexicons/${encodeURIComponent(id)}/services`);
+  } catch {
+    return;
+  }
+  table($("services"), entries || [], [
+    { cell: (e) => e.fragment_id },
+    { cell: (e) => e.service_type },
+    { cell: (e) => e.access_mode },
+  ], "no-services");
+  $("detail-services").hidden = false;
 }
 
 // facts fills a <dl> with [term, description] pairs.
