@@ -28,14 +28,26 @@ type Server struct {
 // Start runs a server for the rest of the test.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("dnstest: listen udp: %v", err)
-	}
-	addr := pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	// UDP and TCP on one port: a free UDP port may be taken for TCP by
+	// another process, so a few ports are tried.
+	var (
+		pc   net.PacketConn
+		ln   net.Listener
+		addr string
+		err  error
+	)
+	for range 20 {
+		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("dnstest: listen udp: %v", err)
+		}
+		addr = pc.LocalAddr().String()
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
 		_ = pc.Close()
+	}
+	if err != nil {
 		t.Fatalf("dnstest: listen tcp: %v", err)
 	}
 	s := &Server{Addr: addr, txt: map[string][]string{}, rcode: dns.RcodeSuccess}

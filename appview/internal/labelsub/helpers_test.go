@@ -209,6 +209,17 @@ func (s *recordingStore) transactions(did string) int {
 // labels of a test are told apart by subject, value and cts).
 func (s *recordingStore) storedOnce(t testing.TB, did string, last int64, n int) {
 	t.Helper()
+	// The store commits before the recording notes the batch: wait for
+	// the note of the last cursor (the caller saw it committed).
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		s.mu.Lock()
+		c := s.applied[did]
+		done := len(c) > 0 && c[len(c)-1] == last
+		s.mu.Unlock()
+		if done {
+			break
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cursors := s.applied[did]
