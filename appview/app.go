@@ -170,6 +170,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.sources, err = eventSources(cfg); err != nil {
 		return err
 	}
+	a.metrics.WatchSources(a.sourceStates)
 	a.lexicons = lexicon.NewRegistry(a.store)
 	if err := a.lexicons.Load(ctx); err != nil {
 		return err

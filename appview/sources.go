@@ -15,6 +15,7 @@ import (
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/lexresolve"
+	"github.com/lexview/lexview/appview/internal/metrics"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -291,6 +292,16 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// sourceStates reports the sources' states for the metrics.
+func (a *App) sourceStates() []metrics.SourceState {
+	out := make([]metrics.SourceState, 0, len(a.sources))
+	for _, src := range a.sources {
+		st := src.Status()
+		out = append(out, metrics.SourceState{Name: src.Name(), Host: st.Host, State: st.State, Lag: st.Lag, Position: st.Cursor})
+	}
+	return out
 }
 
 // syncStatus reports ingestion, backfill and the writer for GET

@@ -68,7 +68,8 @@ func (f *fakeSource) Run(ctx context.Context, wanted func() []string, changed <-
 	}
 	f.resumed <- resumePoint{c, ok}
 	f.mu.Lock()
-	f.status = ingest.Status{Connected: true, Collections: wanted(), Cursor: c, Connections: 1}
+	f.status = ingest.Status{Connected: true, State: ingest.StateConnected, Host: "stream.test:443", Collections: wanted(),
+		Cursor: c, Connections: 1, Lag: 1.5}
 	f.mu.Unlock()
 	sink.StateChanged(ctx, true, map[string]any{"cursor": c})
 	for {
@@ -224,6 +225,15 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 		// Metrics carry the source's name.
 		if v, ok := metricValue(t, reg, "lexview_source_connected", map[string]string{"source": "labeler-test"}); !ok || v != 1 {
 			t.Fatalf("lexview_source_connected = %v, %v", v, ok)
+		}
+		for state, want := range map[string]float64{"connected": 1, "waiting": 0, "connecting": 0, "idle": 0} {
+			labels := map[string]string{"source": "labeler-test", "host": "stream.test:443", "state": state}
+			if v, ok := metricValue(t, reg, "lexview_source_host_state", labels); !ok || v != want {
+				t.Fatalf("lexview_source_host_state %v = %v, %v; want %v", labels, v, ok, want)
+			}
+		}
+		if v, ok := metricValue(t, reg, "lexview_source_lag_seconds", map[string]string{"source": "labeler-test"}); !ok || v != 1.5 {
+			t.Fatalf("lexview_source_lag_seconds = %v, %v", v, ok)
 		}
 		if v, ok := metricValue(t, reg, "lexview_records_indexed_total", map[string]string{"source": "labeler-test", "collection": "app.test.note"}); !ok || v != 1 {
 			t.Fatalf("lexview_records_indexed_total = %v, %v", v, ok)

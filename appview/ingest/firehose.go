@@ -133,8 +133,8 @@ type Firehose struct {
 	Logger  *slog.Logger
 	Now     func() time.Time
 
-	mu      sync.Mutex
-	status  Status
+	status  tracker
+	mu      sync.Mutex // guards counts and refused
 	counts  FirehoseCounts
 	refused map[string]int64
 	wanted  atomic.Pointer[[]string]
@@ -155,10 +155,9 @@ func (f *Firehose) Name() string { return FirehoseName }
 
 // Status implements Source.
 func (f *Firehose) Status() Status {
+	st := f.status.snapshot(f.Now())
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := f.status
-	st.Collections = slices.Clone(st.Collections)
 	c := f.counts
 	c.RefusedBy = maps.Clone(f.refused)
 	st.Verification = &c
@@ -259,6 +258,7 @@ func (f *Firehose) Run(ctx context.Context, wanted func() []string, changed <-ch
 	for ctx.Err() == nil {
 		if len(f.wantedNow()) == 0 {
 			// Nothing to index: do not read the whole network for nothing.
+			f.status.state(StateIdle, f.URL, nil, 0)
 			select {
 			case <-changed:
 				f.setWanted(wanted())
@@ -291,9 +291,7 @@ func (f *Firehose) setWanted(cols []string) {
 	cols = slices.Clone(cols)
 	slices.Sort(cols)
 	f.wanted.Store(&cols)
-	f.mu.Lock()
-	f.status.Collections = cols
-	f.mu.Unlock()
+	f.status.collections(cols)
 }
 
 func (f *Firehose) wantedNow() []string {
@@ -309,38 +307,23 @@ func (f *Firehose) connect(ctx context.Context, st *streamState, sink CommitSink
 	if err != nil {
 		return err
 	}
+	f.status.state(StateConnecting, f.URL, nil, 0)
 	dialCtx, cancelDial := context.WithTimeout(ctx, 15*time.Second)
 	conn, _, err := websocket.Dial(dialCtx, target, &websocket.DialOptions{HTTPClient: f.HTTPClient})
 	cancelDial()
 	if err != nil {
+		f.status.state(StateWaiting, f.URL, nil, 0)
 		return fmt.Errorf("dial: %w", err)
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(f.MaxSkipSize)
-	f.setConnected(true, st.cursor)
+	f.status.state(StateConnected, f.URL, nil, st.cursor)
 	sink.StateChanged(ctx, true, map[string]any{"url": f.URL, "cursor": st.cursor})
 	f.Logger.Info("connected to the firehose", "url", f.URL, "cursor", st.cursor)
 	err = f.read(ctx, conn, st, sink)
-	f.setConnected(false, 0)
+	f.status.state(StateWaiting, f.URL, nil, 0)
 	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": f.URL, "cursor": st.cursor, "reason": errString(err)})
 	return err
-}
-
-func (f *Firehose) setConnected(up bool, cursor int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status.Connected = up
-	if up {
-		f.status.Connections++
-		f.status.Cursor = max(f.status.Cursor, cursor)
-	}
-}
-
-func (f *Firehose) noteEvent(cursor int64, at time.Time) {
-	f.mu.Lock()
-	f.status.Cursor, f.status.LastEventAt = cursor, at
-	f.status.Events++
-	f.mu.Unlock()
 }
 
 // count updates the verification counts under the lock.

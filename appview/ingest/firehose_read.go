@@ -105,6 +105,27 @@ func (fr firehoseFrame) seq() int64 {
 	return 0
 }
 
+// time is the frame's own timestamp (its "time" field), zero when it has
+// none or it does not parse.
+func (fr firehoseFrame) time() time.Time {
+	var s string
+	switch {
+	case fr.commit != nil:
+		s = fr.commit.Time
+	case fr.sync != nil:
+		s = fr.sync.Time
+	case fr.identity != nil:
+		s = fr.identity.Time
+	case fr.account != nil:
+		s = fr.account.Time
+	}
+	t, err := syntax.ParseDatetimeLenient(s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.Time()
+}
+
 // firehoseJob is one frame on its way through the pipeline: read in
 // order, verified by any worker, applied in order.
 type firehoseJob struct {
@@ -273,7 +294,7 @@ func (f *Firehose) apply(ctx context.Context, j *firehoseJob, st *streamState, s
 	if s := fr.seq(); s > st.cursor {
 		st.cursor, st.resume = s, true
 	}
-	f.noteEvent(st.cursor, j.received)
+	f.status.event(st.cursor, j.received, fr.time())
 	return nil
 }
 

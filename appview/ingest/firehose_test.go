@@ -230,6 +230,12 @@ func TestFirehoseIndexesVerifiedCommits(t *testing.T) {
 	if n := e.src.Counts(); n.Verified != 2 || n.Refused != 0 {
 		t.Fatalf("counts %+v", n)
 	}
+	// The status names the relay's host and dates the last event by the
+	// commit's own time.
+	if st := e.src.Status(); st.State != ingest.StateConnected || !strings.Contains(e.src.URL, "//"+st.Host) ||
+		st.EventTime.IsZero() || st.Lag < 0 || st.Lag > 60 {
+		t.Fatalf("status %+v (url %s)", st, e.src.URL)
+	}
 }
 
 func TestFirehoseRefusesBadSignature(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"time"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -57,19 +56,6 @@ func CheckName(name string) error {
 		return fmt.Errorf("ingest: invalid source name %q: use 1-64 lower-case letters, digits, '.', '_' or '-'", name)
 	}
 	return nil
-}
-
-// Status is a snapshot of a Source's state.
-type Status struct {
-	Connected   bool      `json:"connected"`
-	Collections []string  `json:"collections"`
-	Cursor      int64     `json:"cursor"`                 // last stream position handed over
-	LastEventAt time.Time `json:"last_event_at,omitzero"` // arrival of the last event
-	Events      int64     `json:"events_received"`        // events read since start
-	Connections int64     `json:"connections_made"`       // since start
-	// Verification holds a verified source's counts (the firehose's);
-	// nil for other sources.
-	Verification *FirehoseCounts `json:"verification,omitempty"`
 }
 
 // Sink receives what a Source reads, in stream order. Each Sink is bound

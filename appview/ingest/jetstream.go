@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -53,8 +52,7 @@ type Jetstream struct {
 	Logger      *slog.Logger
 	Now         func() time.Time
 
-	mu     sync.Mutex
-	status Status
+	status tracker
 }
 
 // JetstreamName is the Jetstream source's name: its cursor is stored
@@ -65,36 +63,7 @@ const JetstreamName = "jetstream"
 func (j *Jetstream) Name() string { return JetstreamName }
 
 // Status implements Source.
-func (j *Jetstream) Status() Status {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	st := j.status
-	st.Collections = slices.Clone(st.Collections)
-	return st
-}
-
-// setConnected records a connection going up (from position, the stored
-// position it resumes after: the status shows it until events move it)
-// or down.
-func (j *Jetstream) setConnected(up bool, collections []string, position int64) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.status.Connected = up
-	if up {
-		j.status.Collections = collections
-		j.status.Connections++
-		if position > j.status.Cursor {
-			j.status.Cursor = position
-		}
-	}
-}
-
-func (j *Jetstream) noteEvent(position int64, at time.Time) {
-	j.mu.Lock()
-	j.status.Cursor, j.status.LastEventAt = position, at
-	j.status.Events++
-	j.mu.Unlock()
-}
+func (j *Jetstream) Status() Status { return j.status.snapshot(j.Now()) }
 
 func (j *Jetstream) defaults() {
 	if j.Rewind <= 0 {
@@ -151,6 +120,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 		collections := wanted()
 		if len(collections) == 0 {
 			// Without wantedCollections Jetstream sends everything: wait.
+			j.status.state(StateIdle, j.URL, []string{}, 0)
 			select {
 			case <-changed:
 				continue
@@ -256,15 +226,17 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, pos *posi
 	if err != nil {
 		return err
 	}
+	j.status.state(StateConnecting, j.URL, nil, 0)
 	dialCtx, cancelDial := context.WithTimeout(ctx, 15*time.Second)
 	conn, _, err := websocket.Dial(dialCtx, target, &websocket.DialOptions{HTTPClient: j.HTTPClient})
 	cancelDial()
 	if err != nil {
+		j.status.state(StateWaiting, j.URL, nil, 0)
 		return fmt.Errorf("dial: %w%s", err, j.urlHint())
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(j.MaxSkipSize) // read enforces MaxMessageSize itself
-	j.setConnected(true, collections, pos.last)
+	j.status.state(StateConnected, j.URL, collections, pos.last)
 	detail := map[string]any{"url": j.URL, "collections": collections, "cursor": pos.last}
 	sink.StateChanged(ctx, true, detail)
 	j.Logger.Info("connected to Jetstream", "collections", collections, "cursor", pos.last)
@@ -289,7 +261,7 @@ func (j *Jetstream) connect(ctx context.Context, collections []string, pos *posi
 		err = errResubscribe
 		conn.Close(websocket.StatusNormalClosure, "resubscribing")
 	}
-	j.setConnected(false, nil, 0)
+	j.status.state(StateWaiting, j.URL, nil, 0)
 	sink.StateChanged(context.WithoutCancel(ctx), false, map[string]any{"url": j.URL, "cursor": pos.last, "reason": errString(err)})
 	return err
 }

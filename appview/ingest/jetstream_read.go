@@ -90,7 +90,7 @@ func (j *Jetstream) read(ctx context.Context, conn *websocket.Conn, collections 
 		if ev.TimeUS > pos.last {
 			pos.last = ev.TimeUS
 		}
-		j.noteEvent(pos.last, received)
+		j.status.event(pos.last, received, time.UnixMicro(ev.TimeUS))
 	}
 }
 
@@ -140,7 +140,7 @@ func (j *Jetstream) skip(ctx context.Context, sink Sink, pos *position, reason s
 			return fmt.Errorf("hand over the position of a skipped event: %w", err)
 		}
 	}
-	j.noteEvent(pos.last, received)
+	j.status.event(pos.last, received, time.Time{})
 	return nil
 }
 

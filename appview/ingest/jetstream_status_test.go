@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -64,4 +65,48 @@ func TestHandshakeErrorHintsAtThePath(t *testing.T) {
 	eventually(t, "a hint in the log", func() bool {
 		return strings.Contains(logs.String(), "Jetstream serves its stream at /subscribe")
 	})
+}
+
+// TestStatusReportsStateHostAndLag: the status names the host and the
+// connection's state, and the lag is measured from the stream's own time
+// of the last event: 10 s behind while events arrive, the same once the
+// stream is quiet, and the state is "waiting" once the connection is lost.
+func TestStatusReportsStateHostAndLag(t *testing.T) {
+	js := jetstreamtest.New(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	var mu sync.Mutex
+	j := &ingest.Jetstream{URL: js.URL, MinBackoff: time.Hour, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock() }}
+	if st := j.Status(); st.State != ingest.StateIdle || st.Lag != 0 {
+		t.Fatalf("before Run: %+v", st)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx, func() []string { return []string{"app.test.note"} }, nil, &resumeSink{}) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "connected", func() bool { return j.Status().State == ingest.StateConnected })
+	if st := j.Status(); st.Host != strings.Split(js.URL, "/")[2] || !st.Connected {
+		t.Fatalf("connected status %+v, want host of %s", st, js.URL)
+	}
+	eventTime := time.Now().Add(-10 * time.Second)
+	js.PublishBytes("", func(int64) []byte {
+		return fmt.Appendf(nil, `{"did":"did:plc:alice","time_us":%d,"kind":"identity","identity":{"did":"did:plc:alice","seq":1,"time":%q}}`,
+			eventTime.UnixMicro(), eventTime.Format(time.RFC3339))
+	})
+	eventually(t, "the event", func() bool { return j.Status().Events == 1 })
+	mu.Lock()
+	now = time.Now()
+	mu.Unlock()
+	if lag := j.Status().Lag; lag < 9.5 || lag > 12 {
+		t.Fatalf("lag %v s, want about 10", lag)
+	}
+	// A minute of quiet: the source is as late as its last event was.
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	if lag := j.Status().Lag; lag < 9.5 || lag > 12 {
+		t.Fatalf("lag %v s after a quiet minute, want about 10", lag)
+	}
+	js.DropAll()
+	eventually(t, "waiting", func() bool { return j.Status().State == ingest.StateWaiting && !j.Status().Connected })
 }

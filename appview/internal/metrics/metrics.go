@@ -39,6 +39,8 @@ type Metrics struct {
 	LabelLag           *prometheus.GaugeVec   // labeler
 	LexiconFetches     *prometheus.CounterVec // reason, outcome
 	ProxiedCalls       *prometheus.CounterVec // outcome
+
+	sources *sourceCollector
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -46,6 +48,7 @@ type Metrics struct {
 func New() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
+		sources:  newSourceCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
 		}, []string{"source", "collection"}),
@@ -128,7 +131,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls,
+		m.LexiconFetches, m.ProxiedCalls, m.sources,
 	}
 }
 

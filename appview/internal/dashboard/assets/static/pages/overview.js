@@ -60,7 +60,7 @@ function ingestion(stats) {
   });
   table($("sources"), sources, [
     { cell: (s) => s.name },
-    { cell: (s) => el("span", { class: s.connected ? "ok" : "bad", text: s.connected ? "connected" : "disconnected" }) },
+    { cell: (s) => el("span", { class: s.connected ? "ok" : "bad", text: `${s.state || (s.connected ? "connected" : "disconnected")}${s.host ? ` to ${s.host}` : ""}` }) },
     { cell: (s) => (s.rate === null ? "–" : num(Math.max(0, Math.round(s.rate)))), class: "num" },
     { cell: (s) => lag(s) },
     { cell: (s) => cursor(s) },
@@ -75,11 +75,11 @@ function ingestion(stats) {
   $("ingestion").hidden = false;
 }
 
-// lag says how far behind the live stream a source is: for Jetstream,
-// whose cursor is the event time in microseconds, now minus the cursor;
-// for other sources, the time since the last event arrived.
+// lag says how far behind the live stream a source is: what the source
+// measures from the stream's own event times, else the time since the last
+// event arrived.
 function lag(s) {
-  if (s.name === "jetstream" && s.cursor > 0) return duration((Date.now() - s.cursor / 1000) / 1000);
+  if (s.event_time) return duration(s.lag_seconds);
   if (s.last_event_at) return `last event ${ago(s.last_event_at)}`;
   return "–";
 }
