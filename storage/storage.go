@@ -39,6 +39,7 @@ type Store interface {
 	PluginStore
 	PluginAccountStore
 	NetworkLexiconStore
+	ClusterStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string
@@ -95,6 +96,11 @@ type Batch struct {
 	Ops     []RecordOp
 	Cursors []StreamCursor
 	Repos   []RepoState
+	// Fence, when set, makes the batch conditional on the lease still
+	// being held with that token: if another instance acquired it since,
+	// nothing is written and ApplyBatch returns ErrFenced. Event sources
+	// run by the leader carry it, so that a deposed leader cannot write.
+	Fence *Lease
 }
 
 // RepoState is where a verified event source (the relay firehose) is in

@@ -28,6 +28,7 @@ const migrationLockID = 0x6c657876 // "lexv"
 // Store is the PostgreSQL implementation of storage.Store.
 type Store struct {
 	*sqlstore.DB
+	url string // for the change listener's own connection
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -74,7 +75,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{DB: sqlstore.Open(dialect{}, writer, reader, sub)}, nil
+	return &Store{DB: sqlstore.Open(dialect{}, writer, reader, sub), url: url}, nil
 }
 
 // openPool opens a pool of at most n connections to url.

@@ -83,6 +83,11 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 		return nil
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
+		if b.Fence != nil {
+			if err := db.checkFence(ctx, tx, *b.Fence); err != nil {
+				return err
+			}
+		}
 		if len(deletes) > 0 {
 			if err := db.dialect.DeleteRecords(ctx, tx, deletes, time.Now()); err != nil {
 				return fmt.Errorf("delete records: %w", err)
