@@ -23,6 +23,7 @@ import (
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/clientkeys"
 	"github.com/lexview/lexview/appview/internal/clients"
+	"github.com/lexview/lexview/appview/internal/cluster"
 	"github.com/lexview/lexview/appview/internal/eventlog"
 	"github.com/lexview/lexview/appview/internal/indexer"
 	"github.com/lexview/lexview/appview/internal/labelsub"
@@ -88,6 +89,9 @@ type App struct {
 	pds           *oauth.Client       // acts on users' PDSes with their DPoP sessions
 	svc           *server.Services    // the service line under the front ends
 	surfaces      *server.Surfaces    // the front ends
+
+	leadership *cluster.Leadership // the election among instances sharing the database (cluster.go)
+	leader     *leaderWork         // the singleton work the leader runs
 
 	life  lifecycle // the background work, started and stopped in order
 	state appState
@@ -209,8 +213,9 @@ func (a *App) build(ctx context.Context) error {
 	if a.store.Dialect() == "postgres" {
 		bulkWriters, bulkBatch = postgresBulkWriters, postgresBulkBatch
 	}
+	a.newLeadership()
 	a.writer = indexer.New(a.store, a.lexicons, indexer.Options{
-		ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
+		Fence: a.leadership.Fence, ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
 		BulkWriters: bulkWriters, BulkMaxBatch: bulkBatch,
 	})
 	// Backfill: the job manager writes through the one batch writer.
@@ -263,6 +268,7 @@ func (a *App) build(ctx context.Context) error {
 	})
 	a.surfaces = a.routes()
 	a.life = lifecycle{parts: a.components()}
+	a.leader.life = lifecycle{parts: a.leaderComponents()}
 	if a.metrics != nil && cfg.MetricsRegisterer != nil {
 		// Last: nothing can fail after it, so New never leaves collectors
 		// registered for an App it did not return.

@@ -11,14 +11,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/eventlog"
 )
 
-// lexiconRefresh is how soon lexicon changes made through another instance
-// sharing the database reach this one.
-const lexiconRefresh = 5 * time.Second
-
-// scriptRefresh is how soon script changes made through another instance
-// take effect here (changes through this instance apply at once).
-const scriptRefresh = 5 * time.Second
-
 // tombstoneRetention is how long deletes are remembered against replays.
 const tombstoneRetention = 7 * 24 * time.Hour
 
@@ -28,26 +20,24 @@ const writerPart = "writer"
 
 // components lists the App's background work in start order; Shutdown
 // stops it in reverse. The order is the dependency order: the writer runs
-// before anything that writes, and the event sources start last and stop
-// first, so that at shutdown nothing new arrives while the writer drains.
+// before anything that writes, and the leadership, which runs the event
+// sources, starts last and stops first, so that at shutdown nothing new
+// arrives while the writer drains. Every instance runs these:
 //
-//  1. validation settings: read before the writer starts, refreshed every 5 s
+//  1. validation settings: read before the writer starts
 //  2. writer: the one batch writer (StartWriting stops here)
-//  3. script runtime: trigger refresh and automatic dead-letter retries
-//  4. lexicon refresh: changes made through other instances
-//  5. backfill worker: one job at a time
+//  3. script runtime: trigger reloads and automatic dead-letter retries
+//  4. change feed: configuration changes made through other instances
+//     (lexicons, scripts, settings, API clients, domains, service
+//     entries), at once on PostgreSQL (LISTEN/NOTIFY) and by a periodic
+//     reconciliation on both databases (changes.go)
+//  5. backfill worker: one job at a time (across instances: job leases)
 //  6. plugins: file-based and installed plugins loaded at start, the
 //     registry index refreshed every PluginRegistryRefresh
-//  7. network lexicons: refreshes those whose schema commits the event
-//     sources saw, and all every LexiconRecheck (commits they missed)
-//  8. sweeps: tombstones, rejection reports, retiring client keys (hourly)
-//  9. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  10. event-log purge, when EventLogRetentionDays > 0
-//  11. metrics listener, when MetricsAddr is set (a listen error fails Start)
-//  12. labeler subscriptions: one per active labeler, in line with the
-//     store at start, on every change through the labelers service, and
-//     every 30 s (labelsub.DefaultReconcile)
-//  13. event sources, one per source ("source NAME")
+//  7. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//  8. leadership: the election among instances sharing a PostgreSQL
+//     database (always won with SQLite), whose winner runs the singleton
+//     work of leaderComponents (cluster.go)
 func (a *App) components() []*part {
 	parts := []*part{
 		{name: "validation settings", component: &worker{
@@ -57,26 +47,39 @@ func (a *App) components() []*part {
 				}
 				return nil
 			},
-			run: func(ctx context.Context) {
-				every(ctx, validationRefresh, validationRefresh, func() {
-					if err := a.validation.refresh(ctx); err != nil && ctx.Err() == nil {
-						a.log.Warn("reading validation settings failed", "err", err)
-					}
-				})
-			},
+			run: func(context.Context) {},
 		}},
 		{name: writerPart, component: a.writer},
-		{name: "script runtime", component: &worker{run: func(ctx context.Context) { a.scripts.Run(ctx, scriptRefresh) }}},
-		{name: "lexicon refresh", component: &worker{run: func(ctx context.Context) {
-			a.lexicons.RunRefresh(ctx, lexiconRefresh, func(err error) {
-				a.log.Warn("re-reading lexicons changed through other instances failed", "err", err)
-			})
-		}}},
+		{name: "script runtime", component: &worker{run: func(ctx context.Context) { a.scripts.Run(ctx, time.Hour) }}},
+		{name: "change feed", component: a.changeFeed()},
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
 		{name: "plugins", component: &worker{
 			init: a.plugins.Start,
 			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.PluginRegistryRefresh) },
 		}},
+	}
+	if a.cfg.MetricsAddr != "" {
+		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
+	}
+	return append(parts, &part{name: "leadership", component: a.leadership})
+}
+
+// leaderComponents lists the singleton work, which only the leader runs:
+// started in this order when it is elected, stopped in reverse when it
+// steps down or shuts down.
+//
+//  1. network lexicons: refreshes those whose schema commits the event
+//     sources saw, and all every LexiconRecheck (commits they missed)
+//  2. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  3. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  4. event-log purge, when EventLogRetentionDays > 0
+//  5. labeler subscriptions: one per active labeler, in line with the
+//     store at start, on every change through the labelers service, and
+//     every 30 s (labelsub.DefaultReconcile)
+//  6. event sources, one per source ("source NAME"), whose writes are
+//     fenced by the leader's lease
+func (a *App) leaderComponents() []*part {
+	parts := []*part{
 		{name: "network lexicons", component: &worker{run: func(ctx context.Context) {
 			a.svc.NetworkLexicons.Run(ctx, a.cfg.LexiconRecheck)
 		}}},
@@ -91,9 +94,6 @@ func (a *App) components() []*part {
 		parts = append(parts, &part{name: "event-log purge", component: &worker{run: func(ctx context.Context) {
 			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)
 		}}})
-	}
-	if a.cfg.MetricsAddr != "" {
-		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
 	}
 	parts = append(parts, &part{name: "labeler subscriptions", component: &worker{run: a.labelSubs.Run}})
 	for _, src := range a.sources {

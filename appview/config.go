@@ -36,6 +36,7 @@ const (
 	EventStreamFirehose          = "firehose"
 	DefaultPLCURL                = "https://plc.directory"
 	DefaultLinkedRepoRefresh     = 30 * time.Minute
+	DefaultLeaderLease           = 6 * time.Second
 	DefaultPluginRegistryRefresh = time.Hour
 	DefaultRateLimitCapacity     = 100
 	DefaultRateLimitRefillRate   = 2.0
@@ -170,6 +171,21 @@ type Config struct {
 	// StreamKeepalive is how often an idle Server-Sent Events stream (a
 	// backfill job's progress) sends a keepalive comment; default 15 s.
 	StreamKeepalive time.Duration
+
+	// InstanceID names this process among the instances sharing a
+	// PostgreSQL database (in the leader's lease, the heartbeats, the
+	// metrics and GET /ready); "" for a random one per start.
+	InstanceID string
+	// LeaderLease is the lifetime of the leader's lease on PostgreSQL:
+	// the longest a dead leader keeps its singleton work from the others
+	// (DefaultLeaderLease when zero; docs/operations.md).
+	LeaderLease time.Duration
+	// ChangeReconcile is how often every configuration cache is read
+	// again, as a safety net for changes missed. With PostgreSQL, changes
+	// made through any instance arrive at once through LISTEN/NOTIFY, and
+	// the default is 30 s; with SQLite this is how changes made by another
+	// process arrive, and the default is 5 s.
+	ChangeReconcile time.Duration
 
 	// LinkedRepoRefresh is how often the sessions of active linked repo
 	// grants are refreshed (DefaultLinkedRepoRefresh when zero); a refused
@@ -308,6 +324,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultRateLimitRefillRate == 0 {
 		c.DefaultRateLimitRefillRate = DefaultRateLimitRefillRate
+	}
+	if c.LeaderLease <= 0 {
+		c.LeaderLease = DefaultLeaderLease
 	}
 	if c.LinkedRepoRefresh <= 0 {
 		c.LinkedRepoRefresh = DefaultLinkedRepoRefresh

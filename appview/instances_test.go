@@ -16,19 +16,21 @@ import (
 )
 
 // TestLexiconChangesReachOtherInstances: two instances share a database. A
-// record lexicon uploaded through one is indexed live by the other (its
-// Jetstream subscription gains the collection), without a restart.
+// record lexicon uploaded through one (b) reaches the other (a) without a
+// restart, and is indexed live: the Jetstream subscription of the leader
+// (a, started first, on PostgreSQL; both with SQLite) gains the
+// collection.
 func TestLexiconChangesReachOtherInstances(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
-		a := testenv.New(t, store, appview.Config{})
+		a := testenv.New(t, store, appview.Config{JetstreamURL: js.URL})
 		b := testenv.New(t, store, appview.Config{JetstreamURL: js.URL})
 		waitFor := func(what string, ok func() bool) {
 			t.Helper()
 			for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("instance b never saw %s", what)
+					t.Fatalf("never saw %s", what)
 				}
 			}
 		}
@@ -39,10 +41,10 @@ func TestLexiconChangesReachOtherInstances(t *testing.T) {
 
 		const doc = `{"lexicon":1,"id":"app.test.shared","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
 		no := false
-		if _, _, err := a.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
+		if _, _, err := b.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor("the new lexicon", func() bool { _, ok := b.App.Lexicons().Snapshot().Get("app.test.shared"); return ok })
+		waitFor("the new lexicon on a", func() bool { _, ok := a.App.Lexicons().Snapshot().Get("app.test.shared"); return ok })
 		waitFor("a subscription to the new collection", func() bool { return subscribed("app.test.shared") })
 		// Deletions and new revisions travel the same way
 		// (lexicon.TestRefreshSeesOtherInstances).

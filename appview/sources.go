@@ -84,6 +84,12 @@ func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, curs
 	return err
 }
 
+// MarkPosition implements ingest.PositionMarker: the position is stored
+// before it returns.
+func (s *sourceSink) MarkPosition(ctx context.Context, cursor int64) error {
+	return s.app.writer.MarkPosition(ctx, s.name, storage.StreamCursor{Name: s.cursorKey, Value: cursor})
+}
+
 // Commit implements ingest.CommitSink: the repositories' states go to the
 // writer with the changes and the cursor, in one transaction.
 func (s *sourceSink) Commit(ctx context.Context, changes []storage.Change, repos []storage.RepoState, cursor int64) error {

@@ -314,7 +314,7 @@ func TestShutdownOrder(t *testing.T) {
 			t.Fatalf("the source's last batch was refused: %v", err)
 		}
 		if _, err := store.GetRecord(ctx, "at://did:plc:last/app.test.note/3klast"); err != nil {
-			t.Fatalf("the last batch was not committed: %v", err)
+			t.Fatalf("the last batch was not committed: %v %+v", err, env.App.Writer().Stats())
 		}
 		if c, err := store.GetStreamCursor(ctx, "source:ordered"); err != nil || c != 99 {
 			t.Fatalf("cursor %d, %v", c, err)

@@ -4,17 +4,15 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/lexview/lexview/storage"
 )
 
 // ValidationSettingPrefix, followed by a collection NSID, names the
 // instance setting that turns record validation off for that collection
-// (value "off"). Changes apply within validationRefresh.
+// (value "off"). Changes apply through the change feed (changes.go): at
+// once with PostgreSQL, within 5 s with SQLite.
 const ValidationSettingPrefix = "validation."
-
-const validationRefresh = 5 * time.Second
 
 // validationToggles caches which collections have validation turned off;
 // the writer consults it for every change.

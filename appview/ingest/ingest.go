@@ -58,6 +58,23 @@ func CheckName(name string) error {
 	return nil
 }
 
+// PositionMarker is implemented by sinks that can store a position and
+// wait until it is durable (the App's). A source starting from live marks
+// its starting point with it before reading, so that a crash before its
+// first commit resumes from there instead of from live again. Sinks
+// without it get Records(ctx, nil, position).
+type PositionMarker interface {
+	MarkPosition(ctx context.Context, position int64) error
+}
+
+// markPosition stores position through sink, durably when it can.
+func markPosition(ctx context.Context, sink Sink, position int64) error {
+	if m, ok := sink.(PositionMarker); ok {
+		return m.MarkPosition(ctx, position)
+	}
+	return sink.Records(ctx, nil, position)
+}
+
 // Sink receives what a Source reads, in stream order. Each Sink is bound
 // to one source (by its name): positions handed to Records come back from
 // Resume, and from no other source's Sink.

@@ -133,8 +133,19 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			// crash before the first commit resumes here instead of from live
 			// again (which would skip what arrived in between).
 			pos.last = j.Now().UnixMicro()
-			if err := sink.Records(ctx, nil, pos.last); err != nil {
-				return nil // ctx ended
+			if err := markPosition(ctx, sink, pos.last); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				pos.last = 0
+				j.Logger.Warn("storing Jetstream's starting position failed; retrying", "err", err)
+				select {
+				case <-time.After(jitter(backoff)):
+				case <-ctx.Done():
+					return nil
+				}
+				backoff = min(backoff*2, j.MaxBackoff)
+				continue
 			}
 		}
 		started := j.Now()

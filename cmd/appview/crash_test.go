@@ -175,6 +175,12 @@ func crashRun(t *testing.T, bin, dbURL string) {
 
 // compareState describes the first difference between the index and want.
 func compareState(t *testing.T, store storage.Store, collection string, want map[string]int) string {
+	return compareStateOf(t, store, "did:plc:crash", collection, want)
+}
+
+// compareStateOf describes the first difference between the records of
+// did in collection and want (record key: value n).
+func compareStateOf(t *testing.T, store storage.Store, did, collection string, want map[string]int) string {
 	ctx := context.Background()
 	n, err := store.CountRecords(ctx, collection)
 	if err != nil {
@@ -184,7 +190,7 @@ func compareState(t *testing.T, store storage.Store, collection string, want map
 		return fmt.Sprintf("%d records indexed, %d expected", n, len(want))
 	}
 	for rkey, v := range want {
-		rec, err := store.GetRecord(ctx, "at://did:plc:crash/"+collection+"/"+rkey)
+		rec, err := store.GetRecord(ctx, "at://"+did+"/"+collection+"/"+rkey)
 		if errors.Is(err, storage.ErrNotFound) {
 			return rkey + " missing"
 		}

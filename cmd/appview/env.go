@@ -81,6 +81,7 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 		PluginRegistryURL:  getenv("PLUGIN_REGISTRY_URL"),
 		PluginDir:          getenv("PLUGIN_DIR"),
 		LexiconDNSServer:   getenv("LEXICON_DNS_SERVER"),
+		InstanceID:         getenv("INSTANCE_ID"),
 	}
 	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
 		if aud = strings.TrimSpace(aud); aud != "" {

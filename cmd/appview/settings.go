@@ -60,6 +60,8 @@ func settings() []setting {
 			help: "live event stream; off disables live ingestion"},
 		{env: "RELAY_URL", flag: "relay-url", arg: "URL", def: appview.DefaultRelayURL, scope: scopeApp,
 			help: "repository discovery for backfill; the firehose of EVENT_SOURCE=firehose"},
+		{env: "INSTANCE_ID", flag: "instance-id", arg: "ID", def: "random", scope: scopeApp,
+			help: "this process's name among the instances sharing a PostgreSQL database"},
 		{env: "PLC_URL", flag: "plc-url", arg: "URL", def: appview.DefaultPLCURL, scope: scopeApp,
 			help: "DID PLC directory"},
 		{env: "LEXICON_DNS_SERVER", def: "system resolver", scope: scopeApp,

@@ -227,6 +227,24 @@ func (reg *Registry) Invalidate(keys ...string) {
 	}
 }
 
+// InvalidateAll is Invalidate for every cached key, and forgets the keys
+// remembered as unknown: for changes made by another instance sharing the
+// database, which do not say which keys they touched.
+func (reg *Registry) InvalidateAll() {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	reg.gen++
+	now := reg.now()
+	for k, e := range reg.entries {
+		switch {
+		case e.client == nil:
+			delete(reg.entries, k)
+		case !e.stale:
+			e.stale, e.editedAt = true, now
+		}
+	}
+}
+
 // Forget drops the cached clients and buckets of keys (deleted clients).
 func (reg *Registry) Forget(keys ...string) {
 	reg.mu.Lock()

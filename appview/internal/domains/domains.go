@@ -248,3 +248,11 @@ func (s *Service) reload(ctx context.Context) (storage.Domain, error) {
 func (s *Service) audit(ctx context.Context, actor, eventType, subject string, detail any) {
 	s.opt.Events.Record(ctx, eventlog.Entry{Type: eventType, ActorDID: actor, Subject: subject, Detail: detail})
 }
+
+// Invalidate makes the next lookup read the domains again, for a change
+// made by another instance sharing the database.
+func (s *Service) Invalidate() {
+	s.mu.Lock()
+	s.loadedAt = time.Time{}
+	s.mu.Unlock()
+}

@@ -69,7 +69,14 @@ type Options struct {
 	// turned off. Nil validates everything.
 	ValidationOff func(collection string) bool
 	// Hook runs record-event scripts; nil runs none.
-	Hook    Hook
+	Hook Hook
+	// Fence reports whether this instance leads, and the lease its event
+	// sources' writes are conditional on (storage.Batch.Fence; nil for
+	// none). A submission carrying a stream cursor fails with ErrFenced
+	// when made while the instance does not lead, or when the lease it
+	// was made under was taken by the time it is committed. Nil: always
+	// leading, unfenced.
+	Fence   func() (lease *storage.Lease, leading bool)
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -128,9 +135,15 @@ type item struct {
 	changes []storage.Change
 	cursor  *storage.StreamCursor
 	repos   []storage.RepoState
+	fence   *storage.Lease // the lease a source's submission is conditional on
 	done    chan struct{}
 	err     error
 }
+
+// ErrFenced is returned for a submission carrying a stream cursor made
+// while this instance does not lead, or under a lease taken since
+// (Options.Fence): its event source must stop.
+var ErrFenced = errors.New("indexer: not leading; the event source's writes are fenced off")
 
 // ErrNotStarted is returned at once for submissions made before Start.
 var ErrNotStarted = errors.New("indexer: writer not started")
@@ -291,22 +304,54 @@ func (w *Writer) Submit(ctx context.Context, source string, changes []storage.Ch
 // invalid or there were none.
 func (w *Writer) SubmitCommit(ctx context.Context, source string, changes []storage.Change, repos []storage.RepoState,
 	cursor *storage.StreamCursor) (Result, error) {
+	_, res, err := w.submit(ctx, source, changes, repos, cursor)
+	return res, err
+}
+
+// MarkPosition stores a stream position of source and returns once it is
+// committed: for a source starting from live, whose starting point must
+// be durable before it reads anything. It is fenced like a submission
+// (Options.Fence).
+func (w *Writer) MarkPosition(ctx context.Context, source string, cursor storage.StreamCursor) error {
+	it, _, err := w.submit(ctx, source, nil, nil, &cursor)
+	if err != nil || it == nil {
+		return err
+	}
+	select {
+	case <-it.done:
+		return it.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// submit validates and queues a submission, returning its item (nil when
+// there was nothing to queue).
+func (w *Writer) submit(ctx context.Context, source string, changes []storage.Change, repos []storage.RepoState,
+	cursor *storage.StreamCursor) (*item, Result, error) {
 	if err := w.accepting(); err != nil {
-		return Result{}, err
+		return nil, Result{}, err
+	}
+	var fence *storage.Lease
+	if cursor != nil && w.opt.Fence != nil {
+		var leading bool
+		if fence, leading = w.opt.Fence(); !leading {
+			return nil, Result{}, ErrFenced
+		}
 	}
 	it, res := w.prepare(source, changes, cursor)
 	if it == nil && len(repos) > 0 {
 		it = &item{source: source, done: make(chan struct{})}
 	}
 	if it == nil {
-		return res, nil
+		return nil, res, nil
 	}
-	it.repos = repos
+	it.repos, it.fence = repos, fence
 	if err := w.enqueue(ctx, w.queue, it); err != nil {
-		return res, err
+		return nil, res, err
 	}
 	w.opt.Metrics.Queue(len(w.queue))
-	return res, nil
+	return it, res, nil
 }
 
 // accepting reports, without waiting, why the writer takes no changes
@@ -440,9 +485,57 @@ func (w *Writer) collect(ctx context.Context, first *item) []*item {
 
 // commit writes a batch, retrying with backoff until it succeeds or the
 // drain deadline passes: queued changes are never dropped while Lexview
-// runs.
+// runs. Submissions of event sources are fenced by the lease they were
+// made under (Options.Fence): when it was taken by another instance since,
+// they fail with ErrFenced (their cursor is not stored either, so the new
+// leader reads their events again) and the rest of the batch is written
+// without them.
 func (w *Writer) commit(ctx context.Context, items []*item) {
 	w.runHooks(ctx, items)
+	b, oldest := batchOf(items)
+	start := time.Now()
+	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
+		err := w.store.ApplyBatch(context.WithoutCancel(ctx), b)
+		if errors.Is(err, storage.ErrFenced) {
+			// Deposed: what came from the sources is not written; the
+			// rest is, at once.
+			items = w.refuseFenced(items)
+			b, oldest = batchOf(items)
+			err = w.store.ApplyBatch(context.WithoutCancel(ctx), b)
+		}
+		return err
+	})
+	if err == nil {
+		w.committed(items, b, oldest, time.Since(start))
+	}
+	w.opt.Metrics.Queue(len(w.queue) + len(w.bulk))
+	for _, it := range items {
+		it.err = err
+		close(it.done)
+	}
+}
+
+// refuseFenced fails the fenced submissions of items with ErrFenced and
+// returns the others.
+func (w *Writer) refuseFenced(items []*item) []*item {
+	kept := items[:0:0]
+	for _, it := range items {
+		if it.fence == nil {
+			kept = append(kept, it)
+			continue
+		}
+		it.err = ErrFenced
+		close(it.done)
+	}
+	if n := len(items) - len(kept); n > 0 {
+		w.opt.Logger.Warn("the leader's lease was taken: submissions of event sources refused", "submissions", n)
+	}
+	return kept
+}
+
+// batchOf assembles the batch of items, fenced by the lease of its fenced
+// submissions, and the arrival of each source's oldest change.
+func batchOf(items []*item) (storage.Batch, map[string]time.Time) {
 	var b storage.Batch
 	var cursors streamCursors
 	oldest := map[string]time.Time{} // per source
@@ -468,38 +561,36 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 		if it.cursor != nil {
 			cursors.set(*it.cursor)
 		}
+		if it.fence != nil && (b.Fence == nil || it.fence.Token < b.Fence.Token) {
+			b.Fence = it.fence // the oldest lease: if it was taken, every fenced one fails
+		}
 	}
 	b.Cursors = cursors
-	start := time.Now()
-	err := w.retry(ctx, "committing a batch", len(b.Ops), func() error {
-		return w.store.ApplyBatch(context.WithoutCancel(ctx), b)
-	})
-	if err == nil {
-		w.opt.Metrics.Committed(len(b.Ops), time.Since(start))
-		now := w.opt.Now()
-		for source, t := range oldest {
-			w.opt.Metrics.Lag(source, now.Sub(t))
-		}
-		w.mu.Lock()
-		w.stats.Committed += int64(len(b.Ops))
-		w.stats.Batches++
-		w.stats.LastCommitAt = w.opt.Now()
-		w.mu.Unlock()
-		type key struct{ source, collection string }
-		indexed := map[key]int{}
-		for _, it := range items {
-			for _, c := range it.changes {
-				indexed[key{it.source, c.Collection}]++
-			}
-		}
-		for k, n := range indexed {
-			w.opt.Metrics.Indexed(k.source, k.collection, n)
+	return b, oldest
+}
+
+// committed updates the metrics and totals after batch b of items was
+// written in took.
+func (w *Writer) committed(items []*item, b storage.Batch, oldest map[string]time.Time, took time.Duration) {
+	w.opt.Metrics.Committed(len(b.Ops), took)
+	now := w.opt.Now()
+	for source, t := range oldest {
+		w.opt.Metrics.Lag(source, now.Sub(t))
+	}
+	w.mu.Lock()
+	w.stats.Committed += int64(len(b.Ops))
+	w.stats.Batches++
+	w.stats.LastCommitAt = w.opt.Now()
+	w.mu.Unlock()
+	type key struct{ source, collection string }
+	indexed := map[key]int{}
+	for _, it := range items {
+		for _, c := range it.changes {
+			indexed[key{it.source, c.Collection}]++
 		}
 	}
-	w.opt.Metrics.Queue(len(w.queue) + len(w.bulk))
-	for _, it := range items {
-		it.err = err
-		close(it.done)
+	for k, n := range indexed {
+		w.opt.Metrics.Indexed(k.source, k.collection, n)
 	}
 }
 

@@ -39,6 +39,7 @@ type Metrics struct {
 	LabelLag           *prometheus.GaugeVec   // labeler
 	LexiconFetches     *prometheus.CounterVec // reason, outcome
 	ProxiedCalls       *prometheus.CounterVec // outcome
+	Leader             *prometheus.GaugeVec   // instance
 
 	sources *sourceCollector
 }
@@ -117,6 +118,10 @@ func New() *Metrics {
 			Name: "lexview_xrpc_proxied_total",
 			Help: "XRPC calls for NSIDs without a local lexicon, by outcome (forwarded, refused, unresolved, loop, upstream_failed).",
 		}, []string{"outcome"}),
+		Leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lexview_instance_leader",
+			Help: "1 while this instance leads (runs the event sources and the other singleton work), 0 while it follows, by instance ID.",
+		}, []string{"instance"}),
 	}
 	for _, c := range append(m.collectors(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
@@ -131,7 +136,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.sources,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.sources,
 	}
 }
 
@@ -300,5 +305,16 @@ func (m *Metrics) LexiconFetch(reason, outcome string) {
 func (m *Metrics) Proxied(outcome string) {
 	if m != nil {
 		m.ProxiedCalls.WithLabelValues(outcome).Inc()
+	}
+}
+
+// Leading records whether this instance (named instance) leads.
+func (m *Metrics) Leading(instance string, leading bool) {
+	if m != nil {
+		v := 0.0
+		if leading {
+			v = 1
+		}
+		m.Leader.WithLabelValues(instance).Set(v)
 	}
 }

@@ -133,6 +133,9 @@ type Parts struct {
 	// Proxy configures the XRPC proxy (its policies and client middleware
 	// are set here); nil Resolver: no proxy, unknown NSIDs answer 404.
 	Proxy xrpcproxy.Options
+	// Ready reports readiness for GET /ready: whether the instance can
+	// serve, and what it knows of itself (nil: always ready).
+	Ready func(ctx context.Context) (bool, map[string]any)
 	// StreamKeepalive paces idle progress streams (0: 15 s).
 	StreamKeepalive time.Duration
 	Now             func() time.Time
@@ -164,6 +167,17 @@ func New(svc Services, p Parts) *Surfaces {
 	pub.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
+	})
+	pub.HandleFunc("GET /ready", func(w http.ResponseWriter, r *http.Request) {
+		ready, report := true, map[string]any{"status": "ready"}
+		if p.Ready != nil {
+			ready, report = p.Ready(r.Context())
+		}
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		respond.JSON(w, status, report)
 	})
 	clientMW := clients.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
 	var forward http.Handler

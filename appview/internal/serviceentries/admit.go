@@ -119,3 +119,7 @@ func (s *Service) invalidate() {
 	s.table = nil
 	s.mu.Unlock()
 }
+
+// Invalidate drops the cached entries and bindings, for a change made by
+// another instance sharing the database.
+func (s *Service) Invalidate() { s.invalidate() }

@@ -191,3 +191,7 @@ func (s *Service) DID(ctx context.Context) string {
 	}
 	return domains.DIDWeb(domains.Host(d.URL))
 }
+
+// Invalidate drops the cached identity, for a change made by another
+// instance sharing the database.
+func (s *Service) Invalidate() { s.cached.Store(nil) }

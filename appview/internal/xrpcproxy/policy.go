@@ -183,3 +183,11 @@ func (s *Policies) Put(ctx context.Context, actor string, p Policy) error {
 		Detail: map[string]any{"mode": p.Mode, "patterns": p.Patterns}})
 	return nil
 }
+
+// Invalidate makes the next Get read the stored policy again, for a change
+// made by another instance sharing the database.
+func (s *Policies) Invalidate() {
+	s.mu.Lock()
+	s.expires = time.Time{}
+	s.mu.Unlock()
+}

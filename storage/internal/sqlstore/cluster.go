@@ -88,18 +88,19 @@ func (db *DB) GetLease(ctx context.Context, name string) (storage.LeaseInfo, err
 }
 
 // checkFence fails with storage.ErrFenced, inside tx, when the lease f
-// has been acquired by another holder since f was taken. On PostgreSQL
+// has been acquired again since f was taken (its token moved on). A lease
+// released since, or expired but not taken, still fences nothing: no one
+// else can have written as its holder. On PostgreSQL
 // the row is locked FOR SHARE until tx ends, so that no acquisition can
 // slip in between the check and the commit.
 func (db *DB) checkFence(ctx context.Context, tx *sql.Tx, f storage.Lease) error {
-	q := `SELECT holder, token FROM leases WHERE name = ?`
+	q := `SELECT token FROM leases WHERE name = ?`
 	if db.dialect.Name() == "postgres" {
 		q += ` FOR SHARE`
 	}
-	var holder string
 	var token int64
-	err := tx.QueryRowContext(ctx, Bind(db.dialect, q), f.Name).Scan(&holder, &token)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (holder != f.Holder || token != f.Token)) {
+	err := tx.QueryRowContext(ctx, Bind(db.dialect, q), f.Name).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && token != f.Token) {
 		return storage.ErrFenced
 	}
 	if err != nil {

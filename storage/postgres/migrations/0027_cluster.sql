@@ -17,10 +17,12 @@ CREATE TABLE instances (
     info       TEXT NOT NULL
 );
 
--- Every committed change to a configuration table is announced on the
--- channel lexview_changes with the table's name as payload (once per
+-- Every committed change to a table that instances cache is announced on
+-- the channel lexview_changes with the table's name as payload (once per
 -- table and transaction: PostgreSQL folds identical notifications), to
--- every instance listening, whatever made the change.
+-- every instance listening, whatever made the change. Tables read on
+-- every use (admin keys, sessions) need no notification, and tables
+-- written on hot paths (labelers: their cursors) have none.
 CREATE FUNCTION lexview_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_notify('lexview_changes', TG_TABLE_NAME);
@@ -33,11 +35,9 @@ DECLARE
     t TEXT;
 BEGIN
     FOREACH t IN ARRAY ARRAY[
-        'lexicons', 'scripts', 'script_variables', 'settings', 'setting_blobs',
-        'api_clients', 'admin_users', 'admin_api_keys', 'device_sessions', 'client_auth_keys',
-        'domains', 'verification_methods', 'service_entries', 'service_entry_methods',
-        'service_entry_allowlist', 'instance_oauth_keys', 'labelers', 'network_lexicons',
-        'plugins', 'plugin_secrets'
+        'lexicons', 'network_lexicons', 'scripts', 'script_variables', 'settings', 'setting_blobs',
+        'api_clients', 'domains', 'verification_methods', 'service_entries', 'service_entry_methods',
+        'service_entry_allowlist', 'plugins'
     ] LOOP
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %I
             FOR EACH STATEMENT EXECUTE FUNCTION lexview_notify_change()', t || '_notify_change', t);
