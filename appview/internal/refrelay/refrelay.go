@@ -52,6 +52,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +95,8 @@ type Relay struct {
 	// HTTP is the client the helpers use.
 	HTTP *http.Client
 
-	proc *process
+	proc       *process
+	metricsURL string // its Prometheus metrics
 }
 
 // Require skips the test when the relay is not provisioned (BinEnv
@@ -159,6 +162,7 @@ func Start(t testing.TB, n *refpds.Network) *Relay {
 		t.Fatalf("refrelay: %v; its output:\n%s", err, p.output)
 	}
 	r.URL, r.proc = p.url, p
+	r.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", run.metrics)
 	t.Logf("refrelay: %s crawling %s, up in %v", r.URL, r.Host, time.Since(started).Round(time.Millisecond))
 	return r
 }
@@ -244,28 +248,62 @@ func (r *Relay) Consumers(t testing.TB) []Consumer {
 	return out
 }
 
+// EventsSent is the number of events the relay has sent to its firehose
+// subscribers, all together since it started (its events_sent_counter
+// metric, kept by subscriber address and User-Agent: unlike
+// Consumer.EventsConsumed, it counts subscribers that are gone too);
+// failures fail the test.
+func (r *Relay) EventsSent(t testing.TB) int64 {
+	t.Helper()
+	raw := r.get(t, r.metricsURL, "")
+	var sum float64
+	for line := range strings.Lines(string(raw)) {
+		// events_sent_counter{remote_addr="127.0.0.1",user_agent="..."} 16
+		if !strings.HasPrefix(line, "events_sent_counter{") && !strings.HasPrefix(line, "events_sent_counter ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("refrelay: metrics line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return int64(sum)
+}
+
 // admin GETs path of the admin API and decodes the JSON answer into out.
 func (r *Relay) admin(t testing.TB, path string, out any) {
 	t.Helper()
+	raw := r.get(t, r.URL+path, r.AdminPassword)
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("refrelay: GET %s: %v (%.300s)", path, err, raw)
+	}
+}
+
+// get GETs u (as the admin when password is not empty) and answers the
+// body of a 200 answer; anything else fails the test.
+func (r *Relay) get(t testing.TB, u, password string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatalf("refrelay: %v", err)
 	}
-	req.SetBasicAuth("admin", r.AdminPassword)
+	if password != "" {
+		req.SetBasicAuth("admin", password)
+	}
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
-		t.Fatalf("refrelay: GET %s: %v", path, err)
+		t.Fatalf("refrelay: GET %s: %v", u, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("refrelay: GET %s: HTTP %d %.300s (%v)", path, resp.StatusCode, raw, err)
+		t.Fatalf("refrelay: GET %s: HTTP %d %.300s (%v)", u, resp.StatusCode, raw, err)
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		t.Fatalf("refrelay: GET %s: %v (%.300s)", path, err, raw)
-	}
+	return raw
 }
 
 func randomHex(n int) string {
