@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -75,9 +76,8 @@ func TestFirehoseThroughRelay(t *testing.T) {
 			}
 			return c
 		}
-		eventually(t, "the cursor at the relay's last event", func() bool {
-			sent := relay.EventsSent(t) - sentBefore
-			return sent > 0 && cursor() == sent
+		waitEqual(t, "the cursor and the events the relay sent", func() (int64, int64) {
+			return cursor(), relay.EventsSent(t) - sentBefore
 		})
 		stop(t, app)
 		stopped, sentBefore := cursor(), relay.EventsSent(t)
@@ -99,8 +99,8 @@ func TestFirehoseThroughRelay(t *testing.T) {
 		alice.DeleteRecord(t, "app.test.post", "down")
 		waitGone(post("down"))
 
-		eventually(t, "the cursor at the relay's last event after the restart", func() bool {
-			return cursor() == stopped+relay.EventsSent(t)-sentBefore
+		waitEqual(t, "the cursor's move and the events the relay sent after the restart", func() (int64, int64) {
+			return cursor() - stopped, relay.EventsSent(t) - sentBefore
 		})
 		// The relay's sequence numbers have no gaps: the new run was sent
 		// exactly the events after the stored cursor, and applied each
@@ -125,6 +125,23 @@ func TestFirehoseThroughRelay(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitEqual polls values for up to 10 seconds until both are equal and
+// not zero; it fails the test with the last ones otherwise.
+func waitEqual(t *testing.T, what string, values func() (int64, int64)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, b := values()
+		if a == b && a != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d and %d after 10 s", what, a, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // metricValue is the value of the first series of name whose labels
