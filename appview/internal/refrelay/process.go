@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,7 +73,7 @@ func startProcess(c runConfig, timeout time.Duration) (*process, error) {
 		"--admin-password", c.adminPassword,
 	)
 	// Its flags read RELAY_* and other variables too: only the basics pass.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + c.persistDir}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + filepath.Dir(c.db)}
 	p := &process{
 		cmd:       cmd,
 		url:       fmt.Sprintf("http://127.0.0.1:%d", c.port),

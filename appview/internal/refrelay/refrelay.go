@@ -103,7 +103,6 @@ type Relay struct {
 	// HTTP is the client the helpers use.
 	HTTP *http.Client
 
-	proc       *process
 	metricsURL string // its Prometheus metrics
 }
 
@@ -167,9 +166,9 @@ func Start(t testing.TB, n *refpds.Network) *Relay {
 	}
 	last = p
 	if err := p.waitConnected(r.Host, ConnectTimeout); err != nil {
-		t.Fatalf("refrelay: %v; its output:\n%s", err, p.output)
+		t.Fatalf("refrelay: %v", err) // the cleanup logs its output
 	}
-	r.URL, r.proc = p.url, p
+	r.URL = p.url
 	r.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", run.metrics)
 	t.Logf("refrelay: %s crawling %s, up in %v", r.URL, r.Host, time.Since(started).Round(time.Millisecond))
 	return r
