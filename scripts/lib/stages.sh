@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 #
-# The staging directories of the npm cache installers (devenv.sh,
-# labeler.sh): an install runs in "$LEXVIEW_DEVENV_CACHE/.<name>-*.tmp.*",
+# The staging directories of the cache installers (devenv.sh, labeler.sh,
+# relay.sh): an install runs in "$LEXVIEW_DEVENV_CACHE/.<name>-*.tmp.*",
 # which holds the installer's pid in .lexview-installer-pid, and is renamed
 # into place when complete.
 
