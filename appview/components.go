@@ -3,6 +3,7 @@ package appview
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -40,7 +41,8 @@ const writerPart = "writer"
 //     registry index refreshed every PluginRegistryRefresh
 //  7. network lexicons: refreshes those whose schema commits the event
 //     sources saw, and all every LexiconRecheck (commits they missed)
-//  8. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  8. sweeps: tombstones, rejection reports, retiring client keys, expired
+//     OAuth requests and DPoP proofs (hourly)
 //  9. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
 //  10. event-log purge, when EventLogRetentionDays > 0
 //  11. metrics listener, when MetricsAddr is set (a listen error fails Start)
@@ -118,8 +120,8 @@ func every(ctx context.Context, first, interval time.Duration, fn func()) {
 }
 
 // sweep does the hourly housekeeping: it forgets old tombstones, reports
-// validation rejections, retires client authentication keys and forgets
-// expired OAuth authorization requests.
+// validation rejections, retires client authentication keys, forgets
+// expired OAuth authorization requests and expired DPoP proofs.
 func (a *App) sweep(ctx context.Context) {
 	if _, err := a.store.PurgeTombstones(ctx, a.cfg.Now().Add(-tombstoneRetention)); err != nil && ctx.Err() == nil {
 		a.log.Warn("purging tombstones failed", "err", err)
@@ -131,6 +133,20 @@ func (a *App) sweep(ctx context.Context) {
 	if _, err := a.oauthClient.SweepRequests(ctx); err != nil && ctx.Err() == nil {
 		a.log.Warn("sweeping expired OAuth authorization requests failed", "err", err)
 	}
+	if _, err := a.sweepDPoPProofs(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("sweeping expired DPoP proofs failed", "err", err)
+	}
+}
+
+// sweepDPoPProofs forgets the DPoP proofs remembered for replay checks
+// across instances (dpop_replays) that have expired, and returns how many.
+// One instance running it is enough.
+func (a *App) sweepDPoPProofs(ctx context.Context) (int64, error) {
+	n, err := a.store.PurgeDPoPProofs(ctx, a.cfg.Now())
+	if err != nil {
+		return 0, fmt.Errorf("sweep DPoP proofs: %w", err)
+	}
+	return n, nil
 }
 
 // reportRejections summarises validation rejections in the event log.

@@ -1,0 +1,44 @@
+package appview
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// TestSweepDPoPProofs: the sweep forgets the expired proofs of the shared
+// replay table and keeps the live ones; the App checks proofs against the
+// table on PostgreSQL only.
+func TestSweepDPoPProofs(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		store := open(t)
+		a, err := New(Config{Store: store, JetstreamURL: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", EventLogRetentionDays: -1,
+			Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Shutdown(context.Background()) })
+		if shared := a.sharedReplays() != nil; shared != (store.Dialect() == "postgres") {
+			t.Fatalf("%s: shared replay check %v", store.Dialect(), shared)
+		}
+		ctx := context.Background()
+		for i, exp := range []time.Time{now.Add(-time.Hour), now.Add(-time.Second), now.Add(time.Minute)} {
+			if ok, err := store.RememberDPoPProof(ctx, []byte{byte(i)}, exp, now.Add(-2*time.Hour)); err != nil || !ok {
+				t.Fatalf("remember %d: %v %v", i, ok, err)
+			}
+		}
+		if n, err := a.sweepDPoPProofs(ctx); err != nil || n != 2 {
+			t.Fatalf("sweep: %d %v, want the 2 expired", n, err)
+		}
+		if ok, err := store.RememberDPoPProof(ctx, []byte{2}, now.Add(time.Minute), now); err != nil || ok {
+			t.Fatalf("the live proof was swept: %v %v", ok, err)
+		}
+	})
+}
