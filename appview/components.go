@@ -138,11 +138,17 @@ func (a *App) sweep(ctx context.Context) {
 	}
 }
 
+// dpopSweepSlack is how long past its expiry a remembered DPoP proof is
+// kept: the sweeping instance's clock may run this much ahead of the
+// others' without one of them accepting a proof again that it still
+// considers within its window.
+const dpopSweepSlack = 5 * time.Minute
+
 // sweepDPoPProofs forgets the DPoP proofs remembered for replay checks
-// across instances (dpop_replays) that have expired, and returns how many.
-// One instance running it is enough.
+// across instances (dpop_replays) that expired more than dpopSweepSlack
+// ago, and returns how many. One instance running it is enough.
 func (a *App) sweepDPoPProofs(ctx context.Context) (int64, error) {
-	n, err := a.store.PurgeDPoPProofs(ctx, a.cfg.Now())
+	n, err := a.store.PurgeDPoPProofs(ctx, a.cfg.Now().Add(-dpopSweepSlack))
 	if err != nil {
 		return 0, fmt.Errorf("sweep DPoP proofs: %w", err)
 	}
