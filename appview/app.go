@@ -256,7 +256,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Domains: a.svc.Domains, Now: cfg.Now,
-		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now}),
+		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now, Shared: a.sharedReplays()}),
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
 		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
 	}
@@ -277,6 +277,18 @@ func (a *App) build(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sharedReplays is where DPoP proofs are remembered for every instance
+// sharing the database, so that a proof accepted by one is refused by the
+// others: the database itself on PostgreSQL. On SQLite, the database of
+// one instance, none: the in-process cache catches every replay, and a
+// shared check would wait for the single writer behind ingestion batches.
+func (a *App) sharedReplays() oauth.ReplayStore {
+	if a.store.Dialect() != "postgres" {
+		return nil
+	}
+	return a.store
 }
 
 // newMetrics creates the collectors when metrics are served (MetricsAddr)

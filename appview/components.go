@@ -3,6 +3,7 @@ package appview
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -70,7 +71,8 @@ func (a *App) components() []*part {
 //
 //  1. network lexicons: refreshes those whose schema commits the event
 //     sources saw, and all every LexiconRecheck (commits they missed)
-//  2. sweeps: tombstones, rejection reports, retiring client keys (hourly)
+//  2. sweeps: tombstones, rejection reports, retiring client keys, expired
+//     OAuth requests and DPoP proofs (hourly)
 //  3. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
 //  4. event-log purge, when EventLogRetentionDays > 0
 //  5. labeler subscriptions: one per active labeler, in line with the
@@ -118,8 +120,8 @@ func every(ctx context.Context, first, interval time.Duration, fn func()) {
 }
 
 // sweep does the hourly housekeeping: it forgets old tombstones, reports
-// validation rejections, retires client authentication keys and forgets
-// expired OAuth authorization requests.
+// validation rejections, retires client authentication keys, forgets
+// expired OAuth authorization requests and expired DPoP proofs.
 func (a *App) sweep(ctx context.Context) {
 	if _, err := a.store.PurgeTombstones(ctx, a.cfg.Now().Add(-tombstoneRetention)); err != nil && ctx.Err() == nil {
 		a.log.Warn("purging tombstones failed", "err", err)
@@ -131,6 +133,26 @@ func (a *App) sweep(ctx context.Context) {
 	if _, err := a.oauthClient.SweepRequests(ctx); err != nil && ctx.Err() == nil {
 		a.log.Warn("sweeping expired OAuth authorization requests failed", "err", err)
 	}
+	if _, err := a.sweepDPoPProofs(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("sweeping expired DPoP proofs failed", "err", err)
+	}
+}
+
+// dpopSweepSlack is how long past its expiry a remembered DPoP proof is
+// kept: the sweeping instance's clock may run this much ahead of the
+// others' without one of them accepting a proof again that it still
+// considers within its window.
+const dpopSweepSlack = 5 * time.Minute
+
+// sweepDPoPProofs forgets the DPoP proofs remembered for replay checks
+// across instances (dpop_replays) that expired more than dpopSweepSlack
+// ago, and returns how many. One instance running it is enough.
+func (a *App) sweepDPoPProofs(ctx context.Context) (int64, error) {
+	n, err := a.store.PurgeDPoPProofs(ctx, a.cfg.Now().Add(-dpopSweepSlack))
+	if err != nil {
+		return 0, fmt.Errorf("sweep DPoP proofs: %w", err)
+	}
+	return n, nil
 }
 
 // reportRejections summarises validation rejections in the event log.

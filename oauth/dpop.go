@@ -245,15 +245,22 @@ type VerifierOptions struct {
 	// accepted within twice the window: past it, the oldest entries are
 	// forgotten early.
 	ReplayCapacity int
+	// Shared, when set, remembers accepted proofs beyond this process, so
+	// that the instances sharing it refuse each other's replays. It is
+	// consulted after the in-process cache, for proofs new to this
+	// process only.
+	Shared ReplayStore
 }
 
 // Verifier checks DPoP proofs against a request and refuses replays. It is
 // safe for concurrent use. Its replay cache lives in memory, so one
-// Verifier must serve every request of a process for replays to be caught.
+// Verifier must serve every request of a process for replays to be caught;
+// with a shared ReplayStore, replays are caught across processes too.
 type Verifier struct {
 	now    func() time.Time
 	window time.Duration
 	replay *ReplayCache
+	shared ReplayStore
 }
 
 // NewVerifier returns a Verifier.
@@ -264,7 +271,7 @@ func NewVerifier(opts VerifierOptions) *Verifier {
 	if opts.Window <= 0 {
 		opts.Window = ProofWindow
 	}
-	return &Verifier{now: opts.Now, window: opts.Window, replay: NewReplayCache(opts.ReplayCapacity)}
+	return &Verifier{now: opts.Now, window: opts.Window, replay: NewReplayCache(opts.ReplayCapacity), shared: opts.Shared}
 }
 
 // Verify checks a proof for a request: everything ParseProof checks, then
@@ -272,8 +279,12 @@ func NewVerifier(opts VerifierOptions) *Verifier {
 // the request's scheme, host and path without query, as received: a
 // percent-encoded path stays encoded), iat within the window of now, ath
 // matching accessToken when one is given (pass "" for requests without a
-// token), and finally that the (key, jti) pair was never accepted before.
-// A proof is remembered only once every other check has passed.
+// token), and finally that the (key, jti) pair was never accepted before:
+// by this Verifier's in-process cache (a hit refuses at once), then by the
+// shared ReplayStore when there is one. A proof is remembered only once
+// every other check has passed. Errors about the proof match
+// ErrInvalidProof; any other error (the shared store failed, the context
+// ended) is a server failure, and the proof is not accepted.
 func (v *Verifier) Verify(ctx context.Context, proof, method, url, accessToken string) (Proof, error) {
 	if err := ctx.Err(); err != nil {
 		return Proof{}, err
@@ -303,8 +314,18 @@ func (v *Verifier) Verify(ctx context.Context, proof, method, url, accessToken s
 	}
 	// Keep the entry until the proof can no longer pass the iat check,
 	// plus a margin; the cache therefore outlives the proof window.
-	if !v.replay.Add(p.JKT, p.JTI, p.IAT.Add(v.window+replayMargin), now) {
+	expires := p.IAT.Add(v.window + replayMargin)
+	if !v.replay.Add(p.JKT, p.JTI, expires, now) {
 		return Proof{}, ErrReplay
+	}
+	if v.shared != nil {
+		fresh, err := v.shared.RememberDPoPProof(ctx, ReplayHash(p.JKT, p.JTI), expires, now)
+		if err != nil {
+			return Proof{}, fmt.Errorf("dpop: shared replay check: %w", err)
+		}
+		if !fresh {
+			return Proof{}, ErrReplay
+		}
 	}
 	return p, nil
 }

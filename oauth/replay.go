@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"sync"
@@ -16,6 +17,27 @@ const DefaultReplayCapacity = 1 << 20
 const replayMargin = 30 * time.Second
 
 const replayShards = 64
+
+// ReplayStore remembers accepted DPoP proofs for every process sharing it
+// (storage.DPoPReplayStore is one). Proofs are identified by ReplayHash.
+type ReplayStore interface {
+	// RememberDPoPProof records hash until expires and reports whether it
+	// was new: false when it is already recorded with an expiry after now
+	// (a replay). Of concurrent calls with one hash, at most one reports
+	// true.
+	RememberDPoPProof(ctx context.Context, hash []byte, expires, now time.Time) (bool, error)
+}
+
+// ReplayHash identifies a DPoP proof in a ReplayStore: SHA-256 of the key
+// thumbprint, a zero byte and the jti. It is unsalted, so that every
+// process computes the same hash.
+func ReplayHash(jkt, jti string) []byte {
+	h := sha256.New()
+	h.Write([]byte(jkt))
+	h.Write([]byte{0})
+	h.Write([]byte(jti))
+	return h.Sum(make([]byte, 0, sha256.Size))
+}
 
 type replayKey [16]byte
 

@@ -40,6 +40,7 @@ type Store interface {
 	PluginAccountStore
 	NetworkLexiconStore
 	ClusterStore
+	DPoPReplayStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

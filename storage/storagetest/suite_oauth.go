@@ -11,8 +11,9 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// RunOAuth runs the suite for the OAuthStore: DPoP key provisions, device
-// sessions and client authentication keys. Each subtest gets a fresh store.
+// RunOAuth runs the suite for the OAuthStore (DPoP key provisions, device
+// sessions and client authentication keys) and the DPoPReplayStore. Each
+// subtest gets a fresh store.
 func RunOAuth(t *testing.T, open func(t testing.TB) storage.Store) {
 	tests := []struct {
 		name string
@@ -26,6 +27,8 @@ func RunOAuth(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"AuthKeyRevokeAllAndSweep", testAuthKeyRevokeAllAndSweep},
 		{"AuthKeyCreateRace", testAuthKeyCreateRace},
 		{"OAuthRowsCascadeWithClient", testOAuthCascade},
+		{"DPoPReplays", testDPoPReplays},
+		{"DPoPReplayRace", testDPoPReplayRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/lexview/lexview/appview/internal/respond"
 )
 
@@ -37,7 +35,7 @@ type Client struct {
 	// ParentID is set for third-party (child) clients.
 	ParentID string
 
-	limiter *rate.Limiter // the client's bucket, when rate limited
+	bucket *bucket // the client's bucket, when rate limited
 }
 
 // Limiter takes a token from a client's rate-limit bucket.

@@ -13,9 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -39,12 +38,15 @@ const maxEntries = 100_000
 
 // Registry identifies API clients from the store, caches them, and keeps
 // one rate-limit bucket per client key. It implements Identifier and
-// Limiter.
+// Limiter. Its buckets are this instance's: when several instances share
+// the traffic, SetInstances divides each client's limits among them.
 type Registry struct {
 	store    Store
 	defaults Limits
 	now      func() time.Time
 	log      *slog.Logger
+	// instances reports the number of live instances; nil means 1.
+	instances atomic.Pointer[func() int]
 
 	mu      sync.RWMutex
 	entries map[string]*entry
@@ -56,7 +58,7 @@ type Registry struct {
 type entry struct {
 	client    *Client // nil when the key is unknown or inactive
 	row       storage.APIClient
-	limiter   *rate.Limiter
+	bucket    *bucket
 	stale     bool
 	editedAt  time.Time // when Invalidate marked it stale
 	checkedAt time.Time
@@ -65,6 +67,31 @@ type entry struct {
 // NewRegistry returns a registry over store with default bucket limits.
 func NewRegistry(store Store, defaults Limits, now func() time.Time, log *slog.Logger) *Registry {
 	return &Registry{store: store, defaults: defaults, now: now, log: log, entries: map[string]*entry{}}
+}
+
+// SetInstances tells the registry how many instances share the traffic
+// (behind a load balancer, on one database): live reports the number of
+// live instances, this one included, and is called on every rate-limit
+// check, so it must be cheap (an atomic load). Each bucket is then sized
+// to 1/n of its client's limits (capacity rounded down, at least 1 token;
+// refill rate divided by n), and re-sized on the first request after n
+// changes, keeping its level. nil, the default, counts this instance
+// alone. It may be called at any time.
+func (reg *Registry) SetInstances(live func() int) {
+	if live == nil {
+		reg.instances.Store(nil)
+		return
+	}
+	reg.instances.Store(&live)
+}
+
+// liveInstances is the current instance count, at least 1.
+func (reg *Registry) liveInstances() int {
+	f := reg.instances.Load()
+	if f == nil {
+		return 1
+	}
+	return max(1, (*f)())
 }
 
 // Identify implements Identifier. A known, active client is served from
@@ -100,33 +127,35 @@ func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
 		return nil, err
 	}
 	fresh := &entry{checkedAt: reg.now()}
+	var limits Limits
 	if err == nil && row.IsActive {
 		fresh.row = row
-		lim := reg.limitsOf(row)
+		limits = reg.limitsOf(row)
 		fresh.client = &Client{ID: row.ID, Key: row.Key, Name: row.Name, ParentID: row.ParentID}
-		fresh.limiter = rate.NewLimiter(rate.Limit(lim.RefillRate), lim.Capacity)
 	}
+	n := reg.liveInstances()
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	// An edit that landed while the row was being read may not be in it:
 	// serve this request from it, but read again on the next.
 	fresh.stale = reg.gen != gen
-	if old := reg.entries[key]; old != nil && old.limiter != nil {
+	if old := reg.entries[key]; old != nil && old.bucket != nil {
 		// The bucket outlives edits and deactivation, keeping its level;
 		// new limits count from the edit, not from this first request
 		// after it.
-		if fresh.limiter != nil {
+		if fresh.client != nil {
 			at := reg.now()
 			if old.stale && !old.editedAt.IsZero() && old.editedAt.Before(at) {
 				at = old.editedAt
 			}
-			old.limiter.SetLimitAt(at, fresh.limiter.Limit())
-			old.limiter.SetBurstAt(at, fresh.limiter.Burst())
+			old.bucket.set(at, limits, n)
 		}
-		fresh.limiter = old.limiter
+		fresh.bucket = old.bucket
+	} else if fresh.client != nil {
+		fresh.bucket = newBucket(limits, n)
 	}
 	if fresh.client != nil {
-		fresh.client.limiter = fresh.limiter
+		fresh.client.bucket = fresh.bucket
 	}
 	if len(reg.entries) >= maxEntries {
 		for k, e := range reg.entries {
@@ -195,13 +224,16 @@ func sameOrigin(origin, u string) bool {
 }
 
 // Allow implements Limiter: it takes a token from c's bucket, or reports
-// how long until one is available.
+// how long until one is available. The bucket is first re-sized if the
+// number of live instances changed (see SetInstances).
 func (reg *Registry) Allow(c *Client) (bool, time.Duration) {
-	lim := c.limiter
-	if lim == nil {
+	b := c.bucket
+	if b == nil {
 		return true, 0
 	}
 	now := reg.now()
+	b.follow(now, reg.liveInstances())
+	lim := b.lim
 	if lim.AllowN(now, 1) {
 		return true, 0
 	}

@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -171,7 +172,9 @@ func TokenHash(token string) string {
 
 // DPoPSession checks DPoP authentication (`Authorization: DPoP <token>`
 // and a `DPoP` proof) for the API client clientID and returns the device
-// session the proof's key belongs to.
+// session the proof's key belongs to. When the proof's replay check cannot
+// be made (the verifier's shared store failed) the request is refused
+// with a server error, not accepted.
 func (a *Authenticator) DPoPSession(r *http.Request, clientID string) (*storage.DeviceSession, error) {
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
@@ -186,8 +189,13 @@ func (a *Authenticator) DPoPSession(r *http.Request, clientID string) (*storage.
 	if errors.Is(err, oauth.ErrReplay) {
 		return nil, unauthorized(msgReplayedProof)
 	}
-	if err != nil {
+	if errors.Is(err, oauth.ErrInvalidProof) {
 		return nil, unauthorized(msgInvalidProof)
+	}
+	if err != nil {
+		// The replay check could not be made (the shared store failed):
+		// refused as a server failure, never accepted.
+		return nil, fmt.Errorf("DPoP proof: %w", err)
 	}
 	s, err := a.Store.GetDeviceSessionByJKT(r.Context(), clientID, p.JKT)
 	if errors.Is(err, storage.ErrNotFound) {

@@ -42,11 +42,14 @@ type queries struct {
 	// 2^k labels (see labels.go).
 	setLabelCursor string
 	upsertLabels   [labelRowShapes]string
+	// rememberProof records a DPoP proof (see dpopreplays.go).
+	rememberProof string
 }
 
 func newQueries(d Dialect) queries {
 	var q queries
 	q.getRecord = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri = ?`)
+	q.rememberProof = Bind(d, rememberProof)
 	for after := range 2 {
 		where := `collection = ?`
 		if after == 1 {
