@@ -235,6 +235,7 @@ func (a *App) build(ctx context.Context) error {
 	})
 	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
 	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
+	a.clients.SetInstances(a.leadership.Live)
 	a.clientManager = clients.NewManager(a.store, a.clients, a.events, cfg.Now)
 	if cfg.ClientIdentifier == nil {
 		a.cfg.ClientIdentifier = a.clients

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lexview/lexview/storage"
@@ -89,6 +90,7 @@ type Leadership struct {
 	since   time.Time // when leading began
 
 	startTime time.Time
+	live      atomic.Int64 // live instances at the last heartbeat
 
 	// deadline is when a leader steps down without a renewal: the time it
 	// sent the last successful acquisition or renewal, plus the TTL. Used
@@ -334,12 +336,22 @@ func (l *Leadership) setLeading(lease *storage.Lease, leading bool) {
 	}
 }
 
+// heartbeat records that this instance is alive and counts the live
+// instances (Live).
 func (l *Leadership) heartbeat(ctx context.Context) {
 	err := l.opt.Store.Heartbeat(ctx, storage.Instance{ID: l.opt.InstanceID, StartedAt: l.startedAt(), Info: l.opt.Info})
 	if err != nil && ctx.Err() == nil {
 		l.opt.Logger.Warn("recording this instance's heartbeat failed", "err", err)
 	}
+	if n, err := l.LiveInstances(ctx); err == nil {
+		l.live.Store(int64(n))
+	}
 }
+
+// Live is the number of live instances as of the last heartbeat (every
+// TTL/3), at least 1; it costs an atomic load (clients.Registry's
+// SetInstances).
+func (l *Leadership) Live() int { return max(1, int(l.live.Load())) }
 
 func (l *Leadership) startedAt() time.Time {
 	l.mu.Lock()
