@@ -26,12 +26,16 @@ package backfill
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
@@ -104,7 +108,21 @@ type Config struct {
 	PollInterval      time.Duration // job status and counters refresh; default 1s
 	MaxRepoSize       int64         // largest getRepo export read; default DefaultMaxRepoSize
 	RepoTimeout       time.Duration // one getRepo download; default DefaultRepoTimeout
+
+	// Instance names this process among the instances sharing the
+	// database, as the holder of the job leases it takes; default the
+	// host name and a random suffix. Two running Managers must not share
+	// one.
+	Instance string
+	// LeaseDuration is how long a claimed job stays leased without a
+	// renewal (the worker renews every third of it): how soon another
+	// instance takes over the job of one that died. Default
+	// DefaultLeaseDuration.
+	LeaseDuration time.Duration
 }
+
+// DefaultLeaseDuration is the default Config.LeaseDuration.
+const DefaultLeaseDuration = 15 * time.Second
 
 // Source is the indexer source name of backfilled records.
 const Source = "backfill"
@@ -149,15 +167,23 @@ type Manager struct {
 	deleted map[string]int64
 }
 
-// active is the job the worker is processing.
+// active is the job the worker is processing, under its lease.
 type active struct {
-	id   string
-	stop chan struct{}
-	once sync.Once
+	id    string
+	lease storage.BackfillLease
+	stop  chan struct{}
+	once  sync.Once
+	lost  atomic.Bool // the lease was lost: another instance works the job
 }
 
 func (a *active) signal()       { a.once.Do(func() { close(a.stop) }) }
 func (a *active) stopped() bool { return isClosed(a.stop) }
+
+// lose notes that the lease was lost and stops the run.
+func (a *active) lose() {
+	a.lost.Store(true)
+	a.signal()
+}
 
 func isClosed(c <-chan struct{}) bool {
 	select {
@@ -205,6 +231,10 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxRepoSize <= 0 {
 		cfg.MaxRepoSize = DefaultMaxRepoSize
 	}
+	defDur(&cfg.LeaseDuration, DefaultLeaseDuration)
+	if cfg.Instance == "" {
+		cfg.Instance = defaultInstance()
+	}
 	return &Manager{
 		cfg: cfg,
 		http: &fetcher{
@@ -216,6 +246,20 @@ func New(cfg Config) (*Manager, error) {
 		deleted: map[string]int64{},
 	}, nil
 }
+
+// defaultInstance names this process: its host name and a random suffix.
+func defaultInstance() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "lexview"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// Instance is the name under which this Manager holds job leases.
+func (m *Manager) Instance() string { return m.cfg.Instance }
 
 // Request asks for a backfill job.
 type Request struct {
@@ -344,9 +388,11 @@ func (m *Manager) stop(ctx context.Context, id, to string) (storage.BackfillJob,
 		m.current.signal()
 		return job, nil
 	}
-	// No worker holds the job: this is its checkpoint. (Should this fail,
-	// the idle worker settles the job later.)
-	if _, err := m.settleStopped(context.WithoutCancel(ctx), id); err != nil {
+	// No worker of this instance holds the job. Unless a worker of
+	// another instance holds its lease (it then reads the new status at
+	// its next checkpoint and settles the job), this is its checkpoint.
+	// (Should this fail, an idle worker settles the job later.)
+	if _, err := m.settleStopped(context.WithoutCancel(ctx), id, nil); err != nil {
 		return job, err
 	}
 	return job, nil
@@ -389,31 +435,36 @@ func (m *Manager) audit(ctx context.Context, e AuditEntry) {
 }
 
 // settleStopped moves a pausing job to paused and a cancelling job to
-// cancelled, publishing the events. The caller holds mu.
-func (m *Manager) settleStopped(ctx context.Context, id string) (storage.BackfillJob, error) {
+// cancelled, publishing the events. lease is the worker's, which fences the
+// change; nil (no worker of this instance holds the job) changes the job
+// only while no instance holds a live lease on it. The caller holds mu.
+func (m *Manager) settleStopped(ctx context.Context, id string, lease *storage.BackfillLease) (storage.BackfillJob, error) {
 	job, err := m.cfg.Store.GetBackfillJob(ctx, id)
 	if err != nil {
 		return job, err
 	}
 	switch job.Status {
 	case storage.BackfillPausing:
-		job, _, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
-			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused,
+		var changed bool
+		job, changed, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused, Lease: lease, Unleased: lease == nil,
 		})
-		if err == nil {
+		if err == nil && changed {
 			m.broker.publish(CountersEvent(job))
 		}
 	case storage.BackfillCancelling:
-		return m.finish(ctx, id, []string{storage.BackfillCancelling}, storage.BackfillCancelled, storage.StageCancelled, "")
+		return m.finish(ctx, id, lease, []string{storage.BackfillCancelling}, storage.BackfillCancelled, storage.StageCancelled, "")
 	}
 	return job, err
 }
 
-// finish moves a job to a final status and publishes job_completed. The
-// caller holds mu.
-func (m *Manager) finish(ctx context.Context, id string, from []string, status, stage, errMsg string) (storage.BackfillJob, error) {
+// finish moves a job to a final status and publishes job_completed, fenced
+// by lease as settleStopped is. The caller holds mu.
+func (m *Manager) finish(ctx context.Context, id string, lease *storage.BackfillLease, from []string,
+	status, stage, errMsg string) (storage.BackfillJob, error) {
 	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
+		Lease: lease, Unleased: lease == nil,
 	})
 	if err != nil || !changed {
 		return job, err
