@@ -374,3 +374,48 @@ func TestBackfillPauseCancelAcrossInstances(t *testing.T) {
 		h.waitStatus(next.ID, storage.BackfillCompleted)
 	})
 }
+
+// TestBackfillProgressOnAnotherInstance: a subscriber of the progress
+// stream on an instance that does not work the job (a load balancer sent
+// it there) gets job_counters as the job moves, and its job_completed.
+func TestBackfillProgressOnAnotherInstance(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		const repos, records = 6, 3
+		p := backfilltest.NewPLC(t)
+		slowPDS(t, p, 0, repos, records, 20*time.Millisecond)
+		store := open(t)
+		h := newHarness(t, store, p, "")
+		h.setting(backfill.SettingConcurrency, "1")
+		a := startInstance(h, "a", store, store, 2*time.Second)
+		job, err := a.mgr.Create(t.Context(), backfill.Request{Collection: postNSID, Accounts: dids(0, repos)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.waitJob(job.ID, "instance a to claim the job", func(j storage.BackfillJob) bool { return j.ClaimedBy == "a" })
+		b := startInstance(h, "b", store, store, 2*time.Second)
+		sub := b.mgr.Subscribe(job.ID)
+		defer sub.Close()
+		var processed []int64
+		timeout := time.After(10 * time.Second)
+	read:
+		for {
+			select {
+			case ev := <-sub.Events():
+				if ev.Type == backfill.EventJobCounters {
+					processed = append(processed, num(ev.Job.ProcessedRepos))
+				}
+			case <-sub.Done():
+				break read
+			case <-timeout:
+				t.Fatalf("no job_completed on b; counters seen %v", processed)
+			}
+		}
+		final := sub.Final()
+		if final.Type != backfill.EventJobCompleted || final.Status != storage.BackfillCompleted || num(final.Job.ProcessedRepos) != repos {
+			t.Fatalf("final event: %+v", final)
+		}
+		if len(processed) < 2 || !slices.IsSorted(processed) || processed[len(processed)-1] != repos {
+			t.Errorf("processed_repos in b's job_counters: %v", processed)
+		}
+	})
+}

@@ -11,11 +11,16 @@
 // pending → discovering_repos → resolving_and_fetching → completed, failed
 // or cancelled. Pause and cancel take effect at the worker's next
 // checkpoint (between discovery pages, before each repository, and between
-// record pages). One job is processed at a time, oldest first; the others
-// wait in their current stage. Progress (per-repository rows, counters and
-// the discovery cursor) is stored as it happens, so a paused job resumes
-// where it stopped and, after a restart, running jobs resume, pausing jobs
-// become paused and cancelling jobs become cancelled.
+// record pages). One job is processed at a time, oldest first, across every
+// instance sharing the database: a worker claims a job under a lease
+// (storage.BackfillStore.ClaimBackfillJob) that it renews, and its
+// progress writes are fenced by the lease's token, so that a job whose
+// worker died is taken over by another instance once the lease runs out,
+// and a worker that lost its lease stops (loop.go). The others wait in
+// their current stage. Progress (per-repository rows, counters and the
+// discovery cursor) is stored as it happens, so a paused job resumes where
+// it stopped and, after a restart or a takeover, running jobs resume,
+// pausing jobs become paused and cancelling jobs become cancelled.
 //
 // Instance settings read at the start of each job run (values outside the
 // bounds are clamped):
@@ -165,6 +170,8 @@ type Manager struct {
 	// deleted sums, per unfinished job, the records its earlier runs in
 	// this process removed (reconciliation), for its final audit entry.
 	deleted map[string]int64
+	// watching holds the jobs whose watcher runs (watch.go).
+	watching map[string]bool
 }
 
 // active is the job the worker is processing, under its lease.
@@ -241,9 +248,10 @@ func New(cfg Config) (*Manager, error) {
 			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
 			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
 		},
-		broker:  newBroker(),
-		wake:    make(chan struct{}, 1),
-		deleted: map[string]int64{},
+		broker:   newBroker(),
+		wake:     make(chan struct{}, 1),
+		deleted:  map[string]int64{},
+		watching: map[string]bool{},
 	}, nil
 }
 
@@ -418,7 +426,13 @@ func (m *Manager) Resume(ctx context.Context, id string) (storage.BackfillJob, e
 
 // Subscribe follows a job's progress events until its job_completed event.
 // Subscribe before reading the job's snapshot, so nothing falls between.
-func (m *Manager) Subscribe(jobID string) *Subscription { return m.broker.subscribe(jobID) }
+// A job worked by another instance is followed by reading it every
+// PollInterval (watch.go).
+func (m *Manager) Subscribe(jobID string) *Subscription {
+	sub := m.broker.subscribe(jobID)
+	m.watch(jobID)
+	return sub
+}
 
 // poke wakes the worker to look for work.
 func (m *Manager) poke() {
