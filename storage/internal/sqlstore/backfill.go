@@ -193,9 +193,6 @@ func (db *DB) AddBackfillRepos(ctx context.Context, l storage.BackfillLease, did
 func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r storage.BackfillRepo) error {
 	jobID := l.JobID
 	return db.inTx(ctx, func(tx *sql.Tx) error {
-		if err := db.fence(ctx, tx, l); err != nil {
-			return err
-		}
 		var oldPDS sql.NullString
 		var oldStatus string
 		var oldRecords int64
@@ -224,14 +221,20 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 			processed = -1
 		}
 		records := r.RecordsFetched - oldRecords
-		if resolved == 0 && processed == 0 && records == 0 {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET
+		// The counters, fenced by the lease, even when they do not move:
+		// the statement locks the job's row until commit, which orders
+		// this write against any claim of the job (a claim committed
+		// first makes it match nothing), and it comes last so that the
+		// lock is held briefly, as concurrent repositories share it.
+		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET
 			resolved_repos = COALESCE(resolved_repos, 0) + ?, processed_repos = COALESCE(processed_repos, 0) + ?,
-			total_records = COALESCE(total_records, 0) + ? WHERE id = ?`), resolved, processed, records, jobID)
+			total_records = COALESCE(total_records, 0) + ? WHERE id = ? AND lease_token = ?`),
+			resolved, processed, records, jobID, l.Token)
 		if err != nil {
 			return fmt.Errorf("update backfill counters: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return db.fence(ctx, tx, l) // names the reason: the lease lost, or the job gone
 		}
 		return nil
 	})
