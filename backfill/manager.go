@@ -450,8 +450,9 @@ func (m *Manager) audit(ctx context.Context, e AuditEntry) {
 
 // settleStopped moves a pausing job to paused and a cancelling job to
 // cancelled, publishing the events. lease is the worker's, which fences the
-// change; nil (no worker of this instance holds the job) changes the job
-// only while no instance holds a live lease on it. The caller holds mu.
+// change and is given up with it; nil (no worker of this instance holds
+// the job) changes the job only while no instance holds a live lease on
+// it. The caller holds mu.
 func (m *Manager) settleStopped(ctx context.Context, id string, lease *storage.BackfillLease) (storage.BackfillJob, error) {
 	job, err := m.cfg.Store.GetBackfillJob(ctx, id)
 	if err != nil {
@@ -461,7 +462,8 @@ func (m *Manager) settleStopped(ctx context.Context, id string, lease *storage.B
 	case storage.BackfillPausing:
 		var changed bool
 		job, changed, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
-			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused, Lease: lease, Unleased: lease == nil,
+			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused,
+			Lease: lease, Unleased: lease == nil, Release: lease != nil,
 		})
 		if err == nil && changed {
 			m.broker.publish(CountersEvent(job))
@@ -478,7 +480,7 @@ func (m *Manager) finish(ctx context.Context, id string, lease *storage.Backfill
 	status, stage, errMsg string) (storage.BackfillJob, error) {
 	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
-		Lease: lease, Unleased: lease == nil,
+		Lease: lease, Unleased: lease == nil, Release: lease != nil,
 	})
 	if err != nil || !changed {
 		return job, err

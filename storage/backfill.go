@@ -109,6 +109,9 @@ type BackfillJobUpdate struct {
 	// Unleased applies the update only while no instance holds a live
 	// lease on the job (none, or run out).
 	Unleased bool
+	// Release gives the job's lease up with the update (a worker settling
+	// or finishing the job), keeping its fencing token.
+	Release bool
 }
 
 // BackfillRepo is one repository of a backfill job.

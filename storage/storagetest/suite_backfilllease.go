@@ -174,12 +174,21 @@ func testBackfillStaleLease(t *testing.T, s storage.Store) {
 	got, changed, err = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{
 		Lease: &fresh, From: []string{storage.BackfillRunning}, Stage: storage.StageFetching,
 	})
-	if err != nil || !changed || got.Stage != storage.StageFetching || counters(got) != "2/1/1/9" {
-		t.Fatalf("fresh job update: %s %s changed %v, %v", got.Stage, counters(got), changed, err)
+	if err != nil || !changed || got.Stage != storage.StageFetching || counters(got) != "2/1/1/9" || got.ClaimedBy != "b" {
+		t.Fatalf("fresh job update: %s %s by %q changed %v, %v", got.Stage, counters(got), got.ClaimedBy, changed, err)
+	}
+	// Settling the job gives the lease up in the same update.
+	got, changed, err = s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{
+		Lease: &fresh, From: []string{storage.BackfillRunning}, Status: storage.BackfillPaused, Release: true,
+	})
+	if err != nil || !changed || got.Status != storage.BackfillPaused || got.ClaimedBy != "" || !got.LeaseExpiresAt.IsZero() ||
+		got.LeaseToken != fresh.Token {
+		t.Fatalf("settle and release: %s by %q until %v token %d, changed %v, %v", got.Status, got.ClaimedBy,
+			got.LeaseExpiresAt, got.LeaseToken, changed, err)
 	}
 	// A fenced update whose status condition fails is not a lost lease.
 	if _, changed, err := s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{
-		Lease: &fresh, From: []string{storage.BackfillPaused}, Status: storage.BackfillRunning,
+		Lease: &fresh, From: []string{storage.BackfillCancelling}, Status: storage.BackfillCancelled,
 	}); err != nil || changed {
 		t.Fatalf("fenced update from another status: changed %v, %v", changed, err)
 	}

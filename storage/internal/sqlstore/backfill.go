@@ -110,6 +110,9 @@ func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.Backfi
 	if !u.CompletedAt.IsZero() {
 		set(`completed_at = ?`, db.dialect.Time(u.CompletedAt))
 	}
+	if u.Release {
+		set(`claimed_by = NULL, lease_expires_at = NULL`)
+	}
 	if u.StartCounters {
 		set(`total_repos = COALESCE(total_repos, 0), resolved_repos = COALESCE(resolved_repos, 0),
 			processed_repos = COALESCE(processed_repos, 0), total_records = COALESCE(total_records, 0)`)
