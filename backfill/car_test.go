@@ -118,6 +118,55 @@ func TestBackfillByCAR(t *testing.T) {
 	})
 }
 
+// TestBackfillByCARRetriesCutDownloads: a getRepo download the network
+// cuts short mid-body is fetched again with the bounded backoff of any
+// failed request: cut twice, the repository is fetched on the third try;
+// cut every time, it fails after the retries (1 + Config.Retries requests)
+// naming the cause, as before; an export refused by verification is not
+// fetched again.
+func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		p, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
+		for i := range 3 {
+			key, pub := signingKey(t)
+			p.AddKey(did(i), pds.URL(), pub)
+			pds.ServeRepo(did(i), key)
+			pds.AddRepo(did(i), postNSID, 4, "3kaaaaaaaaaa2")
+		}
+		pds.CutRepo(did(0), 2)
+		pds.CutRepo(did(1), 100)
+		pds.SpoilRepo(did(2), repocartest.Spoil{TamperRecord: postNSID + "/3k00000000001"})
+		h := newHarness(t, open(t), p, "")
+		h.tune = func(c *backfill.Config) { c.Retries = 3 }
+		mgr := h.start()
+		job, err := mgr.Create(t.Context(), backfill.Request{Collection: postNSID, Accounts: []string{did(0), did(1), did(2)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := h.waitStatus(job.ID, storage.BackfillCompleted)
+		if counters(done) != "3/3/1/4" {
+			t.Fatalf("job: %s", describe(done))
+		}
+		repos := h.repos(job.ID)
+		if r := repos[did(0)]; r.Status != storage.RepoFetched || r.FetchMethod != backfill.FetchCAR || r.RecordsFetched != 4 {
+			t.Errorf("cut twice: %+v", r)
+		}
+		if r := repos[did(1)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "unexpected EOF") {
+			t.Errorf("cut every time: %+v", r)
+		}
+		if r := repos[did(2)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "does not match its hashes") {
+			t.Errorf("tampered: %+v", r)
+		}
+		// 3 for did(0), 4 for did(1), 1 for did(2).
+		if n := pds.GetRepoCalls(); n != 8 {
+			t.Errorf("%d getRepo requests, want 8", n)
+		}
+		if n := h.count(postNSID); n != 4 {
+			t.Errorf("%d posts indexed, want 4", n)
+		}
+	})
+}
+
 // TestBackfillListRecordsSetting: with backfill.fetch = list_records the
 // repositories are listed even where getRepo is offered.
 func TestBackfillListRecordsSetting(t *testing.T) {

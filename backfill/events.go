@@ -149,6 +149,13 @@ func (b *broker) subscribe(jobID string) *Subscription {
 	return s
 }
 
+// has reports whether the job has subscribers.
+func (b *broker) has(jobID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs[jobID]) > 0
+}
+
 // publish delivers ev to the job's subscribers without blocking.
 func (b *broker) publish(ev Event) {
 	b.mu.Lock()

@@ -68,14 +68,24 @@ func (h *harness) start() *backfill.Manager {
 // until run.
 func (h *harness) build() *backfill.Manager {
 	h.t.Helper()
+	return h.buildOn(h.store, h.store, nil)
+}
+
+// buildOn builds a Manager whose job store is jobs and whose writer and
+// event log are db's, tuned by h.tune then tune.
+func (h *harness) buildOn(jobs backfill.Store, db storage.Store, tune func(*backfill.Config)) *backfill.Manager {
+	h.t.Helper()
 	cfg := backfill.Config{
-		Store: h.store, Writer: storeWriter{h.store}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
-		HTTPClient: http.DefaultClient, Events: storeAudit{h.store}, Logger: quiet,
+		Store: jobs, Writer: storeWriter{db}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
+		HTTPClient: http.DefaultClient, Events: storeAudit{db}, Logger: quiet,
 		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,
 		RetryBackoff: 10 * time.Millisecond, MaxRateLimitWait: 2 * time.Second, PollInterval: 20 * time.Millisecond,
 	}
 	if h.tune != nil {
 		h.tune(&cfg)
+	}
+	if tune != nil {
+		tune(&cfg)
 	}
 	mgr, err := backfill.New(cfg)
 	if err != nil {

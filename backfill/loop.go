@@ -3,14 +3,20 @@ package backfill
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/lexview/lexview/storage"
 )
 
 // Run processes jobs until ctx ends. It first applies the restart rules
-// (pausing becomes paused, cancelling becomes cancelled), then takes
-// running jobs one at a time, oldest first.
+// (pausing becomes paused, cancelling becomes cancelled, for jobs no
+// instance holds), then claims running jobs one at a time, oldest first,
+// each under a lease (see ClaimBackfillJob): among the instances sharing
+// the database, one works a job at a time, and a job whose lease runs out
+// (its instance died) is claimed by the next instance looking for work.
+// An idle worker looks every 10 PollIntervals, and at once when a job is
+// created or resumed on this instance.
 func (m *Manager) Run(ctx context.Context) {
 	m.recoverJobs(ctx)
 	for ctx.Err() == nil {
@@ -22,7 +28,7 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-m.wake:
 		case <-time.After(10 * m.cfg.PollInterval):
-			m.recoverJobs(ctx) // settles a stop request whose settling failed
+			m.recoverJobs(ctx) // settles a stop request whose settling failed, or whose worker died
 		}
 	}
 }
@@ -39,33 +45,34 @@ func (m *Manager) recoverJobs(ctx context.Context) {
 	defer m.mu.Unlock()
 	for _, j := range jobs {
 		if j.Status == storage.BackfillPausing || j.Status == storage.BackfillCancelling {
-			if _, err := m.settleStopped(ctx, j.ID); err != nil {
+			if _, err := m.settleStopped(ctx, j.ID, nil); err != nil {
 				m.cfg.Logger.Error("backfill: settling a stopped job failed", "job", j.ID, "err", err)
 			}
 		}
 	}
 }
 
-// claim picks the next running job and marks it as the worker's; nil
-// when there is none.
+// claim leases the next running job to this instance and marks it as the
+// worker's; nil when there is none to claim.
 func (m *Manager) claim(ctx context.Context) (storage.BackfillJob, *active) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	job, err := m.cfg.Store.NextBackfillJob(ctx)
+	job, lease, err := m.cfg.Store.ClaimBackfillJob(ctx, m.cfg.Instance, m.cfg.LeaseDuration)
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
-			m.cfg.Logger.Error("backfill: looking for the next job failed", "err", err)
+			m.cfg.Logger.Error("backfill: claiming the next job failed", "err", err)
 		}
 		return job, nil
 	}
-	m.current = &active{id: job.ID, stop: make(chan struct{})}
+	m.current = &active{id: job.ID, lease: lease, stop: make(chan struct{})}
 	return job, m.current
 }
 
-// process runs one job until it finishes, stops at a checkpoint, or ctx
-// ends (it then stays running, to resume at the next start).
+// process runs one job until it finishes, stops at a checkpoint, loses its
+// lease, or ctx ends (it then stays running, and its lease is given up for
+// another instance, or the next start, to resume it).
 func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *active) {
-	log := m.cfg.Logger.With("job", job.ID)
+	log := m.cfg.Logger.With("job", job.ID, "instance", m.cfg.Instance, "lease_token", act.lease.Token)
 	log.Info("backfill job running", "collection", job.Collection, "scope", job.Scope, "stage", job.Stage)
 	r := newRun(m, job, act)
 	err := r.execute(ctx)
@@ -77,33 +84,53 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 	if deleted > 0 {
 		m.deleted[job.ID] = deleted // kept while the job is paused; finish forgets it
 	}
-	if ctx.Err() != nil {
-		log.Info("backfill job interrupted by shutdown; it resumes at the next start")
+	bg := context.WithoutCancel(ctx)
+	lease := &act.lease
+	if act.lost.Load() || errors.Is(err, storage.ErrLeaseLost) {
+		log.Warn("backfill: the job's lease was lost; another instance works it now", "err", err)
 		return
 	}
-	bg := context.WithoutCancel(ctx)
+	defer m.release(bg, act.lease, log)
+	if ctx.Err() != nil {
+		log.Info("backfill job interrupted by shutdown; another instance or the next start resumes it")
+		return
+	}
 	live := []string{storage.BackfillRunning, storage.BackfillPausing, storage.BackfillCancelling}
 	switch {
 	case errors.Is(err, errStopped):
-		if job, err := m.settleStopped(bg, job.ID); err != nil {
+		if job, err := m.settleStopped(bg, job.ID, lease); err != nil {
 			log.Error("backfill: settling a stopped job failed", "err", err)
 		} else {
 			log.Info("backfill job stopped", "status", job.Status)
 		}
 	case err != nil:
-		done, ferr := m.finish(bg, job.ID, live, storage.BackfillFailed, storage.StageFailed, err.Error())
+		done, ferr := m.finish(bg, job.ID, lease, live, storage.BackfillFailed, storage.StageFailed, err.Error())
 		log.Error("backfill job failed", "err", err)
 		if ferr == nil && done.Status == storage.BackfillFailed {
 			m.audit(bg, AuditEntry{Type: "backfill.failed", Severity: "error", Subject: job.ID, Detail: summary(done, deleted)})
 		}
 	default:
-		done, ferr := m.finish(bg, job.ID, live, storage.BackfillCompleted, storage.StageCompleted, "")
+		done, ferr := m.finish(bg, job.ID, lease, live, storage.BackfillCompleted, storage.StageCompleted, "")
 		if ferr != nil {
 			log.Error("backfill: completing a job failed", "err", ferr)
 			return
 		}
 		log.Info("backfill job completed", "repos", deref(done.ProcessedRepos), "records", deref(done.TotalRecords))
 		m.audit(bg, AuditEntry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done, deleted)})
+	}
+}
+
+// releaseTimeout bounds giving a lease up; should it fail, the lease runs
+// out by itself.
+const releaseTimeout = 5 * time.Second
+
+// release gives the worker's lease up, so that another instance may claim
+// the job (a running one) at once.
+func (m *Manager) release(ctx context.Context, lease storage.BackfillLease, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if err := m.cfg.Store.ReleaseBackfillLease(ctx, lease); err != nil && !errors.Is(err, storage.ErrLeaseLost) {
+		log.Warn("backfill: giving the job's lease up failed; it runs out by itself", "err", err)
 	}
 }
 

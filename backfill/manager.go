@@ -11,11 +11,16 @@
 // pending → discovering_repos → resolving_and_fetching → completed, failed
 // or cancelled. Pause and cancel take effect at the worker's next
 // checkpoint (between discovery pages, before each repository, and between
-// record pages). One job is processed at a time, oldest first; the others
-// wait in their current stage. Progress (per-repository rows, counters and
-// the discovery cursor) is stored as it happens, so a paused job resumes
-// where it stopped and, after a restart, running jobs resume, pausing jobs
-// become paused and cancelling jobs become cancelled.
+// record pages). One job is processed at a time, oldest first, across every
+// instance sharing the database: a worker claims a job under a lease
+// (storage.BackfillStore.ClaimBackfillJob) that it renews, and its
+// progress writes are fenced by the lease's token, so that a job whose
+// worker died is taken over by another instance once the lease runs out,
+// and a worker that lost its lease stops (loop.go). The others wait in
+// their current stage. Progress (per-repository rows, counters and the
+// discovery cursor) is stored as it happens, so a paused job resumes where
+// it stopped and, after a restart or a takeover, running jobs resume,
+// pausing jobs become paused and cancelling jobs become cancelled.
 //
 // Instance settings read at the start of each job run (values outside the
 // bounds are clamped):
@@ -26,12 +31,16 @@ package backfill
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
@@ -104,7 +113,21 @@ type Config struct {
 	PollInterval      time.Duration // job status and counters refresh; default 1s
 	MaxRepoSize       int64         // largest getRepo export read; default DefaultMaxRepoSize
 	RepoTimeout       time.Duration // one getRepo download; default DefaultRepoTimeout
+
+	// Instance names this process among the instances sharing the
+	// database, as the holder of the job leases it takes; default the
+	// host name and a random suffix. Two running Managers must not share
+	// one.
+	Instance string
+	// LeaseDuration is how long a claimed job stays leased without a
+	// renewal (the worker renews every third of it): how soon another
+	// instance takes over the job of one that died. Default
+	// DefaultLeaseDuration.
+	LeaseDuration time.Duration
 }
+
+// DefaultLeaseDuration is the default Config.LeaseDuration.
+const DefaultLeaseDuration = 15 * time.Second
 
 // Source is the indexer source name of backfilled records.
 const Source = "backfill"
@@ -147,17 +170,27 @@ type Manager struct {
 	// deleted sums, per unfinished job, the records its earlier runs in
 	// this process removed (reconciliation), for its final audit entry.
 	deleted map[string]int64
+	// watching holds the jobs whose watcher runs (watch.go).
+	watching map[string]bool
 }
 
-// active is the job the worker is processing.
+// active is the job the worker is processing, under its lease.
 type active struct {
-	id   string
-	stop chan struct{}
-	once sync.Once
+	id    string
+	lease storage.BackfillLease
+	stop  chan struct{}
+	once  sync.Once
+	lost  atomic.Bool // the lease was lost: another instance works the job
 }
 
 func (a *active) signal()       { a.once.Do(func() { close(a.stop) }) }
 func (a *active) stopped() bool { return isClosed(a.stop) }
+
+// lose notes that the lease was lost and stops the run.
+func (a *active) lose() {
+	a.lost.Store(true)
+	a.signal()
+}
 
 func isClosed(c <-chan struct{}) bool {
 	select {
@@ -205,17 +238,36 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxRepoSize <= 0 {
 		cfg.MaxRepoSize = DefaultMaxRepoSize
 	}
+	defDur(&cfg.LeaseDuration, DefaultLeaseDuration)
+	if cfg.Instance == "" {
+		cfg.Instance = defaultInstance()
+	}
 	return &Manager{
 		cfg: cfg,
 		http: &fetcher{
 			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
 			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
 		},
-		broker:  newBroker(),
-		wake:    make(chan struct{}, 1),
-		deleted: map[string]int64{},
+		broker:   newBroker(),
+		wake:     make(chan struct{}, 1),
+		deleted:  map[string]int64{},
+		watching: map[string]bool{},
 	}, nil
 }
+
+// defaultInstance names this process: its host name and a random suffix.
+func defaultInstance() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "lexview"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// Instance is the name under which this Manager holds job leases.
+func (m *Manager) Instance() string { return m.cfg.Instance }
 
 // Request asks for a backfill job.
 type Request struct {
@@ -344,9 +396,11 @@ func (m *Manager) stop(ctx context.Context, id, to string) (storage.BackfillJob,
 		m.current.signal()
 		return job, nil
 	}
-	// No worker holds the job: this is its checkpoint. (Should this fail,
-	// the idle worker settles the job later.)
-	if _, err := m.settleStopped(context.WithoutCancel(ctx), id); err != nil {
+	// No worker of this instance holds the job. Unless a worker of
+	// another instance holds its lease (it then reads the new status at
+	// its next checkpoint and settles the job), this is its checkpoint.
+	// (Should this fail, an idle worker settles the job later.)
+	if _, err := m.settleStopped(context.WithoutCancel(ctx), id, nil); err != nil {
 		return job, err
 	}
 	return job, nil
@@ -372,7 +426,13 @@ func (m *Manager) Resume(ctx context.Context, id string) (storage.BackfillJob, e
 
 // Subscribe follows a job's progress events until its job_completed event.
 // Subscribe before reading the job's snapshot, so nothing falls between.
-func (m *Manager) Subscribe(jobID string) *Subscription { return m.broker.subscribe(jobID) }
+// A job worked by another instance is followed by reading it every
+// PollInterval (watch.go).
+func (m *Manager) Subscribe(jobID string) *Subscription {
+	sub := m.broker.subscribe(jobID)
+	m.watch(jobID)
+	return sub
+}
 
 // poke wakes the worker to look for work.
 func (m *Manager) poke() {
@@ -389,31 +449,38 @@ func (m *Manager) audit(ctx context.Context, e AuditEntry) {
 }
 
 // settleStopped moves a pausing job to paused and a cancelling job to
-// cancelled, publishing the events. The caller holds mu.
-func (m *Manager) settleStopped(ctx context.Context, id string) (storage.BackfillJob, error) {
+// cancelled, publishing the events. lease is the worker's, which fences the
+// change and is given up with it; nil (no worker of this instance holds
+// the job) changes the job only while no instance holds a live lease on
+// it. The caller holds mu.
+func (m *Manager) settleStopped(ctx context.Context, id string, lease *storage.BackfillLease) (storage.BackfillJob, error) {
 	job, err := m.cfg.Store.GetBackfillJob(ctx, id)
 	if err != nil {
 		return job, err
 	}
 	switch job.Status {
 	case storage.BackfillPausing:
-		job, _, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
+		var changed bool
+		job, changed, err = m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 			From: []string{storage.BackfillPausing}, Status: storage.BackfillPaused,
+			Lease: lease, Unleased: lease == nil, Release: lease != nil,
 		})
-		if err == nil {
+		if err == nil && changed {
 			m.broker.publish(CountersEvent(job))
 		}
 	case storage.BackfillCancelling:
-		return m.finish(ctx, id, []string{storage.BackfillCancelling}, storage.BackfillCancelled, storage.StageCancelled, "")
+		return m.finish(ctx, id, lease, []string{storage.BackfillCancelling}, storage.BackfillCancelled, storage.StageCancelled, "")
 	}
 	return job, err
 }
 
-// finish moves a job to a final status and publishes job_completed. The
-// caller holds mu.
-func (m *Manager) finish(ctx context.Context, id string, from []string, status, stage, errMsg string) (storage.BackfillJob, error) {
+// finish moves a job to a final status and publishes job_completed, fenced
+// by lease as settleStopped is. The caller holds mu.
+func (m *Manager) finish(ctx context.Context, id string, lease *storage.BackfillLease, from []string,
+	status, stage, errMsg string) (storage.BackfillJob, error) {
 	job, changed, err := m.cfg.Store.UpdateBackfillJob(ctx, id, storage.BackfillJobUpdate{
 		From: from, Status: status, Stage: stage, Error: &errMsg, CompletedAt: m.cfg.Now(),
+		Lease: lease, Unleased: lease == nil, Release: lease != nil,
 	})
 	if err != nil || !changed {
 		return job, err

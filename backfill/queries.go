@@ -77,7 +77,8 @@ func (m *Manager) DeleteFinishedDetails(ctx context.Context) error {
 
 // Summary is the backfill part of GET /admin/stats.
 type Summary struct {
-	// Current is the job being processed, if any.
+	// Current is the job being processed, if any: by this instance, or
+	// under a live lease by another sharing the database.
 	Current *storage.BackfillJob `json:"-"`
 	// Jobs counts jobs by status.
 	Jobs map[string]int `json:"jobs"`
@@ -98,6 +99,15 @@ func (m *Manager) Summary(ctx context.Context) (Summary, error) {
 		current = m.current.id
 	}
 	m.mu.Unlock()
+	if current == "" {
+		// Another instance's, by its lease (as this host's clock sees it).
+		now := m.cfg.Now()
+		for _, j := range jobs {
+			if !j.Finished() && j.Status != storage.BackfillPaused && j.ClaimedBy != "" && j.LeaseExpiresAt.After(now) {
+				current = j.ID
+			}
+		}
+	}
 	s := Summary{Jobs: map[string]int{}}
 	for _, j := range jobs {
 		s.Jobs[j.Status]++

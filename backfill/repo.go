@@ -109,12 +109,16 @@ func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status 
 	return nil
 }
 
-// save stores a repository row. A row deleted meanwhile (DELETE
+// save stores a repository row, fenced by the run's lease: once the lease
+// is lost the run stops. A row deleted meanwhile (DELETE
 // /admin/backfill/{id}/details) is not an error.
 func (r *run) save(ctx context.Context, repo storage.BackfillRepo) error {
-	err := r.m.cfg.Store.UpdateBackfillRepo(ctx, r.id, repo)
+	err := r.m.cfg.Store.UpdateBackfillRepo(ctx, r.lease, repo)
 	if err == nil || errors.Is(err, storage.ErrNotFound) || ctx.Err() != nil {
 		return nil
+	}
+	if errors.Is(err, storage.ErrLeaseLost) {
+		r.act.lose()
 	}
 	return fmt.Errorf("save repository %s: %w", repo.DID, err)
 }

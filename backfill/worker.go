@@ -27,6 +27,7 @@ type run struct {
 	id          string              // the job's ID
 	job         storage.BackfillJob // as the run last wrote it; only the run's own goroutine touches it
 	act         *active
+	lease       storage.BackfillLease // the job's lease, which fences the run's progress writes
 	log         *slog.Logger
 	collections []string
 	concurrency int
@@ -37,7 +38,7 @@ type run struct {
 }
 
 func newRun(m *Manager, job storage.BackfillJob, act *active) *run {
-	return &run{m: m, id: job.ID, job: job, act: act, log: m.cfg.Logger.With("job", job.ID)}
+	return &run{m: m, id: job.ID, job: job, act: act, lease: act.lease, log: m.cfg.Logger.With("job", job.ID)}
 }
 
 // execute carries the job through its remaining stages.
@@ -50,8 +51,9 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	pollCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.poll(pollCtx) }()
+	go func() { defer wg.Done(); r.keepLease(pollCtx) }()
 	defer wg.Wait()
 	defer cancel()
 
@@ -123,12 +125,15 @@ func (r *run) checkpoint(ctx context.Context) error {
 var live = []string{storage.BackfillRunning, storage.BackfillPausing, storage.BackfillCancelling}
 
 func (r *run) setStage(ctx context.Context, stage string, start bool) error {
-	u := storage.BackfillJobUpdate{From: live, Stage: stage}
+	u := storage.BackfillJobUpdate{From: live, Stage: stage, Lease: &r.lease}
 	if start {
 		u.StartedAt, u.StartCounters = r.m.cfg.Now(), true
 	}
 	job, changed, err := r.m.cfg.Store.UpdateBackfillJob(ctx, r.id, u)
 	if err != nil {
+		if errors.Is(err, storage.ErrLeaseLost) {
+			r.act.lose()
+		}
 		return fmt.Errorf("set stage %s: %w", stage, err)
 	}
 	if !changed {
@@ -142,7 +147,8 @@ func (r *run) setStage(ctx context.Context, stage string, start bool) error {
 
 // poll refreshes the job from the store: it publishes job_counters when
 // the counters move, and stops the run if the job stopped running (a
-// change made elsewhere).
+// change made elsewhere: by an admin request on this instance or another)
+// or was claimed again (the lease was lost).
 func (r *run) poll(ctx context.Context) {
 	var last storage.BackfillJob
 	t := time.NewTicker(r.m.cfg.PollInterval)
@@ -157,12 +163,42 @@ func (r *run) poll(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if job.LeaseToken != r.lease.Token {
+			r.act.lose()
+		}
 		if job.Status != storage.BackfillRunning {
 			r.act.signal()
 		}
 		if counters(job) != counters(last) {
 			r.m.broker.publish(CountersEvent(job))
 			last = job
+		}
+	}
+}
+
+// keepLease renews the job's lease every third of its duration until ctx
+// ends, and stops the run when the lease was lost (the job was claimed
+// again). A renewal that fails otherwise (the database unreachable) is
+// tried again at the next tick: should the lease run out meanwhile and
+// another instance claim the job, the run's next progress write fails
+// with storage.ErrLeaseLost and stops it.
+func (r *run) keepLease(ctx context.Context) {
+	ttl := r.m.cfg.LeaseDuration
+	t := time.NewTicker(max(ttl/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := r.m.cfg.Store.RenewBackfillLease(ctx, r.lease, ttl)
+		switch {
+		case errors.Is(err, storage.ErrLeaseLost):
+			r.act.lose()
+			return
+		case err != nil && ctx.Err() == nil:
+			r.log.Warn("backfill: renewing the job's lease failed", "err", err)
 		}
 	}
 }
@@ -193,7 +229,7 @@ const (
 // discover records the job's repositories.
 func (r *run) discover(ctx context.Context) error {
 	if r.job.Scope == storage.ScopeDIDs {
-		if _, err := r.m.cfg.Store.AddBackfillRepos(ctx, r.id, r.job.DIDs, ""); err != nil {
+		if _, err := r.m.cfg.Store.AddBackfillRepos(ctx, r.lease, r.job.DIDs, ""); err != nil {
 			return fmt.Errorf("record repositories: %w", err)
 		}
 		r.published(r.job.DIDs)
@@ -275,7 +311,7 @@ func (r *run) discoverPages(ctx context.Context, st discovery) error {
 			}
 		}
 		raw, _ := json.Marshal(next)
-		if _, err := r.m.cfg.Store.AddBackfillRepos(ctx, r.id, dids, string(raw)); err != nil {
+		if _, err := r.m.cfg.Store.AddBackfillRepos(ctx, r.lease, dids, string(raw)); err != nil {
 			return fmt.Errorf("record repositories: %w", err)
 		}
 		r.published(dids)

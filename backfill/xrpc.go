@@ -86,15 +86,37 @@ func (f *fetcher) get(ctx context.Context, base, method string, params url.Value
 
 // stream calls method on base with params, allowing timeout for the whole
 // exchange, and hands a 200 answer's body to read as it arrives. What read
-// returns is final: it is not retried.
+// returns is final, not retried, unless it is the body's own failure (the
+// connection reset or cut short mid-body, the timeout passed): the request
+// is then retried as a failed request is, with the same backoff and bound.
 func (f *fetcher) stream(ctx context.Context, base, method string, params url.Values, accept string,
 	timeout time.Duration, read func(body io.Reader) error) error {
 	return f.call(ctx, base, method, params, accept, timeout, func(body io.Reader) error {
-		if err := read(body); err != nil {
-			return finalError{err}
+		tb := &transportBody{r: body}
+		err := read(tb)
+		switch {
+		case err == nil:
+			return nil
+		case tb.err != nil && errors.Is(err, tb.err):
+			return fmt.Errorf("read answer: %w", tb.err)
 		}
-		return nil
+		return finalError{err}
 	})
+}
+
+// transportBody notes the first error of an answer's body other than
+// io.EOF: a failure of the transport, not of what it carried.
+type transportBody struct {
+	r   io.Reader
+	err error
+}
+
+func (b *transportBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // finalError is a failure that retrying will not mend: its message is the

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -57,6 +58,28 @@ type BackfillJob struct {
 	StartedAt   time.Time // zero until started
 	CompletedAt time.Time // zero until finished
 	CreatedAt   time.Time
+	// ClaimedBy is the instance holding the job's lease ("" when none),
+	// LeaseExpiresAt when the lease runs out unless renewed (zero when
+	// none; by the database's clock), and LeaseToken the fencing token of
+	// the latest claim (0 for a job never claimed).
+	ClaimedBy      string
+	LeaseExpiresAt time.Time
+	LeaseToken     int64
+}
+
+// ErrLeaseLost is returned by the writes a lease fences when the job was
+// claimed again since (by another instance, after the lease ran out): the
+// writer no longer works the job and must stop.
+var ErrLeaseLost = errors.New("backfill job lease lost")
+
+// BackfillLease is one claim of a job by one instance. Token, the fencing
+// token, grows with every claim of the job: a write fenced by a lease is
+// applied only while the job's token is still Token. Token 0 fits a job
+// never claimed.
+type BackfillLease struct {
+	JobID  string
+	Holder string // the instance that claimed the job
+	Token  int64
 }
 
 // Finished reports whether the job reached a final status.
@@ -79,6 +102,16 @@ type BackfillJobUpdate struct {
 	CompletedAt time.Time
 	// StartCounters sets unset counters to zero.
 	StartCounters bool
+	// Lease, when set, fences the update: it is applied only while the
+	// job's fencing token is Lease.Token, else UpdateBackfillJob returns
+	// ErrLeaseLost.
+	Lease *BackfillLease
+	// Unleased applies the update only while no instance holds a live
+	// lease on the job (none, or run out).
+	Unleased bool
+	// Release gives the job's lease up with the update (a worker settling
+	// or finishing the job), keeping its fencing token.
+	Release bool
 }
 
 // BackfillRepo is one repository of a backfill job.
@@ -133,24 +166,38 @@ type BackfillStore interface {
 	GetBackfillJob(ctx context.Context, id string) (BackfillJob, error)
 	// ListBackfillJobs returns every job, newest first.
 	ListBackfillJobs(ctx context.Context) ([]BackfillJob, error)
-	// NextBackfillJob returns the oldest job with status running, or
-	// ErrNotFound.
-	NextBackfillJob(ctx context.Context) (BackfillJob, error)
+	// ClaimBackfillJob leases the oldest job with status running to
+	// holder for ttl, and returns it and the lease (with a new fencing
+	// token). A job whose lease is live is not claimed, and nothing is
+	// claimed while any job that is running, pausing or cancelling has a
+	// live lease: one job is worked at a time across every instance
+	// sharing the database. Claims by concurrent callers are serialised:
+	// two never win at once. ErrNotFound when nothing can be claimed.
+	// Lease times are kept by the database's clock.
+	ClaimBackfillJob(ctx context.Context, holder string, ttl time.Duration) (BackfillJob, BackfillLease, error)
+	// RenewBackfillLease extends the lease to ttl from now, or returns
+	// ErrLeaseLost when the job was claimed again since. A lease that ran
+	// out but that no one claimed since is renewed.
+	RenewBackfillLease(ctx context.Context, l BackfillLease, ttl time.Duration) error
+	// ReleaseBackfillLease gives the lease up, so that any instance may
+	// claim the job at once; ErrLeaseLost when it was no longer held.
+	ReleaseBackfillLease(ctx context.Context, l BackfillLease) error
 	// UpdateBackfillJob applies u when the job's status allows it and
 	// returns the job as it is afterwards, and whether it changed.
 	// ErrNotFound when the job does not exist.
 	UpdateBackfillJob(ctx context.Context, id string, u BackfillJobUpdate) (BackfillJob, bool, error)
 
-	// AddBackfillRepos records discovered repositories (DIDs already
-	// recorded are ignored), adds the new ones to total_repos and stores
-	// the discovery cursor, in one transaction. It returns how many were
-	// new.
-	AddBackfillRepos(ctx context.Context, jobID string, dids []string, relayCursor string) (int, error)
-	// UpdateBackfillRepo saves a repository's state and adjusts the job's
-	// counters to match: resolved_repos when its PDS becomes known,
+	// AddBackfillRepos records discovered repositories of the lease's job
+	// (DIDs already recorded are ignored), adds the new ones to
+	// total_repos and stores the discovery cursor, in one transaction,
+	// fenced by the lease (ErrLeaseLost). It returns how many were new.
+	AddBackfillRepos(ctx context.Context, l BackfillLease, dids []string, relayCursor string) (int, error)
+	// UpdateBackfillRepo saves a repository's state of the lease's job
+	// and adjusts the job's counters to match, fenced by the lease
+	// (ErrLeaseLost): resolved_repos when its PDS becomes known,
 	// processed_repos when it becomes fetched, total_records by the change
 	// in records fetched. ErrNotFound when the row does not exist.
-	UpdateBackfillRepo(ctx context.Context, jobID string, r BackfillRepo) error
+	UpdateBackfillRepo(ctx context.Context, l BackfillLease, r BackfillRepo) error
 	// ListBackfillRepos returns a page of a job's repositories.
 	ListBackfillRepos(ctx context.Context, jobID string, f BackfillRepoFilter) ([]BackfillRepo, error)
 	// BackfillPDSSummary aggregates a job's resolved repositories by PDS,

@@ -3,6 +3,7 @@ package backfilltest
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/bluesky-social/indigo/atproto/atcrypto"
 	"github.com/bluesky-social/indigo/atproto/syntax"
@@ -18,6 +19,7 @@ type exports struct {
 	keys    map[string]atcrypto.PrivateKey // by DID
 	spoiled map[string]repocartest.Spoil   // by DID
 	built   map[string][]byte              // exports built since the last change, by DID
+	cuts    map[string]int                 // answers still to cut short, by DID
 	calls   int
 }
 
@@ -44,7 +46,20 @@ func (p *PDS) SpoilRepo(did string, spoil repocartest.Spoil) {
 	delete(p.exports.built, did)
 }
 
-// GetRepoCalls returns how many getRepo requests were answered 200.
+// CutRepo cuts the next times getRepo answers for did short: each sends
+// 200 with the whole export's Content-Length and half of its bytes, then
+// drops the connection, as a network failure mid-download does.
+func (p *PDS) CutRepo(did string, times int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exports.cuts == nil {
+		p.exports.cuts = map[string]int{}
+	}
+	p.exports.cuts[did] = times
+}
+
+// GetRepoCalls returns how many getRepo requests were answered 200
+// (including those cut short).
 func (p *PDS) GetRepoCalls() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -59,6 +74,10 @@ func (p *PDS) getRepo(w http.ResponseWriter, r *http.Request) {
 	car, built := p.exports.built[did]
 	spoil := p.exports.spoiled[did]
 	rev := p.revs[did]
+	cut := ok && p.exports.cuts[did] > 0
+	if cut {
+		p.exports.cuts[did]--
+	}
 	recs := map[string]map[string]any{}
 	if ok && !built {
 		for collection, list := range p.repos[did] {
@@ -90,5 +109,11 @@ func (p *PDS) getRepo(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "application/vnd.ipld.car")
+	if cut {
+		w.Header().Set("Content-Length", strconv.Itoa(len(car)))
+		_, _ = w.Write(car[:len(car)/2])
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler) // drops the connection without logging
+	}
 	_, _ = w.Write(car)
 }

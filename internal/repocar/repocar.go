@@ -51,6 +51,11 @@ var (
 	ErrIdentity = errors.New("cannot resolve the account's signing key")
 )
 
+// An error of Load or Read that matches none of the errors above is a
+// failure of the reader itself (a connection reset, a download cut short,
+// a timeout): it wraps the reader's error and says nothing of the export,
+// so the caller may read it again.
+
 // Repo is a verified repository export.
 type Repo struct {
 	// Commit is the signed commit at the export's root.
@@ -154,10 +159,14 @@ func checkHash(blk blocks.Block) error {
 	return nil
 }
 
-// readErr names a read failure: the bound, or malformed input.
+// readErr names a read failure: the bound, the reader's own failure, or
+// malformed input.
 func readErr(lr *limitedReader, err error) error {
-	if lr.over {
+	switch {
+	case lr.over:
 		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lr.limit())
+	case lr.failed != nil:
+		return fmt.Errorf("read repository export: %w", lr.failed)
 	}
 	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }
@@ -232,12 +241,15 @@ func (r *Repo) Records(ctx context.Context, wanted func(collection string) bool,
 }
 
 // limitedReader reads at most left bytes and then fails, noting that the
-// bound was passed.
+// bound was passed. It also notes the first error of the reader other
+// than io.EOF (failed), so that a broken input is not taken for a
+// malformed export.
 type limitedReader struct {
-	r    io.Reader
-	left int64
-	read int64
-	over bool
+	r      io.Reader
+	left   int64
+	read   int64
+	over   bool
+	failed error
 }
 
 func (l *limitedReader) limit() int64 { return l.read + l.left }
@@ -258,5 +270,8 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	l.read += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && l.failed == nil {
+		l.failed = err
+	}
 	return n, err
 }

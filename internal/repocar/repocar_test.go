@@ -180,6 +180,51 @@ func TestRefused(t *testing.T) {
 	})
 }
 
+// brokenReader hands out its bytes, then fails with err.
+type brokenReader struct {
+	data []byte
+	err  error
+}
+
+func (b *brokenReader) Read(p []byte) (int, error) {
+	if len(b.data) == 0 {
+		return 0, b.err
+	}
+	n := copy(p, b.data)
+	b.data = b.data[n:]
+	return n, nil
+}
+
+// TestReaderFailure: an input that breaks off with an error of its own
+// (a connection cut mid-body) is not a verdict on the export: the error
+// wraps the reader's and none of the refusals, while the same bytes ending
+// cleanly are a malformed export.
+func TestReaderFailure(t *testing.T) {
+	ctx := context.Background()
+	key := newKey(t)
+	dir := &keyDir{cached: pub(t, key), current: pub(t, key)}
+	car, err := repocartest.Build(ctx, alice, key, "3kaaaaaaaaa22", records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := errors.New("connection reset by peer")
+	for _, at := range []int{0, 5, len(car) / 2, len(car) - 1} {
+		_, err := repocar.Load(ctx, &brokenReader{data: car[:at], err: cut}, alice, 1<<20, dir)
+		if !errors.Is(err, cut) {
+			t.Errorf("cut at %d: %v, want the reader's error", at, err)
+		}
+		for _, refusal := range []error{repocar.ErrMalformed, repocar.ErrTampered, repocar.ErrTooLarge,
+			repocar.ErrWrongRepo, repocar.ErrBadSignature, repocar.ErrIdentity} {
+			if errors.Is(err, refusal) {
+				t.Errorf("cut at %d: %v is taken for %v", at, err, refusal)
+			}
+		}
+	}
+	if _, err := repocar.Load(ctx, bytes.NewReader(car[:len(car)/2]), alice, 1<<20, dir); !errors.Is(err, repocar.ErrMalformed) {
+		t.Errorf("the same bytes ending cleanly: %v, want %v", err, repocar.ErrMalformed)
+	}
+}
+
 // BenchmarkLoad measures loading, verifying and rendering a repository of
 // 10,000 records: the records/s figure is backfill by CAR's ceiling on
 // one core, before the database.

@@ -20,7 +20,10 @@ func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
 		fn   func(t *testing.T, s storage.Store)
 	}{
 		{"JobRoundTripAndOrder", testBackfillJobs},
-		{"NextJobIsOldestRunning", testBackfillNext},
+		{"ClaimIsOldestRunningOneAtATime", testBackfillClaim},
+		{"ConcurrentClaimsOneWinner", testBackfillClaimRace},
+		{"StaleLeaseCannotWrite", testBackfillStaleLease},
+		{"UnleasedUpdate", testBackfillUnleased},
 		{"UpdateJobChecksStatus", testBackfillUpdate},
 		{"ReposAndCounters", testBackfillRepos},
 		{"RepoPagingAndFilters", testBackfillRepoPaging},
@@ -32,6 +35,10 @@ func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
 }
+
+// unclaimed is the lease of a job never claimed (token 0), with which the
+// fenced writes of a job no worker claimed are made.
+func unclaimed(jobID string) storage.BackfillLease { return storage.BackfillLease{JobID: jobID} }
 
 func newJob(id string, created time.Time, status string) storage.BackfillJob {
 	return storage.BackfillJob{
@@ -97,28 +104,6 @@ func testBackfillJobs(t *testing.T, s storage.Store) {
 	}
 }
 
-func testBackfillNext(t *testing.T, s storage.Store) {
-	ctx := context.Background()
-	if _, err := s.NextBackfillJob(ctx); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("no jobs: %v", err)
-	}
-	paused := newJob(storage.NewID(), base, storage.BackfillPaused)
-	first := newJob(storage.NewID(), base.Add(time.Second), storage.BackfillRunning)
-	second := newJob(storage.NewID(), base.Add(2*time.Second), storage.BackfillRunning)
-	createJobT(t, s, second)
-	createJobT(t, s, paused)
-	createJobT(t, s, first)
-	if j, err := s.NextBackfillJob(ctx); err != nil || j.ID != first.ID {
-		t.Fatalf("next: %v %v", j.ID, err)
-	}
-	if _, _, err := s.UpdateBackfillJob(ctx, first.ID, storage.BackfillJobUpdate{Status: storage.BackfillCompleted}); err != nil {
-		t.Fatal(err)
-	}
-	if j, err := s.NextBackfillJob(ctx); err != nil || j.ID != second.ID {
-		t.Fatalf("next after the first finished: %v %v", j.ID, err)
-	}
-}
-
 func testBackfillUpdate(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	j := newJob(storage.NewID(), base, storage.BackfillRunning)
@@ -168,11 +153,11 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	j := newJob(storage.NewID(), base, storage.BackfillRunning)
 	createJobT(t, s, j)
-	n, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:b", "did:plc:a", "did:plc:b"}, "cursor-1")
+	n, err := s.AddBackfillRepos(ctx, unclaimed(j.ID), []string{"did:plc:b", "did:plc:a", "did:plc:b"}, "cursor-1")
 	if err != nil || n != 2 {
 		t.Fatalf("add: %d %v", n, err)
 	}
-	n, err = s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:a", "did:plc:c"}, "cursor-2")
+	n, err = s.AddBackfillRepos(ctx, unclaimed(j.ID), []string{"did:plc:a", "did:plc:c"}, "cursor-2")
 	if err != nil || n != 1 {
 		t.Fatalf("add again: %d %v", n, err)
 	}
@@ -180,13 +165,13 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	if counters(got) != "3/nil/nil/nil" || got.RelayCursor != "cursor-2" {
 		t.Fatalf("after discovery: %s cursor %q", counters(got), got.RelayCursor)
 	}
-	if _, err := s.AddBackfillRepos(ctx, storage.NewID(), []string{"did:plc:x"}, ""); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.AddBackfillRepos(ctx, unclaimed(storage.NewID()), []string{"did:plc:x"}, ""); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown job: %v", err)
 	}
 
 	update := func(r storage.BackfillRepo) {
 		t.Helper()
-		if err := s.UpdateBackfillRepo(ctx, j.ID, r); err != nil {
+		if err := s.UpdateBackfillRepo(ctx, unclaimed(j.ID), r); err != nil {
 			t.Fatalf("UpdateBackfillRepo(%+v): %v", r, err)
 		}
 	}
@@ -204,7 +189,7 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/7" {
 		t.Fatalf("counters after refetch: %s", got)
 	}
-	if err := s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: "did:plc:zzz", Status: storage.RepoFetched}); !errors.Is(err, storage.ErrNotFound) {
+	if err := s.UpdateBackfillRepo(ctx, unclaimed(j.ID), storage.BackfillRepo{DID: "did:plc:zzz", Status: storage.RepoFetched}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown repo: %v", err)
 	}
 	repos, err := s.ListBackfillRepos(ctx, j.ID, storage.BackfillRepoFilter{Limit: 10})
@@ -230,15 +215,15 @@ func testBackfillRepoPaging(t *testing.T, s storage.Store) {
 	for i := range 25 {
 		dids = append(dids, fmt.Sprintf("did:plc:repo%02d", i))
 	}
-	if _, err := s.AddBackfillRepos(ctx, j.ID, dids, ""); err != nil {
+	if _, err := s.AddBackfillRepos(ctx, unclaimed(j.ID), dids, ""); err != nil {
 		t.Fatal(err)
 	}
 	for i, did := range dids {
 		switch i % 3 {
 		case 1:
-			_ = s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoResolved})
+			_ = s.UpdateBackfillRepo(ctx, unclaimed(j.ID), storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoResolved})
 		case 2:
-			_ = s.UpdateBackfillRepo(ctx, j.ID, storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoFetched})
+			_ = s.UpdateBackfillRepo(ctx, unclaimed(j.ID), storage.BackfillRepo{DID: did, PDSEndpoint: "https://pds", Status: storage.RepoFetched})
 		}
 	}
 	page := func(f storage.BackfillRepoFilter) []string {
@@ -283,7 +268,7 @@ func testBackfillPDSSummary(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	j := newJob(storage.NewID(), base, storage.BackfillRunning)
 	createJobT(t, s, j)
-	if _, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:1", "did:plc:2", "did:plc:3", "did:plc:4"}, ""); err != nil {
+	if _, err := s.AddBackfillRepos(ctx, unclaimed(j.ID), []string{"did:plc:1", "did:plc:2", "did:plc:3", "did:plc:4"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	rows := []storage.BackfillRepo{
@@ -292,7 +277,7 @@ func testBackfillPDSSummary(t *testing.T, s storage.Store) {
 		{DID: "did:plc:3", PDSEndpoint: "https://big", Status: storage.RepoResolved},
 	}
 	for _, r := range rows {
-		if err := s.UpdateBackfillRepo(ctx, j.ID, r); err != nil {
+		if err := s.UpdateBackfillRepo(ctx, unclaimed(j.ID), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -313,7 +298,7 @@ func testBackfillDeleteDetails(t *testing.T, s storage.Store) {
 	active := newJob(storage.NewID(), base, storage.BackfillRunning)
 	for _, j := range []storage.BackfillJob{done, failed, active} {
 		createJobT(t, s, j)
-		if _, err := s.AddBackfillRepos(ctx, j.ID, []string{"did:plc:x", "did:plc:y"}, ""); err != nil {
+		if _, err := s.AddBackfillRepos(ctx, unclaimed(j.ID), []string{"did:plc:x", "did:plc:y"}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

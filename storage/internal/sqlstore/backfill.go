@@ -12,20 +12,23 @@ import (
 )
 
 const backfillJobColumns = `id, collection, did, scope, dids, status, stage, total_repos, resolved_repos,
-	processed_repos, total_records, error, relay_cursor, started_at, completed_at, created_at`
+	processed_repos, total_records, error, relay_cursor, started_at, completed_at, created_at,
+	claimed_by, lease_expires_at, lease_token`
 
 func scanBackfillJob(row rowScanner) (storage.BackfillJob, error) {
 	var j storage.BackfillJob
-	var collection, did, errMsg, cursor sql.NullString
+	var collection, did, errMsg, cursor, claimedBy sql.NullString
 	var dids []byte
 	var total, resolved, processed, records sql.NullInt64
-	var started, completed, created Time
+	var started, completed, created, leaseExpires Time
 	err := row.Scan(&j.ID, &collection, &did, &j.Scope, &dids, &j.Status, &j.Stage, &total, &resolved,
-		&processed, &records, &errMsg, &cursor, &started, &completed, &created)
+		&processed, &records, &errMsg, &cursor, &started, &completed, &created,
+		&claimedBy, &leaseExpires, &j.LeaseToken)
 	if err != nil {
 		return j, err
 	}
 	j.Collection, j.DID, j.Error, j.RelayCursor = collection.String, did.String, errMsg.String, cursor.String
+	j.ClaimedBy, j.LeaseExpiresAt = claimedBy.String, leaseExpires.T
 	j.TotalRepos, j.ResolvedRepos = int64Ptr(total), int64Ptr(resolved)
 	j.ProcessedRepos, j.TotalRecords = int64Ptr(processed), int64Ptr(records)
 	j.StartedAt, j.CompletedAt, j.CreatedAt = started.T, completed.T, created.T
@@ -60,7 +63,8 @@ func (db *DB) CreateBackfillJob(ctx context.Context, j storage.BackfillJob) erro
 	if err != nil {
 		return fmt.Errorf("encode backfill job dids: %w", err)
 	}
-	_, err = db.exec(ctx, `INSERT INTO backfill_jobs (`+backfillJobColumns+`)
+	_, err = db.exec(ctx, `INSERT INTO backfill_jobs (id, collection, did, scope, dids, status, stage, total_repos,
+		resolved_repos, processed_repos, total_records, error, relay_cursor, started_at, completed_at, created_at)
 		VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz, ?::timestamptz, ?)`,
 		j.ID, nullString(j.Collection), nullString(j.DID), j.Scope, string(raw), j.Status, j.Stage,
 		intOrNull(j.TotalRepos), intOrNull(j.ResolvedRepos), intOrNull(j.ProcessedRepos), intOrNull(j.TotalRecords),
@@ -86,13 +90,6 @@ func (db *DB) ListBackfillJobs(ctx context.Context) ([]storage.BackfillJob, erro
 	return jobs, nil
 }
 
-// NextBackfillJob implements storage.BackfillStore.
-func (db *DB) NextBackfillJob(ctx context.Context) (storage.BackfillJob, error) {
-	j, err := scanBackfillJob(db.reader.QueryRowContext(ctx, Bind(db.dialect, `SELECT `+backfillJobColumns+
-		` FROM backfill_jobs WHERE status = ? ORDER BY created_at, id LIMIT 1`), storage.BackfillRunning))
-	return j, notFound(err)
-}
-
 // UpdateBackfillJob implements storage.BackfillStore.
 func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.BackfillJobUpdate) (storage.BackfillJob, bool, error) {
 	var sets []string
@@ -113,6 +110,9 @@ func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.Backfi
 	if !u.CompletedAt.IsZero() {
 		set(`completed_at = ?`, db.dialect.Time(u.CompletedAt))
 	}
+	if u.Release {
+		set(`claimed_by = NULL, lease_expires_at = NULL`)
+	}
 	if u.StartCounters {
 		set(`total_repos = COALESCE(total_repos, 0), resolved_repos = COALESCE(resolved_repos, 0),
 			processed_repos = COALESCE(processed_repos, 0), total_records = COALESCE(total_records, 0)`)
@@ -129,6 +129,12 @@ func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.Backfi
 					args = append(args, s)
 				}
 			}
+			if u.Lease != nil {
+				q, args = q+` AND lease_token = ?`, append(args, u.Lease.Token)
+			}
+			if u.Unleased {
+				q += ` AND ` + db.leaseFree("lease_expires_at")
+			}
 			res, err := tx.ExecContext(ctx, Bind(db.dialect, q), args...)
 			if err != nil {
 				return fmt.Errorf("update backfill job: %w", err)
@@ -138,19 +144,24 @@ func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.Backfi
 		}
 		var err error
 		job, err = scanBackfillJob(tx.QueryRowContext(ctx, Bind(db.dialect, `SELECT `+backfillJobColumns+` FROM backfill_jobs WHERE id = ?`), id))
-		return notFound(err)
+		if err != nil {
+			return notFound(err)
+		}
+		if u.Lease != nil && job.LeaseToken != u.Lease.Token {
+			return storage.ErrLeaseLost
+		}
+		return nil
 	})
 	return job, changed, err
 }
 
 // AddBackfillRepos implements storage.BackfillStore.
-func (db *DB) AddBackfillRepos(ctx context.Context, jobID string, dids []string, relayCursor string) (int, error) {
+func (db *DB) AddBackfillRepos(ctx context.Context, l storage.BackfillLease, dids []string, relayCursor string) (int, error) {
+	jobID := l.JobID
 	added := 0
 	err := db.inTx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, Bind(db.dialect, `SELECT 1 FROM backfill_jobs WHERE id = ?`), jobID).Scan(&one)
-		if err != nil {
-			return notFound(err)
+		if err := db.fence(ctx, tx, l); err != nil {
+			return err
 		}
 		if len(dids) > 0 {
 			stmt, err := tx.PrepareContext(ctx, Bind(db.dialect, `INSERT INTO backfill_repos (job_id, did, status, records_fetched)
@@ -168,7 +179,7 @@ func (db *DB) AddBackfillRepos(ctx context.Context, jobID string, dids []string,
 				added += int(n)
 			}
 		}
-		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs
+		_, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs
 			SET total_repos = COALESCE(total_repos, 0) + ?, relay_cursor = ? WHERE id = ?`), added, nullString(relayCursor), jobID)
 		if err != nil {
 			return fmt.Errorf("count backfill repos: %w", err)
@@ -182,7 +193,8 @@ func (db *DB) AddBackfillRepos(ctx context.Context, jobID string, dids []string,
 }
 
 // UpdateBackfillRepo implements storage.BackfillStore.
-func (db *DB) UpdateBackfillRepo(ctx context.Context, jobID string, r storage.BackfillRepo) error {
+func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r storage.BackfillRepo) error {
+	jobID := l.JobID
 	return db.inTx(ctx, func(tx *sql.Tx) error {
 		var oldPDS sql.NullString
 		var oldStatus string
@@ -212,14 +224,20 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, jobID string, r storage.Ba
 			processed = -1
 		}
 		records := r.RecordsFetched - oldRecords
-		if resolved == 0 && processed == 0 && records == 0 {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET
+		// The counters, fenced by the lease, even when they do not move:
+		// the statement locks the job's row until commit, which orders
+		// this write against any claim of the job (a claim committed
+		// first makes it match nothing), and it comes last so that the
+		// lock is held briefly, as concurrent repositories share it.
+		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET
 			resolved_repos = COALESCE(resolved_repos, 0) + ?, processed_repos = COALESCE(processed_repos, 0) + ?,
-			total_records = COALESCE(total_records, 0) + ? WHERE id = ?`), resolved, processed, records, jobID)
+			total_records = COALESCE(total_records, 0) + ? WHERE id = ? AND lease_token = ?`),
+			resolved, processed, records, jobID, l.Token)
 		if err != nil {
 			return fmt.Errorf("update backfill counters: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return db.fence(ctx, tx, l) // names the reason: the lease lost, or the job gone
 		}
 		return nil
 	})
