@@ -221,7 +221,7 @@ func (a *App) build(ctx context.Context) error {
 	// Backfill: the job manager writes through the one batch writer.
 	bcfg := backfilljobs.Config{
 		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
-		RelayURL: cfg.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now,
+		RelayURL: cfg.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.InstanceID,
 	}
 	if a.metrics != nil {
 		bcfg.Metrics = a.metrics
