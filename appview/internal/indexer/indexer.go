@@ -121,15 +121,17 @@ func (w *Writer) Stats() Stats {
 	return st
 }
 
-// item is one submission: changes plus an optional cursor and repository
-// states, and a channel closed (after err is set) once they are committed.
+// item is one submission: changes plus an optional cursor, repository
+// states and account states, and a channel closed (after err is set) once
+// they are committed.
 type item struct {
-	source  string
-	changes []storage.Change
-	cursor  *storage.StreamCursor
-	repos   []storage.RepoState
-	done    chan struct{}
-	err     error
+	source   string
+	changes  []storage.Change
+	cursor   *storage.StreamCursor
+	repos    []storage.RepoState
+	accounts []storage.AccountState
+	done     chan struct{}
+	err      error
 }
 
 // ErrNotStarted is returned at once for submissions made before Start.
@@ -309,6 +311,25 @@ func (w *Writer) SubmitCommit(ctx context.Context, source string, changes []stor
 	return res, nil
 }
 
+// SubmitAccounts queues account states (storage.AccountState) behind
+// every submission queued before them. A batch applies its account states
+// after its record changes, so a change submitted earlier, in the same
+// batch or an earlier one, never outlives an inactive state: the store
+// removes the account's records after it, and skips the account's later
+// writes. The returned channel is closed once the states are committed
+// (or the writer gave up on them while stopping).
+func (w *Writer) SubmitAccounts(ctx context.Context, source string, accounts []storage.AccountState) (<-chan struct{}, error) {
+	if err := w.accepting(); err != nil {
+		return nil, err
+	}
+	it := &item{source: source, accounts: accounts, done: make(chan struct{})}
+	if err := w.enqueue(ctx, w.queue, it); err != nil {
+		return nil, err
+	}
+	w.opt.Metrics.Queue(len(w.queue))
+	return it.done, nil
+}
+
 // accepting reports, without waiting, why the writer takes no changes
 // now (nil while it is running). Submissions check it before validating,
 // so that a writer that cannot take them neither counts nor rejects them.
@@ -456,6 +477,7 @@ func (w *Writer) commit(ctx context.Context, items []*item) {
 			repoAt[r.DID] = len(b.Repos)
 			b.Repos = append(b.Repos, r)
 		}
+		b.Accounts = append(b.Accounts, it.accounts...)
 		for _, c := range it.changes {
 			rec := storage.Record{
 				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
