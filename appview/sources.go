@@ -41,7 +41,7 @@ const eventSourceSkipped = "source.event_skipped"
 // as a verified source (the firehose) followed it, has a gap
 // (ingest.CommitSink.Resync). Its subject is the repository's DID; its
 // detail holds "source", "reason" (since_mismatch, prev_data_mismatch,
-// sync_event, refused_commit), "position" (the event's sequence number),
+// sync_event, refused_commit, account_reactivated), "position" (the event's sequence number),
 // "rev" (the revision the event brought), "have_rev" and "have_data" (the
 // state applied before it, empty when none).
 const eventSourceResync = "source.resync_needed"
@@ -76,6 +76,8 @@ type sourceSink struct {
 	lastSkipped int64 // position of the last skipped event reported
 
 	resyncing sync.Map // DIDs being fetched again after a gap
+
+	accounts accountsPending // account states submitted, not yet committed (accounts.go)
 }
 
 func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
@@ -111,6 +113,12 @@ func (s *sourceSink) RepoState(ctx context.Context, did string) (storage.RepoSta
 // recorded as source.resynced or source.resync_failed. The revision rule
 // keeps the live changes newer than the export.
 func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
+	s.resync(ctx, r, nil)
+}
+
+// resync is Resync whose fetch waits, when after is not nil, until after
+// is closed (an account state it must follow is committed).
+func (s *sourceSink) resync(ctx context.Context, r ingest.ResyncRequest, after <-chan struct{}) {
 	s.app.metrics.Resync(s.name, r.Reason)
 	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResync, Severity: eventlog.Warn, Subject: clip(r.DID),
 		Detail: map[string]any{
@@ -125,6 +133,13 @@ func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
 	}
 	go func() {
 		defer s.resyncing.Delete(r.DID)
+		if after != nil {
+			select {
+			case <-after:
+			case <-ctx.Done():
+				return
+			}
+		}
 		select {
 		case s.app.resyncSlots <- struct{}{}:
 			defer func() { <-s.app.resyncSlots }()
@@ -206,28 +221,6 @@ func (s *sourceSink) Identity(ctx context.Context, e ingest.IdentityEvent) {
 	}
 }
 
-// Account removes the records of deleted accounts; other statuses
-// (deactivated, suspended, taken down) can be reversed, so records stay.
-// An event whose DID does not parse is reported as skipped.
-func (s *sourceSink) Account(ctx context.Context, e ingest.AccountEvent) {
-	if e.Active || e.Status != "deleted" {
-		return
-	}
-	if _, err := syntax.ParseDID(e.DID); err != nil {
-		s.Skipped(ctx, ingest.SkippedEvent{Reason: ingest.SkipInvalid, Kind: "account", DID: e.DID, Err: "invalid DID: " + err.Error()})
-		return
-	}
-	n, err := s.app.store.DeleteRecordsByDID(ctx, e.DID)
-	if err != nil {
-		s.app.log.Error("removing a deleted account's records failed", "source", s.name, "did", e.DID, "err", err)
-		return
-	}
-	if n > 0 {
-		s.app.events.Record(ctx, eventlog.Entry{Type: "ingest.account_deleted", Subject: e.DID,
-			Detail: map[string]any{"records_removed": n, "source": s.name}})
-	}
-}
-
 func (s *sourceSink) StateChanged(ctx context.Context, connected bool, detail map[string]any) {
 	reconnect := false
 	if connected {
@@ -263,7 +256,7 @@ func (s *sourceSink) Skipped(ctx context.Context, e ingest.SkippedEvent) {
 	}
 	reason := e.Reason
 	switch reason {
-	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid,
+	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid, ingest.SkipInactive,
 		ingest.RefuseBadSignature, ingest.RefuseBadCommit, ingest.RefuseUnverifiable, ingest.RefuseNoIdentity:
 	default:
 		reason = "other" // metrics labels stay few
