@@ -52,6 +52,7 @@ const eventSourceResync = "source.resync_needed"
 func (a *App) sourceWorker(src ingest.Source) component {
 	sink := &sourceSink{app: a, name: src.Name(), cursorKey: ingest.CursorKey(src.Name())}
 	return &worker{run: func(ctx context.Context) {
+		sink.life = ctx
 		changed, unsubscribe := a.lexicons.Subscribe()
 		defer unsubscribe()
 		wanted := a.wantedCollections
@@ -76,6 +77,9 @@ type sourceSink struct {
 	lastSkipped int64 // position of the last skipped event reported
 
 	resyncing sync.Map // DIDs being fetched again after a gap
+	// life is the source worker's context, which outlives connections:
+	// resyncs run under it (nil: under the context of the request).
+	life context.Context
 
 	accounts accountsPending // account states submitted, not yet committed (accounts.go)
 }
@@ -130,6 +134,11 @@ func (s *sourceSink) resync(ctx context.Context, r ingest.ResyncRequest, after <
 	}
 	if _, busy := s.resyncing.LoadOrStore(r.DID, true); busy {
 		return
+	}
+	if s.life != nil {
+		// Not the connection's context: a reconnection must not cut a
+		// fetch short.
+		ctx = s.life
 	}
 	go func() {
 		defer s.resyncing.Delete(r.DID)
