@@ -76,7 +76,7 @@ type sourceSink struct {
 	mu          sync.Mutex
 	lastSkipped int64 // position of the last skipped event reported
 
-	resyncing sync.Map // DIDs being fetched again after a gap
+	resyncs resyncQueue // repositories being fetched again (resync.go)
 	// life is the source worker's context, which outlives connections:
 	// resyncs run under it (nil: under the context of the request).
 	life context.Context
@@ -113,9 +113,10 @@ func (s *sourceSink) RepoState(ctx context.Context, did string) (storage.RepoSta
 // Resync implements ingest.CommitSink: the gap is counted and recorded in
 // the event log, and the repository is fetched again whole as a verified
 // CAR export (backfill.Manager.Resync) in the background, at most
-// maxResyncs at a time and once at a time per repository; the outcome is
-// recorded as source.resynced or source.resync_failed. The revision rule
-// keeps the live changes newer than the export.
+// maxResyncs at a time and once at a time per repository (a request while
+// the repository is being fetched fetches it once more after that); the
+// outcome is recorded as source.resynced or source.resync_failed. The
+// revision rule keeps the live changes newer than the export.
 func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
 	s.resync(ctx, r, nil)
 }
@@ -132,8 +133,8 @@ func (s *sourceSink) resync(ctx context.Context, r ingest.ResyncRequest, after <
 	if s.app.backfill == nil {
 		return
 	}
-	if _, busy := s.resyncing.LoadOrStore(r.DID, true); busy {
-		return
+	if !s.resyncs.request(r.DID, after) {
+		return // being fetched: it is fetched once more after that
 	}
 	if s.life != nil {
 		// Not the connection's context: a reconnection must not cut a
@@ -141,32 +142,43 @@ func (s *sourceSink) resync(ctx context.Context, r ingest.ResyncRequest, after <
 		ctx = s.life
 	}
 	go func() {
-		defer s.resyncing.Delete(r.DID)
-		if after != nil {
-			select {
-			case <-after:
-			case <-ctx.Done():
+		for after := range s.resyncs.runs(r.DID, after) {
+			if !s.fetchAgain(ctx, r.DID, after) {
+				s.resyncs.abandon(r.DID)
 				return
 			}
 		}
-		select {
-		case s.app.resyncSlots <- struct{}{}:
-			defer func() { <-s.app.resyncSlots }()
-		case <-ctx.Done():
-			return
-		}
-		res, err := s.app.backfill.Resync(ctx, r.DID)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResyncFailed, Severity: eventlog.Warn, Subject: clip(r.DID),
-				Detail: map[string]any{"source": s.name, "error": clip(err.Error())}})
-			return
-		}
-		s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResynced, Subject: clip(r.DID),
-			Detail: map[string]any{"source": s.name, "rev": res.Rev, "records": res.Records, "deleted": res.Deleted}})
 	}()
+}
+
+// fetchAgain fetches did's repository by CAR once after is closed (nil:
+// at once) and records the outcome. It returns false when ctx ended.
+func (s *sourceSink) fetchAgain(ctx context.Context, did string, after <-chan struct{}) bool {
+	if after != nil {
+		select {
+		case <-after:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case s.app.resyncSlots <- struct{}{}:
+		defer func() { <-s.app.resyncSlots }()
+	case <-ctx.Done():
+		return false
+	}
+	res, err := s.app.backfill.Resync(ctx, did)
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResyncFailed, Severity: eventlog.Warn, Subject: clip(did),
+			Detail: map[string]any{"source": s.name, "error": clip(err.Error())}})
+		return true
+	}
+	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResynced, Subject: clip(did),
+		Detail: map[string]any{"source": s.name, "rev": res.Rev, "records": res.Records, "deleted": res.Deleted}})
+	return true
 }
 
 // The event-log types of a repository fetched again after a gap: its

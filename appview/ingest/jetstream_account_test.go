@@ -41,7 +41,9 @@ func TestJetstreamAccountStatus(t *testing.T) {
 		pds.ServeRepo(alice.DID, alice.Key)
 		pds.AddRepo(alice.DID, "app.test.post", 2, "3kaaaaaaaaac2")
 		w := &resyncWorld{t: t, store: store}
-		postOf := func(rkey string) map[string]any { return map[string]any{"$type": "app.test.post", "text": "live " + rkey} }
+		postOf := func(rkey string) map[string]any {
+			return map[string]any{"$type": "app.test.post", "text": "live " + rkey}
+		}
 
 		js.Commit(alice.DID, "create", "app.test.post", "3k00000000000", "3kaaaaaaaaaa1", cid, postOf("3k00000000000"))
 		eventually(t, "alice's post", func() bool { return len(w.posts(alice.DID)) == 1 })
