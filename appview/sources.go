@@ -41,7 +41,7 @@ const eventSourceSkipped = "source.event_skipped"
 // as a verified source (the firehose) followed it, has a gap
 // (ingest.CommitSink.Resync). Its subject is the repository's DID; its
 // detail holds "source", "reason" (since_mismatch, prev_data_mismatch,
-// sync_event, refused_commit), "position" (the event's sequence number),
+// sync_event, refused_commit, account_reactivated), "position" (the event's sequence number),
 // "rev" (the revision the event brought), "have_rev" and "have_data" (the
 // state applied before it, empty when none).
 const eventSourceResync = "source.resync_needed"
@@ -52,6 +52,7 @@ const eventSourceResync = "source.resync_needed"
 func (a *App) sourceWorker(src ingest.Source) component {
 	sink := &sourceSink{app: a, name: src.Name(), cursorKey: ingest.CursorKey(src.Name())}
 	return &worker{run: func(ctx context.Context) {
+		sink.life = ctx
 		changed, unsubscribe := a.lexicons.Subscribe()
 		defer unsubscribe()
 		wanted := a.wantedCollections
@@ -75,7 +76,12 @@ type sourceSink struct {
 	mu          sync.Mutex
 	lastSkipped int64 // position of the last skipped event reported
 
-	resyncing sync.Map // DIDs being fetched again after a gap
+	resyncs resyncQueue // repositories being fetched again (resync.go)
+	// life is the source worker's context, which outlives connections:
+	// resyncs run under it (nil: under the context of the request).
+	life context.Context
+
+	accounts accountsPending // account states submitted, not yet committed (accounts.go)
 }
 
 func (s *sourceSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
@@ -113,10 +119,17 @@ func (s *sourceSink) RepoState(ctx context.Context, did string) (storage.RepoSta
 // Resync implements ingest.CommitSink: the gap is counted and recorded in
 // the event log, and the repository is fetched again whole as a verified
 // CAR export (backfill.Manager.Resync) in the background, at most
-// maxResyncs at a time and once at a time per repository; the outcome is
-// recorded as source.resynced or source.resync_failed. The revision rule
-// keeps the live changes newer than the export.
+// maxResyncs at a time and once at a time per repository (a request while
+// the repository is being fetched fetches it once more after that); the
+// outcome is recorded as source.resynced or source.resync_failed. The
+// revision rule keeps the live changes newer than the export.
 func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
+	s.resync(ctx, r, nil)
+}
+
+// resync is Resync whose fetch waits, when after is not nil, until after
+// is closed (an account state it must follow is committed).
+func (s *sourceSink) resync(ctx context.Context, r ingest.ResyncRequest, after <-chan struct{}) {
 	s.app.metrics.Resync(s.name, r.Reason)
 	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResync, Severity: eventlog.Warn, Subject: clip(r.DID),
 		Detail: map[string]any{
@@ -126,29 +139,52 @@ func (s *sourceSink) Resync(ctx context.Context, r ingest.ResyncRequest) {
 	if s.app.backfill == nil {
 		return
 	}
-	if _, busy := s.resyncing.LoadOrStore(r.DID, true); busy {
-		return
+	if !s.resyncs.request(r.DID, after) {
+		return // being fetched: it is fetched once more after that
+	}
+	if s.life != nil {
+		// Not the connection's context: a reconnection must not cut a
+		// fetch short.
+		ctx = s.life
 	}
 	go func() {
-		defer s.resyncing.Delete(r.DID)
-		select {
-		case s.app.resyncSlots <- struct{}{}:
-			defer func() { <-s.app.resyncSlots }()
-		case <-ctx.Done():
-			return
+		for after := range s.resyncs.runs(r.DID, after) {
+			if !s.fetchAgain(ctx, r.DID, after) {
+				s.resyncs.abandon(r.DID)
+				return
+			}
 		}
-		res, err := s.app.backfill.Resync(ctx, r.DID)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResyncFailed, Severity: eventlog.Warn, Subject: clip(r.DID),
-				Detail: map[string]any{"source": s.name, "error": clip(err.Error())}})
-			return
-		}
-		s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResynced, Subject: clip(r.DID),
-			Detail: map[string]any{"source": s.name, "rev": res.Rev, "records": res.Records, "deleted": res.Deleted}})
 	}()
+}
+
+// fetchAgain fetches did's repository by CAR once after is closed (nil:
+// at once) and records the outcome. It returns false when ctx ended.
+func (s *sourceSink) fetchAgain(ctx context.Context, did string, after <-chan struct{}) bool {
+	if after != nil {
+		select {
+		case <-after:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case s.app.resyncSlots <- struct{}{}:
+		defer func() { <-s.app.resyncSlots }()
+	case <-ctx.Done():
+		return false
+	}
+	res, err := s.app.backfill.Resync(ctx, did)
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResyncFailed, Severity: eventlog.Warn, Subject: clip(did),
+			Detail: map[string]any{"source": s.name, "error": clip(err.Error())}})
+		return true
+	}
+	s.app.events.Record(ctx, eventlog.Entry{Type: eventSourceResynced, Subject: clip(did),
+		Detail: map[string]any{"source": s.name, "rev": res.Rev, "records": res.Records, "deleted": res.Deleted}})
+	return true
 }
 
 // The event-log types of a repository fetched again after a gap: its
@@ -212,28 +248,6 @@ func (s *sourceSink) Identity(ctx context.Context, e ingest.IdentityEvent) {
 	}
 }
 
-// Account removes the records of deleted accounts; other statuses
-// (deactivated, suspended, taken down) can be reversed, so records stay.
-// An event whose DID does not parse is reported as skipped.
-func (s *sourceSink) Account(ctx context.Context, e ingest.AccountEvent) {
-	if e.Active || e.Status != "deleted" {
-		return
-	}
-	if _, err := syntax.ParseDID(e.DID); err != nil {
-		s.Skipped(ctx, ingest.SkippedEvent{Reason: ingest.SkipInvalid, Kind: "account", DID: e.DID, Err: "invalid DID: " + err.Error()})
-		return
-	}
-	n, err := s.app.store.DeleteRecordsByDID(ctx, e.DID)
-	if err != nil {
-		s.app.log.Error("removing a deleted account's records failed", "source", s.name, "did", e.DID, "err", err)
-		return
-	}
-	if n > 0 {
-		s.app.events.Record(ctx, eventlog.Entry{Type: "ingest.account_deleted", Subject: e.DID,
-			Detail: map[string]any{"records_removed": n, "source": s.name}})
-	}
-}
-
 func (s *sourceSink) StateChanged(ctx context.Context, connected bool, detail map[string]any) {
 	reconnect := false
 	if connected {
@@ -269,7 +283,7 @@ func (s *sourceSink) Skipped(ctx context.Context, e ingest.SkippedEvent) {
 	}
 	reason := e.Reason
 	switch reason {
-	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid,
+	case ingest.SkipTooLarge, ingest.SkipUndecodable, ingest.SkipInvalid, ingest.SkipInactive,
 		ingest.RefuseBadSignature, ingest.RefuseBadCommit, ingest.RefuseUnverifiable, ingest.RefuseNoIdentity:
 	default:
 		reason = "other" // metrics labels stay few

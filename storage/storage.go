@@ -92,16 +92,33 @@ type RecordOp struct {
 // the positions of several streams (one per name; of two with one name, the
 // later wins). Repos are the sync states of the repositories whose
 // verified commits produced the changes, stored in the same transaction
-// too (see RepoState).
+// too (see RepoState). Accounts are account status changes, applied after
+// Ops in slice order (see AccountState).
 type Batch struct {
-	Ops     []RecordOp
-	Cursors []StreamCursor
-	Repos   []RepoState
+	Ops      []RecordOp
+	Cursors  []StreamCursor
+	Repos    []RepoState
+	Accounts []AccountState
 	// Fence, when set, makes the batch conditional on the lease still
 	// being held with that token: if another instance acquired it since,
 	// nothing is written and ApplyBatch returns ErrFenced. Event sources
 	// run by the leader carry it, so that a deposed leader cannot write.
 	Fence *Lease
+}
+
+// AccountState is an account's status as the network reports it (#account
+// events). A batch stores each one it carries, after its Ops; an inactive
+// one also removes every record of the account, in the same transaction
+// (without tombstones). While an account's stored state is inactive,
+// upserts of its records are skipped, in that batch and later ones, from
+// whatever source: its records stop being served until it is active again
+// and its repository is fetched again.
+type AccountState struct {
+	DID    string
+	Active bool
+	// Status is empty for an active account, else for example
+	// "deactivated", "takendown", "suspended" or "deleted".
+	Status string
 }
 
 // RepoState is where a verified event source (the relay firehose) is in
@@ -215,4 +232,7 @@ type CursorStore interface {
 	// GetRepoState returns the sync state stored for a repository (by
 	// ApplyBatch, Batch.Repos), or ErrNotFound.
 	GetRepoState(ctx context.Context, did string) (RepoState, error)
+	// GetAccountState returns the account status stored for a DID (by
+	// ApplyBatch, Batch.Accounts), or ErrNotFound.
+	GetAccountState(ctx context.Context, did string) (AccountState, error)
 }

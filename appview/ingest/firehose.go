@@ -59,6 +59,9 @@ const (
 	// GapRefused: a commit of the repository was refused, so the state
 	// applied is behind the repository's.
 	GapRefused = "refused_commit"
+	// GapReactivated: the account is active again after being inactive;
+	// its records were removed meanwhile.
+	GapReactivated = "account_reactivated"
 )
 
 // ResyncRequest reports a repository whose applied state no longer
@@ -66,7 +69,7 @@ const (
 // should be fetched whole (com.atproto.sync.getRepo) and re-indexed.
 type ResyncRequest struct {
 	DID    string
-	Reason string // GapSince, GapPrevData, GapSync, GapRefused
+	Reason string // GapSince, GapPrevData, GapSync, GapRefused, GapReactivated
 	Seq    int64  // the stream position of the event that showed the gap
 	// Have is the state applied before the event (zero when none); Rev is
 	// the revision the event brought.
@@ -85,6 +88,10 @@ type CommitSink interface {
 	// RepoState returns the state stored for a repository (ok false when
 	// none).
 	RepoState(ctx context.Context, did string) (st storage.RepoState, ok bool, err error)
+	// AccountState returns the account status stored for a DID (ok false
+	// when none). The source keeps the statuses of the #account events it
+	// hands over itself; this is read for a repository it has not seen.
+	AccountState(ctx context.Context, did string) (st storage.AccountState, ok bool, err error)
 	// Resync reports a repository whose history has a gap. It must not
 	// block the stream for long.
 	Resync(ctx context.Context, r ResyncRequest)
@@ -144,6 +151,7 @@ type Firehose struct {
 type FirehoseCounts struct {
 	Verified int64 `json:"commits_verified"` // commits verified (applied or not)
 	Stale    int64 `json:"commits_stale"`    // commits ignored: rev not newer than the one applied
+	Inactive int64 `json:"commits_inactive"` // commits and #sync events skipped: the account is inactive
 	Refused  int64 `json:"events_refused"`   // events refused (see RefusedBy)
 	Resyncs  int64 `json:"resyncs_requested"`
 	// RefusedBy counts refused events by reason (RefuseBadSignature, ...).

@@ -282,12 +282,7 @@ func (f *Firehose) apply(ctx context.Context, j *firehoseJob, st *streamState, s
 			return err
 		}
 	case fr.account != nil:
-		status := ""
-		if fr.account.Status != nil {
-			status = *fr.account.Status
-		}
-		sink.Account(ctx, AccountEvent{DID: fr.account.Did, Active: fr.account.Active, Status: status})
-		if err := f.handOver(ctx, sink, nil, nil, fr.account.Seq, st); err != nil {
+		if err := f.applyAccount(ctx, fr.account, st, sink); err != nil {
 			return err
 		}
 	}
@@ -302,13 +297,18 @@ func (f *Firehose) apply(ctx context.Context, j *firehoseJob, st *streamState, s
 // collections with the state it reached, or refuses it.
 func (f *Firehose) applyCommit(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
 	c := j.fr.commit
-	have, known, err := st.repos.get(ctx, sink, c.Repo)
+	e, err := st.repos.get(ctx, sink, c.Repo)
 	if err != nil {
 		return fmt.Errorf("read the state of %s: %w", c.Repo, err)
 	}
+	have, known := e.state, e.known
 	if known && c.Rev <= have.Rev {
 		// Already applied (a replay) or older: ignored, position kept.
 		f.count(func(n *FirehoseCounts) { n.Stale++ })
+		return f.handOver(ctx, sink, nil, nil, c.Seq, st)
+	}
+	if e.inactive != "" {
+		f.skipInactive(ctx, sink, SkippedEvent{Position: c.Seq, Size: int64(len(c.Blocks)), Kind: "commit", DID: c.Repo}, e.inactive)
 		return f.handOver(ctx, sink, nil, nil, c.Seq, st)
 	}
 	if j.failure != nil {
@@ -338,12 +338,17 @@ func (f *Firehose) applyCommit(ctx context.Context, j *firehoseJob, st *streamSt
 // one applied, it requests a resync from there.
 func (f *Firehose) applySync(ctx context.Context, j *firehoseJob, st *streamState, sink CommitSink) error {
 	s := j.fr.sync
-	have, known, err := st.repos.get(ctx, sink, s.Did)
+	e, err := st.repos.get(ctx, sink, s.Did)
 	if err != nil {
 		return fmt.Errorf("read the state of %s: %w", s.Did, err)
 	}
+	have, known := e.state, e.known
 	if known && s.Rev <= have.Rev {
 		f.count(func(n *FirehoseCounts) { n.Stale++ })
+		return f.handOver(ctx, sink, nil, nil, s.Seq, st)
+	}
+	if e.inactive != "" {
+		f.skipInactive(ctx, sink, SkippedEvent{Position: s.Seq, Size: int64(len(s.Blocks)), Kind: "sync", DID: s.Did}, e.inactive)
 		return f.handOver(ctx, sink, nil, nil, s.Seq, st)
 	}
 	if j.failure != nil {
@@ -358,6 +363,37 @@ func (f *Firehose) applySync(ctx context.Context, j *firehoseJob, st *streamStat
 	}
 	state := storage.RepoState{DID: s.Did, Rev: s.Rev, Data: data}
 	return f.handOver(ctx, sink, nil, &state, s.Seq, st)
+}
+
+// applyAccount hands over an #account event. The account's status is
+// remembered at once: the commits after it are skipped while it is
+// inactive (the sink removes its records, in stream order).
+func (f *Firehose) applyAccount(ctx context.Context, a *comatproto.SyncSubscribeRepos_Account, st *streamState, sink CommitSink) error {
+	status := ""
+	if a.Status != nil {
+		status = *a.Status
+	}
+	if _, err := syntax.ParseDID(a.Did); err == nil {
+		e, err := st.repos.get(ctx, sink, a.Did)
+		if err != nil {
+			return fmt.Errorf("read the state of %s: %w", a.Did, err)
+		}
+		e.inactive = ""
+		if !a.Active {
+			e.inactive = inactiveStatus(status)
+		}
+		st.repos.set(a.Did, e)
+	}
+	sink.Account(ctx, AccountEvent{DID: a.Did, Active: a.Active, Status: status})
+	return f.handOver(ctx, sink, nil, nil, a.Seq, st)
+}
+
+// skipInactive reports a commit or #sync event of an inactive account,
+// skipped.
+func (f *Firehose) skipInactive(ctx context.Context, sink CommitSink, e SkippedEvent, status string) {
+	f.count(func(n *FirehoseCounts) { n.Inactive++ })
+	e.Reason, e.Err = SkipInactive, "the account is "+status
+	sink.Skipped(ctx, e)
 }
 
 // handOver passes changes, a repository's new state (nil: none) and the

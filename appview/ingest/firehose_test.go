@@ -28,9 +28,14 @@ type memSink struct {
 	resyncs    []ingest.ResyncRequest
 	identities []ingest.IdentityEvent
 	accounts   []ingest.AccountEvent
+	// statuses are the stored account states AccountState reads (the
+	// events are not stored: an App's sink stores them through its writer).
+	statuses map[string]storage.AccountState
 }
 
-func newMemSink() *memSink { return &memSink{repos: map[string]storage.RepoState{}} }
+func newMemSink() *memSink {
+	return &memSink{repos: map[string]storage.RepoState{}, statuses: map[string]storage.AccountState{}}
+}
 
 func (s *memSink) Records(ctx context.Context, changes []storage.Change, cursor int64) error {
 	return s.Commit(ctx, changes, nil, cursor)
@@ -53,6 +58,13 @@ func (s *memSink) RepoState(_ context.Context, did string) (storage.RepoState, b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.repos[did]
+	return st, ok, nil
+}
+
+func (s *memSink) AccountState(_ context.Context, did string) (storage.AccountState, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.statuses[did]
 	return st, ok, nil
 }
 
@@ -362,13 +374,15 @@ func TestFirehoseSyncIdentityAccount(t *testing.T) {
 	e.publish(e.commit(alice, post("a", "one")))
 	e.publish(
 		&comatproto.SyncSubscribeRepos_Identity{Did: "did:plc:alice", Handle: &handle, Time: "2026-01-01T00:00:00Z"},
-		&comatproto.SyncSubscribeRepos_Account{Did: "did:plc:alice", Active: false, Status: &status, Time: "2026-01-01T00:00:00Z"},
+		// Another account's: alice's commits would be skipped once she is
+		// inactive (TestFirehoseSkipsInactiveAccounts).
+		&comatproto.SyncSubscribeRepos_Account{Did: "did:plc:bob", Active: false, Status: &status, Time: "2026-01-01T00:00:00Z"},
 	)
 	got := e.sink.snapshot()
 	if len(got.identities) != 1 || got.identities[0] != (ingest.IdentityEvent{DID: "did:plc:alice", Handle: handle}) {
 		t.Fatalf("identities %+v", got.identities)
 	}
-	if len(got.accounts) != 1 || got.accounts[0] != (ingest.AccountEvent{DID: "did:plc:alice", Status: status}) {
+	if len(got.accounts) != 1 || got.accounts[0] != (ingest.AccountEvent{DID: "did:plc:bob", Status: status}) {
 		t.Fatalf("accounts %+v", got.accounts)
 	}
 	// The identity event purged the cached document: the next event's

@@ -187,44 +187,82 @@ func (v *verifiedCommit) changes(ctx context.Context, wanted []string, received 
 	return out, nil
 }
 
-// repoCache holds the repositories' states the firehose handed over, and
-// those read from the sink: the ones handed over may not be stored yet
-// (the writer commits in batches), so they are the authority.
+// repoCache holds what the firehose knows of each repository: the state
+// it handed over last, or read from the sink (the ones handed over may not
+// be stored yet: the writer commits in batches, so they are the
+// authority), and whether the account is inactive, from the #account
+// events it handed over or, before any, from the sink.
 type repoCache struct {
-	max    int
-	states map[string]storage.RepoState
+	max   int
+	repos map[string]repoEntry
+}
+
+// repoEntry is one repository in the cache.
+type repoEntry struct {
+	state storage.RepoState
+	known bool // state holds the repository's state (else none is stored)
+	// inactive is the account's status while it is inactive ("" while
+	// active): its commits are skipped.
+	inactive string
 }
 
 func newRepoCache(max int) *repoCache {
-	return &repoCache{max: max, states: make(map[string]storage.RepoState)}
+	return &repoCache{max: max, repos: make(map[string]repoEntry)}
 }
 
-func (c *repoCache) get(ctx context.Context, sink CommitSink, did string) (storage.RepoState, bool, error) {
-	if st, ok := c.states[did]; ok {
-		return st, true, nil
+// get returns what is known of did, reading the sink on a miss.
+func (c *repoCache) get(ctx context.Context, sink CommitSink, did string) (repoEntry, error) {
+	if e, ok := c.repos[did]; ok {
+		return e, nil
 	}
-	st, ok, err := sink.RepoState(ctx, did)
-	if err != nil || !ok {
-		return storage.RepoState{}, false, err
+	var e repoEntry
+	var err error
+	if e.state, e.known, err = sink.RepoState(ctx, did); err != nil {
+		return repoEntry{}, err
 	}
-	c.put(st)
-	return st, true, nil
+	acct, ok, err := sink.AccountState(ctx, did)
+	if err != nil {
+		return repoEntry{}, err
+	}
+	if ok && !acct.Active {
+		e.inactive = inactiveStatus(acct.Status)
+	}
+	c.set(did, e)
+	return e, nil
 }
 
-// put remembers a state. When full it forgets about half of the states
+// put remembers a repository's state.
+func (c *repoCache) put(st storage.RepoState) {
+	e := c.repos[st.DID]
+	e.state, e.known = st, true
+	c.set(st.DID, e)
+}
+
+// set remembers an entry. When full it forgets about half of the entries
 // (those of a map iteration's start: no order), which are stored by then
 // or soon; a state forgotten before its batch commits is read older from
-// the store, and the repository's next commit then looks like a gap.
-func (c *repoCache) put(st storage.RepoState) {
-	if _, ok := c.states[st.DID]; !ok && len(c.states) >= c.max {
-		n := len(c.states) / 2
-		for did := range c.states {
+// the store, and the repository's next commit then looks like a gap (an
+// account status forgotten so, as active: the store still refuses the
+// records of an account it holds as inactive).
+func (c *repoCache) set(did string, e repoEntry) {
+	if _, ok := c.repos[did]; !ok && len(c.repos) >= c.max {
+		n := len(c.repos) / 2
+		for d := range c.repos {
 			if n == 0 {
 				break
 			}
-			delete(c.states, did)
+			delete(c.repos, d)
 			n--
 		}
 	}
-	c.states[st.DID] = st
+	c.repos[did] = e
+}
+
+// inactiveStatus is the status recorded for an inactive account: its
+// status, or "inactive" when the event gave none.
+func inactiveStatus(status string) string {
+	if status == "" {
+		return "inactive"
+	}
+	return status
 }

@@ -112,6 +112,10 @@ const (
 	// SkipInvalid: the event decoded but names something invalid (for
 	// example an account event whose DID does not parse).
 	SkipInvalid = "invalid"
+	// SkipInactive: a commit (or #sync event) of an account whose last
+	// status is inactive (deactivated, taken down, suspended, deleted):
+	// its records are not served, so it is not indexed.
+	SkipInactive = "account_inactive"
 )
 
 // SkippedEvent is an event a source went past without handing it over.

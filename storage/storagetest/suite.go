@@ -90,6 +90,7 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"ScanMatchesList", testScanMatchesList},
 		{"StreamCursorWithBatch", testStreamCursor},
 		{"RepoStateWithBatch", testRepoState},
+		{"AccountStateWithBatch", testAccountState},
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
 	}

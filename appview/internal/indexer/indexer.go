@@ -128,16 +128,18 @@ func (w *Writer) Stats() Stats {
 	return st
 }
 
-// item is one submission: changes plus an optional cursor and repository
-// states, and a channel closed (after err is set) once they are committed.
+// item is one submission: changes plus an optional cursor, repository
+// states and account states, and a channel closed (after err is set) once
+// they are committed.
 type item struct {
-	source  string
-	changes []storage.Change
-	cursor  *storage.StreamCursor
-	repos   []storage.RepoState
-	fence   *storage.Lease // the lease a source's submission is conditional on
-	done    chan struct{}
-	err     error
+	source   string
+	changes  []storage.Change
+	cursor   *storage.StreamCursor
+	repos    []storage.RepoState
+	accounts []storage.AccountState
+	fence    *storage.Lease // the lease a source's submission is conditional on
+	done     chan struct{}
+	err      error
 }
 
 // ErrFenced is returned for a submission carrying a stream cursor made
@@ -549,6 +551,7 @@ func batchOf(items []*item) (storage.Batch, map[string]time.Time) {
 			repoAt[r.DID] = len(b.Repos)
 			b.Repos = append(b.Repos, r)
 		}
+		b.Accounts = append(b.Accounts, it.accounts...)
 		for _, c := range it.changes {
 			rec := storage.Record{
 				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,

@@ -38,6 +38,8 @@ type queries struct {
 	countCollection, countAll  string
 	getCursor, putCursor       string
 	getRepoState, putRepoState string
+	// Account states (accounts.go).
+	getAccountState, putAccountState, deleteByDID string
 	// setLabelCursor stores a labeler's cursor; upsertLabels[k] writes
 	// 2^k labels (see labels.go).
 	setLabelCursor string
@@ -72,6 +74,9 @@ func newQueries(d Dialect) queries {
 	q.putRepoState = Bind(d, `INSERT INTO repo_states (did, rev, data, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (did) DO UPDATE SET rev = excluded.rev, data = excluded.data, updated_at = excluded.updated_at
 		WHERE excluded.rev > repo_states.rev`)
+	q.getAccountState = Bind(d, getAccountStateQuery)
+	q.putAccountState = Bind(d, putAccountStateQuery)
+	q.deleteByDID = Bind(d, deleteByDIDQuery)
 	q.setLabelCursor = Bind(d, `UPDATE labelers SET cursor = ? WHERE did = ?`)
 	for k := range q.upsertLabels {
 		q.upsertLabels[k] = Bind(d, upsertLabelsQuery(1<<k))
@@ -82,12 +87,18 @@ func newQueries(d Dialect) queries {
 // ApplyBatch implements storage.RecordStore.
 func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 	upserts, deletes := collapse(b.Ops)
-	if len(upserts) == 0 && len(deletes) == 0 && len(b.Cursors) == 0 && len(b.Repos) == 0 {
+	if len(upserts) == 0 && len(deletes) == 0 && len(b.Cursors) == 0 && len(b.Repos) == 0 && len(b.Accounts) == 0 {
 		return nil
 	}
 	return db.inTx(ctx, func(tx *sql.Tx) error {
 		if b.Fence != nil {
 			if err := db.checkFence(ctx, tx, *b.Fence); err != nil {
+				return err
+			}
+		}
+		if len(upserts) > 0 {
+			var err error
+			if upserts, err = db.skipInactive(ctx, tx, upserts); err != nil {
 				return err
 			}
 		}
@@ -111,7 +122,7 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 				return fmt.Errorf("store repository state %s: %w", r.DID, err)
 			}
 		}
-		return nil
+		return db.applyAccounts(ctx, tx, b.Accounts)
 	})
 }
 
@@ -153,7 +164,7 @@ func URIPrefixRange(prefix string) (lo, hi string) {
 // share the URI prefix at://DID/, so the primary key finds them.
 func (db *DB) DeleteRecordsByDID(ctx context.Context, did string) (int64, error) {
 	lo, hi := URIPrefixRange("at://" + did + "/")
-	res, err := db.exec(ctx, `DELETE FROM records WHERE uri >= ? AND uri < ?`, lo, hi)
+	res, err := db.exec(ctx, deleteByDIDQuery, lo, hi)
 	if err != nil {
 		return 0, fmt.Errorf("delete records of %s: %w", did, err)
 	}
