@@ -122,6 +122,9 @@ func (a *App) applyChanges(ctx context.Context, table string) {
 	if is("domains") {
 		a.svc.Domains.Invalidate()
 	}
+	if is("plugins") {
+		warn("plugins", a.plugins.Sync(ctx))
+	}
 	if is("service_entries", "service_entry_methods", "service_entry_allowlist", "verification_methods") {
 		a.svc.Entries.Invalidate()
 	}

@@ -1,6 +1,7 @@
 package appview_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -8,8 +9,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/plugins/plugintest"
+	"github.com/lexview/lexview/appview/internal/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -66,4 +70,53 @@ func TestScriptCallsPlugin(t *testing.T) {
 			t.Fatalf("script error event: %s", events.Raw)
 		}
 	})
+}
+
+// TestPluginInstalledThroughAnotherInstance: two instances share a
+// PostgreSQL database; a plugin installed through one, and the script
+// calling it, work on the other without a restart (the change feed), and
+// a deleted plugin is unloaded there too.
+func TestPluginInstalledThroughAnotherInstance(t *testing.T) {
+	manifestURL, sum := servePlugin(t)
+	ctx := context.Background()
+	dbURL := storagetest.PostgresURL(t)
+	open := func() storage.Store {
+		s, err := appview.OpenStore(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := newScriptEnv(t, open())
+	b := testenv.New(t, open(), appview.Config{})
+	if r := a.admin.Do(t, "POST", "/admin/plugins", map[string]any{"url": manifestURL, "sha256": sum}); r.Status != 200 {
+		t.Fatalf("install: %d %s", r.Status, r.Raw)
+	}
+	a.setScript(t, "xrpc.query:app.test.feed", `function handle()
+		return {censored = plugins.call("word-filter", "censor", {text = params.text}).text}
+	end`)
+	onB := func() testenv.Response {
+		return b.Do(t, "GET", "/xrpc/app.test.feed?text=oh+heck", nil, "X-Client-Key", a.key)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := onB()
+		if r.Status == 200 && string(r.Raw) == `{"censored":"oh ****"}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance b: %d %s", r.Status, r.Raw)
+		}
+	}
+	if r := a.admin.Do(t, "DELETE", "/admin/plugins/word-filter", nil); r.Status != 200 && r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Raw)
+	}
+	for deadline := time.Now().Add(10 * time.Second); onB().Status != 500; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("instance b still calls the deleted plugin")
+		}
+	}
 }

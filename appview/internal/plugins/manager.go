@@ -67,6 +67,10 @@ type Manager struct {
 
 	mu      sync.RWMutex
 	plugins map[string]*plugin
+	// syncFailed remembers, by plugin, the install (its update time) that
+	// did not load in Sync, so that it is not compiled again until it
+	// changes.
+	syncFailed map[string]time.Time
 }
 
 // New returns a Manager; Start loads the plugins.
@@ -78,7 +82,7 @@ func New(opt Options) *Manager {
 		opt.Log = slog.Default()
 	}
 	f := fetcher{client: opt.Fetch}
-	return &Manager{opt: opt, fetch: f, plugins: map[string]*plugin{},
+	return &Manager{opt: opt, fetch: f, plugins: map[string]*plugin{}, syncFailed: map[string]time.Time{},
 		reg: &registry{url: opt.RegistryURL, fetch: f, now: opt.Now}}
 }
 
@@ -335,4 +339,58 @@ func (m *Manager) event(ctx context.Context, typ, severity, actor, subject strin
 	}
 	m.opt.Events.Record(context.WithoutCancel(ctx), eventlog.Entry{Type: typ, Severity: severity, ActorDID: actor,
 		Subject: subject, Detail: detail})
+}
+
+// Sync brings the loaded plugins in line with the installed ones, for
+// installs, reloads and deletions made through another instance sharing
+// the database: a plugin installed or changed there (another module, or
+// updated since it was loaded here) is loaded, one deleted or disabled
+// there is unloaded. File-based plugins are left as they are.
+func (m *Manager) Sync(ctx context.Context) error {
+	list, err := m.opt.Store.ListPlugins(ctx)
+	if err != nil {
+		return fmt.Errorf("plugins: %w", err)
+	}
+	installed := map[string]bool{}
+	for _, sp := range list {
+		if !sp.Enabled {
+			continue
+		}
+		installed[sp.ID] = true
+		if p, ok := m.get(sp.ID); ok && (p.source == SourceFile ||
+			(p.url == sp.URL && p.sha256 == sp.SHA256 && !p.loadedAt.Before(sp.UpdatedAt))) {
+			continue
+		}
+		m.mu.RLock()
+		failed, tried := m.syncFailed[sp.ID]
+		m.mu.RUnlock()
+		if tried && failed.Equal(sp.UpdatedAt) {
+			continue // it did not load as it is; wait for a change
+		}
+		mf, err := ParseManifest(sp.Manifest)
+		if err == nil {
+			err = m.load(ctx, mf, SourceURL, sp.URL, sp.SHA256, sp.WASM)
+		}
+		m.mu.Lock()
+		delete(m.syncFailed, sp.ID)
+		if err != nil {
+			m.syncFailed[sp.ID] = sp.UpdatedAt
+		}
+		m.mu.Unlock()
+		if err != nil {
+			m.opt.Log.Warn("an installed plugin did not load", "plugin", sp.ID, "err", err)
+		}
+	}
+	m.mu.RLock()
+	var gone []string
+	for id, p := range m.plugins {
+		if p.source == SourceURL && !installed[id] {
+			gone = append(gone, id)
+		}
+	}
+	m.mu.RUnlock()
+	for _, id := range gone {
+		m.unload(ctx, id)
+	}
+	return nil
 }
