@@ -144,20 +144,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 	current := first
 	leaders := []string{first}
 	for i := range events {
-		rkey := fmt.Sprintf("k%03d", rng.IntN(keys))
-		rev := fmt.Sprintf("3k%011d", i+1)
-		_, exists := want[rkey]
-		switch {
-		case !exists:
-			js.Commit("did:plc:failover", "create", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
-			want[rkey] = i
-		case rng.IntN(3) == 0:
-			js.Commit("did:plc:failover", "delete", collection, rkey, rev, "", nil)
-			delete(want, rkey)
-		default:
-			js.Commit("did:plc:failover", "update", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
-			want[rkey] = i
-		}
+		playEvent(js, rng, "did:plc:failover", collection, keys, i, want)
 		if killAt[i] {
 			subs := subscriptions()
 			killed := time.Now()

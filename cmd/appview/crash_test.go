@@ -126,20 +126,7 @@ func crashRun(t *testing.T, bin, dbURL string) {
 		kills[200+rng.IntN(events-400)] = true
 	}
 	for i := range events {
-		rkey := fmt.Sprintf("k%03d", rng.IntN(keys))
-		rev := fmt.Sprintf("3k%011d", i+1)
-		_, exists := want[rkey]
-		switch {
-		case !exists:
-			js.Commit("did:plc:crash", "create", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
-			want[rkey] = i
-		case rng.IntN(3) == 0:
-			js.Commit("did:plc:crash", "delete", collection, rkey, rev, "", nil)
-			delete(want, rkey)
-		default:
-			js.Commit("did:plc:crash", "update", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
-			want[rkey] = i
-		}
+		playEvent(js, rng, "did:plc:crash", collection, keys, i, want)
 		if kills[i] {
 			time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
 			cmd.Process.Kill() // SIGKILL: no flush, no goodbye
@@ -170,6 +157,26 @@ func crashRun(t *testing.T, bin, dbURL string) {
 			t.Fatalf("after %d events and 3 kills the index differs: %s", events, diff)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// playEvent publishes event i of a random stream over keys record keys of
+// did in collection: a create for a key not in want, else a delete (one
+// time in three) or an update; want follows (record key: value n).
+func playEvent(js *jetstreamtest.Server, rng *rand.Rand, did, collection string, keys, i int, want map[string]int) {
+	rkey := fmt.Sprintf("k%03d", rng.IntN(keys))
+	rev := fmt.Sprintf("3k%011d", i+1)
+	_, exists := want[rkey]
+	switch {
+	case !exists:
+		js.Commit(did, "create", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
+		want[rkey] = i
+	case rng.IntN(3) == 0:
+		js.Commit(did, "delete", collection, rkey, rev, "", nil)
+		delete(want, rkey)
+	default:
+		js.Commit(did, "update", collection, rkey, rev, testCID, map[string]any{"$type": collection, "n": i})
+		want[rkey] = i
 	}
 }
 
