@@ -12,7 +12,10 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Event-log types of leadership changes; the subject is the instance's ID.
+// Event-log types of leadership hand-overs: an instance taking the lease
+// over from another (not leading from its start), and a leader losing it
+// (not stepping down at shutdown). The subject is the instance's ID; the
+// detail holds "reason" (cluster.ReasonElected, cluster.ReasonLost).
 const (
 	eventLeaderElected = "instance.leading"
 	eventLeaderStepped = "instance.stepped_down"
@@ -38,14 +41,19 @@ func (a *App) newLeadership() {
 	a.leadership = cluster.New(cluster.Options{
 		Store: store, InstanceID: id, Info: info, TTL: a.cfg.LeaderLease, Work: a.leader,
 		Logger: a.log.With("instance", id), Now: a.cfg.Now,
-		Changed: func(leading bool) {
+		Changed: func(leading bool, reason string) {
 			a.metrics.Leading(id, leading)
-			if store == nil {
-				return // nothing to tell apart with one process
-			}
-			entry := eventlog.Entry{Type: eventLeaderElected, Subject: id}
-			if !leading {
+			// The event log tells of hand-overs: a takeover, a lost lease.
+			// Leading from the start and stepping down at shutdown are
+			// the ordinary life of an instance.
+			entry := eventlog.Entry{Subject: id, Detail: map[string]any{"reason": reason}}
+			switch reason {
+			case cluster.ReasonElected:
+				entry.Type = eventLeaderElected
+			case cluster.ReasonLost:
 				entry.Type, entry.Severity = eventLeaderStepped, eventlog.Warn
+			default:
+				return
 			}
 			a.events.Record(context.Background(), entry)
 		},

@@ -55,6 +55,15 @@ const (
 	DefaultLeaseName = "leader"
 )
 
+// Why leadership changed (Options.Changed).
+const (
+	ReasonStart   = "start"   // led from Start
+	ReasonElected = "elected" // took the lease over later
+	ReasonFailed  = "failed"  // the work did not start
+	ReasonStop    = "stop"    // stepped down at Stop, releasing the lease
+	ReasonLost    = "lost"    // could not renew, or the lease was taken
+)
+
 // Options configure a Leadership.
 type Options struct {
 	// Store holds the lease and heartbeats; nil: this instance always
@@ -74,8 +83,9 @@ type Options struct {
 	// Work is the singleton work.
 	Work Work
 	// Changed, when set, is called with true when this instance becomes
-	// the leader and false when it steps down.
-	Changed func(leading bool)
+	// the leader and false when it steps down, and why (the Reason
+	// constants).
+	Changed func(leading bool, reason string)
 	Logger  *slog.Logger
 	Now     func() time.Time
 }
@@ -180,9 +190,9 @@ func (l *Leadership) Start(ctx context.Context) error {
 	l.done = make(chan struct{})
 	if l.opt.Store == nil {
 		// The work sees itself leading from its start.
-		l.setLeading(nil, true)
+		l.setLeading(nil, true, ReasonStart)
 		if err := l.opt.Work.Lead(ctx, nil); err != nil {
-			l.setLeading(nil, false)
+			l.setLeading(nil, false, ReasonFailed)
 			l.cancel()
 			close(l.done)
 			return err
@@ -191,7 +201,7 @@ func (l *Leadership) Start(ctx context.Context) error {
 		return nil
 	}
 	l.heartbeat(ctx)
-	if err := l.tryLead(ctx); err != nil {
+	if err := l.tryLead(ctx, ReasonStart); err != nil {
 		l.cancel()
 		close(l.done)
 		return err
@@ -241,7 +251,7 @@ func (l *Leadership) run(ctx context.Context) {
 		}
 		st := l.State()
 		if !st.Leading {
-			if err := l.tryLead(ctx); err != nil && ctx.Err() == nil {
+			if err := l.tryLead(ctx, ReasonElected); err != nil && ctx.Err() == nil {
 				l.opt.Logger.Error("starting the leader's work failed; stepped down", "err", err)
 			}
 			continue
@@ -271,7 +281,7 @@ func (l *Leadership) run(ctx context.Context) {
 }
 
 // tryLead takes the lease if it is free and starts the work.
-func (l *Leadership) tryLead(ctx context.Context) error {
+func (l *Leadership) tryLead(ctx context.Context, reason string) error {
 	sent := l.opt.Now()
 	lease, ok, err := l.opt.Store.AcquireLease(ctx, l.opt.LeaseName, l.opt.InstanceID, l.opt.TTL)
 	if err != nil {
@@ -286,9 +296,9 @@ func (l *Leadership) tryLead(ctx context.Context) error {
 	// The work sees itself leading (and its writes fenced by the lease)
 	// from its start.
 	l.deadline = sent.Add(l.opt.TTL)
-	l.setLeading(&lease, true)
+	l.setLeading(&lease, true, reason)
 	if err := l.opt.Work.Lead(ctx, &lease); err != nil {
-		l.setLeading(nil, false)
+		l.setLeading(nil, false, ReasonFailed)
 		if rerr := l.opt.Store.ReleaseLease(context.WithoutCancel(ctx), lease); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -308,7 +318,11 @@ func (l *Leadership) stepDown(ctx context.Context, release bool) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opt.TTL)
 	defer cancel()
 	err := l.opt.Work.StepDown(sctx)
-	l.setLeading(nil, false)
+	reason := ReasonLost
+	if release {
+		reason = ReasonStop
+	}
+	l.setLeading(nil, false, reason)
 	if release && st.Lease != nil && l.opt.Store != nil {
 		if rerr := l.opt.Store.ReleaseLease(sctx, *st.Lease); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -320,7 +334,7 @@ func (l *Leadership) stepDown(ctx context.Context, release bool) error {
 	return nil
 }
 
-func (l *Leadership) setLeading(lease *storage.Lease, leading bool) {
+func (l *Leadership) setLeading(lease *storage.Lease, leading bool, reason string) {
 	l.mu.Lock()
 	changed := l.leading != leading
 	l.lease, l.leading = lease, leading
@@ -332,7 +346,7 @@ func (l *Leadership) setLeading(lease *storage.Lease, leading bool) {
 	}
 	l.mu.Unlock()
 	if changed && l.opt.Changed != nil {
-		l.opt.Changed(leading)
+		l.opt.Changed(leading, reason)
 	}
 }
 
