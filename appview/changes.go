@@ -122,7 +122,10 @@ func (a *App) applyChanges(ctx context.Context, table string) {
 	if is("domains") {
 		a.svc.Domains.Invalidate()
 	}
-	if is("plugins") {
+	// Plugins are stored with their modules: they are read again on a
+	// notification, or in the reconciliation when another process may
+	// have changed them (PostgreSQL), not every 5 s on SQLite.
+	if table == "plugins" || (all && a.store.Dialect() == "postgres") {
 		warn("plugins", a.plugins.Sync(ctx))
 	}
 	if is("service_entries", "service_entry_methods", "service_entry_allowlist", "verification_methods") {
