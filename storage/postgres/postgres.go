@@ -103,6 +103,11 @@ func (dialect) IsUniqueViolation(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
+func (dialect) IsDeadlock(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "40P01"
+}
+
 func (dialect) DBInfo(ctx context.Context, db *sqlstore.DB) (storage.DBInfo, error) {
 	info := storage.DBInfo{Dialect: "postgres", FreeDiskBytes: -1}
 	err := db.Reader().QueryRowContext(ctx,

@@ -185,6 +185,9 @@ func (dialect) Placeholder(n int) string { return sqlstore.QuestionPlaceholder(n
 func (dialect) Time(t time.Time) any     { return sqlstore.MicrosTime(t) }
 func (dialect) TypedParams() bool        { return false }
 
+// IsDeadlock is false: SQLite has one writer at a time.
+func (dialect) IsDeadlock(error) bool { return false }
+
 func (dialect) IsUniqueViolation(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey)

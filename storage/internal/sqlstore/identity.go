@@ -56,8 +56,19 @@ func (db *DB) DeleteDomain(ctx context.Context, id string) error {
 	return storage.ErrPrimaryDomain
 }
 
-// SetPrimaryDomain implements storage.IdentityStore.
+// SetPrimaryDomain implements storage.IdentityStore. Concurrent changes can deadlock on PostgreSQL (the unset and the set
+// lock rows in different orders); the database then rolls one back, which
+// is tried again.
 func (db *DB) SetPrimaryDomain(ctx context.Context, id string, at time.Time) error {
+	for attempt := 1; ; attempt++ {
+		err := db.setPrimaryDomain(ctx, id, at)
+		if !db.dialect.IsDeadlock(err) || attempt == 5 {
+			return err
+		}
+	}
+}
+
+func (db *DB) setPrimaryDomain(ctx context.Context, id string, at time.Time) error {
 	return db.inTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		err := tx.QueryRowContext(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM domains WHERE id = ?`), id).Scan(&n)

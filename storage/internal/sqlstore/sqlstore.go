@@ -26,6 +26,9 @@ type Dialect interface {
 	TypedParams() bool
 	// IsUniqueViolation reports whether err is a unique-constraint failure.
 	IsUniqueViolation(err error) bool
+	// IsDeadlock reports whether err is the database breaking a deadlock
+	// (the transaction was rolled back and may be tried again).
+	IsDeadlock(err error) bool
 	// DBInfo describes the database.
 	DBInfo(ctx context.Context, db *DB) (storage.DBInfo, error)
 	// Time converts a time into the value stored in time columns.
