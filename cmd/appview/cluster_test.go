@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -14,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/internal/jetstreamtest"
-	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -43,19 +40,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 	dbURL := storagetest.PostgresURL(t)
 	ctx := context.Background()
 	const collection = "app.test.failover"
-	store, err := appview.OpenStore(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	doc := `{"lexicon":1,"id":"` + collection + `","defs":{"main":{"type":"record","key":"any","record":{"type":"object","properties":{"n":{"type":"integer"}}}}}}`
-	no := false
-	if _, _, err := lexicon.NewRegistry(store).Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
-		t.Fatal(err)
-	}
+	store := streamStore(t, dbURL, collection)
 	db, err := sql.Open("postgres", dbURL)
 	if err != nil {
 		t.Fatal(err)

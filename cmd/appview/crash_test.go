@@ -74,20 +74,8 @@ func TestCrashLosesNothing(t *testing.T) {
 }
 
 func crashRun(t *testing.T, bin, dbURL string) {
-	ctx := context.Background()
 	const collection = "app.test.crash"
-	store, err := appview.OpenStore(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	doc := `{"lexicon":1,"id":"app.test.crash","defs":{"main":{"type":"record","key":"any","record":{"type":"object","properties":{"n":{"type":"integer"}}}}}}`
-	if _, _, err := lexicon.NewRegistry(store).Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
-		t.Fatal(err)
-	}
+	store := streamStore(t, dbURL, collection)
 
 	js := jetstreamtest.New(t)
 	start := func() *exec.Cmd {
@@ -158,6 +146,28 @@ func crashRun(t *testing.T, bin, dbURL string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// streamStore opens and migrates the database at dbURL, closed when the
+// test ends, and stores the record lexicon of collection (records with an
+// integer n) without a backfill job.
+func streamStore(t *testing.T, dbURL, collection string) storage.Store {
+	t.Helper()
+	ctx := context.Background()
+	store, err := appview.OpenStore(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"lexicon":1,"id":"` + collection + `","defs":{"main":{"type":"record","key":"any","record":{"type":"object","properties":{"n":{"type":"integer"}}}}}}`
+	no := false
+	if _, _, err := lexicon.NewRegistry(store).Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }
 
 // playEvent publishes event i of a random stream over keys record keys of
