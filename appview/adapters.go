@@ -3,8 +3,8 @@ package appview
 import (
 	"context"
 
-	"github.com/lexview/lexview/appview/internal/eventlog"
-	"github.com/lexview/lexview/appview/internal/indexer"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/storage"
 )

@@ -21,23 +21,23 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/clientkeys"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/cluster"
-	"github.com/lexview/lexview/appview/internal/eventlog"
-	"github.com/lexview/lexview/appview/internal/indexer"
-	"github.com/lexview/lexview/appview/internal/labelsub"
-	"github.com/lexview/lexview/appview/internal/linkedrepos"
-	"github.com/lexview/lexview/appview/internal/metrics"
-	"github.com/lexview/lexview/appview/internal/oauthclient"
-	"github.com/lexview/lexview/appview/internal/plugins"
-	"github.com/lexview/lexview/appview/internal/plugins/wasm"
-	"github.com/lexview/lexview/appview/internal/scripting"
-	"github.com/lexview/lexview/appview/internal/server"
-	"github.com/lexview/lexview/appview/internal/serviceauth"
-	"github.com/lexview/lexview/appview/internal/session"
-	"github.com/lexview/lexview/appview/internal/userauth"
-	"github.com/lexview/lexview/appview/internal/writepath"
+	"github.com/lexview/lexview/appview/internal/core/cluster"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
+	"github.com/lexview/lexview/appview/internal/core/labelsub"
+	"github.com/lexview/lexview/appview/internal/core/metrics"
+	"github.com/lexview/lexview/appview/internal/core/scripthost"
+	"github.com/lexview/lexview/appview/internal/core/serviceauth"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/clientkeys"
+	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/service/oauthclient"
+	"github.com/lexview/lexview/appview/internal/service/plugins"
+	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
+	"github.com/lexview/lexview/appview/internal/service/writepath"
+	"github.com/lexview/lexview/appview/internal/web/server"
+	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
+	"github.com/lexview/lexview/appview/internal/web/userauth"
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -70,13 +70,13 @@ type App struct {
 
 	// Services.
 	lexicons      *lexicon.Registry
-	clients       *clients.Registry
-	clientManager *clients.Manager
+	clients       *apiclients.Registry
+	clientManager *apiclients.Manager
 	events        *eventlog.Log
 	metrics       *metrics.Metrics // nil when metrics are off
 	validation    *validationToggles
 	writer        *indexer.Writer
-	scripts       *scripting.Runtime
+	scripts       *scripthost.Runtime
 	backfill      *backfilljobs.Manager
 	resyncSlots   chan struct{}     // bounds the repositories fetched again after gaps (sources.go)
 	labelSubs     *labelsub.Manager // one subscription per active labeler
@@ -165,7 +165,7 @@ func (a *App) build(ctx context.Context) error {
 		_, _ = rand.Read(sessionSecret)
 		a.log.Info("SESSION_SECRET is not set: session cookies are signed with a random per-process secret and end at restart")
 	}
-	if _, ok := cfg.ClientIdentifier.(clients.Unverified); ok {
+	if _, ok := cfg.ClientIdentifier.(apiclients.Unverified); ok {
 		a.log.Warn("API client keys are not verified: any non-empty X-Client-Key is accepted")
 	}
 	if a.metrics, err = newMetrics(cfg); err != nil {
@@ -197,7 +197,7 @@ func (a *App) build(ctx context.Context) error {
 	// runtime gets links to the writer and the XRPC handler, both built
 	// below, before New returns: nothing runs before Start, and no request
 	// arrives before New returns.
-	a.scripts = scripting.New(scripting.Options{
+	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
 		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
@@ -233,10 +233,10 @@ func (a *App) build(ctx context.Context) error {
 		Store: a.store, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, AllowHTTP: cfg.AllowPrivateNetworks,
 		Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now, Hook: a.scripts,
 	})
-	limits := clients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
-	a.clients = clients.NewRegistry(a.store, limits, cfg.Now, a.log)
+	limits := apiclients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
+	a.clients = apiclients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clients.SetInstances(a.leadership.Live)
-	a.clientManager = clients.NewManager(a.store, a.clients, a.events, cfg.Now)
+	a.clientManager = apiclients.NewManager(a.store, a.clients, a.events, cfg.Now)
 	if cfg.ClientIdentifier == nil {
 		a.cfg.ClientIdentifier = a.clients
 	}
@@ -259,7 +259,7 @@ func (a *App) build(ctx context.Context) error {
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Domains: a.svc.Domains, Now: cfg.Now,
 		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now, Shared: a.sharedReplays()}),
 		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
-		Cookies:     session.NewCodec(sessionSecret, cfg.Now),
+		Cookies:     sessioncookie.NewCodec(sessionSecret, cfg.Now),
 	}
 	a.oauthClient = oauthclient.New(oauthclient.Options{
 		Store: a.store, Sealer: a.sealer, Key: a.svc.InstanceKeys,
@@ -357,7 +357,7 @@ func (a *App) Writer() *Writer { return a.writer }
 
 // Clients manages the instance's API clients (the admin API uses the same
 // code).
-func (a *App) Clients() *clients.Manager { return a.clientManager }
+func (a *App) Clients() *apiclients.Manager { return a.clientManager }
 
 // InstanceDID is the instance's DID now: did:web of the primary domain's
 // host (the primary domain is PUBLIC_URL's origin on first boot, and can be

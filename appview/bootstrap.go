@@ -6,8 +6,8 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/service/admins"
 )
 
 // ErrBootstrapRefused is matched (errors.Is) by the error Bootstrap

@@ -3,7 +3,7 @@ package appview
 import (
 	"context"
 
-	"github.com/lexview/lexview/appview/internal/admins"
+	"github.com/lexview/lexview/appview/internal/service/admins"
 )
 
 // claimPolicy is the admins service's view of Config.AdminClaim.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -142,7 +142,7 @@ func TestServiceAuthNamesThisService(t *testing.T) {
 func TestXRPCServiceAuthMethod(t *testing.T) {
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	putNoteLexicons(t, env)
-	client, _ := env.NewClient(t, clients.NewClient{})
+	client, _ := env.NewClient(t, apiclients.NewClient{})
 	acct := env.PLC.NewAccount(t, false, "https://pds.test")
 	token := func(lxm string) string {
 		c := map[string]any{"iss": acct.DID.String(), "aud": env.App.InstanceDID(context.Background()), "exp": time.Now().Add(time.Minute).Unix()}

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/cluster"
-	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/cluster"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/storage"
 )
 

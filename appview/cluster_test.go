@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -66,7 +66,7 @@ func TestThreeInstancesOnePostgres(t *testing.T) {
 
 	// A query uploaded through the last instance routes on the others.
 	const nsid = "app.test.cluster.listThings"
-	client, _ := envs[0].NewClient(t, clients.NewClient{})
+	client, _ := envs[0].NewClient(t, apiclients.NewClient{})
 	route := func(e *testenv.Env) int { return e.Do(t, "GET", "/xrpc/"+nsid, nil, "X-Client-Key", client.Key).Status }
 	if s := route(envs[0]); s != http.StatusNotFound {
 		t.Fatalf("before the upload: %d", s)

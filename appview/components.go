@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/clientkeys"
-	"github.com/lexview/lexview/appview/internal/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 )
 
 // tombstoneRetention is how long deletes are remembered against replays.

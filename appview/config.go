@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/lexresolve"
-	"github.com/lexview/lexview/appview/internal/serviceauth"
+	"github.com/lexview/lexview/appview/internal/core/lexresolve"
+	"github.com/lexview/lexview/appview/internal/core/serviceauth"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/script/luascript"

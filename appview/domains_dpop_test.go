@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/fixed"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -22,7 +22,7 @@ func TestDPoPOnEveryDomain(t *testing.T) {
 		su := env.Bootstrap(t)
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		d := env.SignIn(t, pds, testenv.AppClient{Key: client.Key, Secret: secret}, did)
 
 		second := httptest.NewServer(env.App)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/lexview/lexview/appview/internal/indexer"
-	"github.com/lexview/lexview/appview/internal/userauth"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
+	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/storage"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -41,7 +41,7 @@ func TestGoXRPCMethods(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 
 		r := env.Do(t, "GET", "/xrpc/app.test.hello?name=ada", nil, "X-Client-Key", client.Key)
 		if r.Status != 200 || r.Object(t)["caller"] != "anonymous" || r.Object(t)["name"] != "ada" {

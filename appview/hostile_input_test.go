@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/scripting"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/core/scripthost"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
@@ -77,7 +77,7 @@ func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
 		if _, _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
 			t.Fatal(err)
 		}
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 		waitFor(t, "a subscription", func() bool { return js.Connected() == 1 })
 
 		note := func(text string) map[string]any { return map[string]any{"$type": "app.test.note", "text": text} }
@@ -160,7 +160,7 @@ func TestProcedureRefusesInvalidText(t *testing.T) {
 		env := testenv.New(t, store, appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		ctx := context.Background()
 		putNoteLexicon(t, env.App)
 		for _, up := range []lexicon.Upload{
@@ -216,7 +216,7 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 	if _, _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
 		t.Fatal(err)
 	}
-	client, _ := env.NewClient(t, clients.NewClient{})
+	client, _ := env.NewClient(t, apiclients.NewClient{})
 	uri := "at://did:plc:old/app.test.note/3kold"
 	if err := store.ApplyBatch(ctx, storage.Batch{Ops: []storage.RecordOp{{Record: storage.Record{
 		URI: uri, DID: "did:plc:old", Collection: "app.test.note", RKey: "3kold", CID: hostileCID, Rev: "3kaaaaaaaaaa1",
@@ -246,7 +246,7 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 // `\u0000`.
 func TestScriptRecordThatCannotBeStored(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripting.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),

@@ -10,7 +10,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/plc"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/core/plc"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"

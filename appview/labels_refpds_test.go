@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/reflabeler"
-	"github.com/lexview/lexview/appview/internal/refpds"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/reflabeler"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -35,7 +35,7 @@ func TestReferenceLabeler(t *testing.T) {
 		env := plcEnv(t, store, n.PLCURL, appview.Config{})
 		admin := env.Bootstrap(t)
 		putNoteLexicons(t, env)
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 		author := "did:plc:labelled" + backend
 		var notes []string
 		var ops []storage.RecordOp

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -47,7 +47,7 @@ func newLabelFixture(t *testing.T, store storage.Store) *labelFixture {
 			`"schema":{"type":"object","properties":{"records":{"type":"array","items":{"type":"unknown"}},"labels":{"type":"array","items":{"type":"unknown"}}}}}}}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	client, _ := env.NewClient(t, clients.NewClient{})
+	client, _ := env.NewClient(t, apiclients.NewClient{})
 	f := &labelFixture{env: env, key: client.Key, alice: "did:plc:alicelabels", bob: "did:plc:boblabels"}
 	base := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
 	var ops []storage.RecordOp

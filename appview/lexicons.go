@@ -3,7 +3,7 @@ package appview
 import (
 	"context"
 
-	"github.com/lexview/lexview/appview/internal/lexicons"
+	"github.com/lexview/lexview/appview/internal/service/lexicons"
 	"github.com/lexview/lexview/lexicon"
 )
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -261,7 +261,7 @@ func newLinkedPublisher(t *testing.T, env *testenv.Env, admin *testenv.Admin) *l
 	if r := admin.Do(t, "POST", "/admin/scripts", map[string]any{"trigger": "xrpc.procedure:app.test.publish", "source": publishScript}); r.Status != 200 && r.Status != 201 {
 		t.Fatalf("script: %d %s", r.Status, r.Raw)
 	}
-	client, _ := env.NewClient(t, clients.NewClient{})
+	client, _ := env.NewClient(t, apiclients.NewClient{})
 	return &linkedPublisher{env: env, caller: env.PLC.NewAccount(t, false, "https://pds.test"), key: client.Key}
 }
 

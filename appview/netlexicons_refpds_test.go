@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/dnstest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -48,7 +48,7 @@ type netLexEnv struct {
 
 func newNetLexEnv(t *testing.T, store storage.Store, n *refpds.Network, dns *dnstest.Server, recheck time.Duration) *netLexEnv {
 	env := plcEnv(t, store, n.PLCURL, appview.Config{LexiconDNSServer: dns.Addr, LexiconRecheck: recheck})
-	c, _ := env.NewClient(t, clients.NewClient{})
+	c, _ := env.NewClient(t, apiclients.NewClient{})
 	return &netLexEnv{Env: env, admin: env.Bootstrap(t), key: c.Key}
 }
 

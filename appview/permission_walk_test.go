@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/admin"
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/web/adminapi"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -41,7 +41,7 @@ func TestPermissionTableWalk(t *testing.T) {
 			t.Fatal("no admin routes mounted")
 		}
 		for _, route := range routes {
-			rule, ok := admin.RuleFor(route)
+			rule, ok := adminapi.RuleFor(route)
 			if !ok {
 				t.Fatalf("%s is mounted but not in the table", route)
 			}

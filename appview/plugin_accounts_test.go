@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/plugins/plugintest"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/plugintest"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -224,7 +224,7 @@ func TestPluginAccounts(t *testing.T) {
 		admin := env.Bootstrap(t)
 		putItemLexicons(t, env)
 		pds := oauthtest.New(t, oauthtest.Options{})
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		ann := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		bob := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		annDev := env.SignIn(t, pds, testenv.AppClient{Key: client.Key, Secret: secret}, ann)

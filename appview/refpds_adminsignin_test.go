@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/fixed"
-	"github.com/lexview/lexview/appview/internal/profiles"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/profiles"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -58,7 +58,7 @@ func TestReferencePDSOAuth(t *testing.T) {
 		// The app: a confidential API client whose client_id is an atproto
 		// loopback client id (no published metadata needed).
 		const redirectURI, scope = "http://127.0.0.1/callback", "atproto transition:generic"
-		app, secret := env.NewClient(t, clients.NewClient{
+		app, secret := env.NewClient(t, apiclients.NewClient{
 			Name: "headless app", ClientIDURL: loopbackClientID(redirectURI, scope), ClientURI: "http://127.0.0.1/",
 			RedirectURIs: []string{redirectURI}, Scopes: scope,
 		})

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/lexview/lexview/appview/internal/domains"
-	"github.com/lexview/lexview/appview/internal/scripting"
-	"github.com/lexview/lexview/appview/internal/server"
-	"github.com/lexview/lexview/appview/internal/xrpcproxy"
+	"github.com/lexview/lexview/appview/internal/core/scripthost"
+	"github.com/lexview/lexview/appview/internal/service/domains"
+	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
+	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/script"
 )
 
@@ -63,6 +63,6 @@ func (a *App) isSelf(ctx context.Context, host string) bool {
 // localXRPC serves scripts' in-process XRPC calls (script.Invocation's
 // xrpc.call) with the App's XRPC handler, one level deeper.
 func (a *App) localXRPC(ctx context.Context, inv *script.Invocation, method, nsid string, query map[string][]string, body []byte) (int, []byte, error) {
-	status, out := a.surfaces.Call(scripting.WithDepth(ctx, inv.Depth+1), method, nsid, query, body)
+	status, out := a.surfaces.Call(scripthost.WithDepth(ctx, inv.Depth+1), method, nsid, query, body)
 	return status, out, nil
 }

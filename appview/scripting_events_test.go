@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/scripting"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/core/scripthost"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -37,7 +37,7 @@ type deadLetterList struct {
 // reindex through the admin API.
 func TestRecordEventScripts(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripting.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		ctx := context.Background()
@@ -139,7 +139,7 @@ func scriptID(t *testing.T, adm *testenv.Admin, trigger string) string {
 // resolved without an operator.
 func TestDeadLetterAutomaticRetry(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripting.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
 		ctx := context.Background()
 		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestProcedureScriptWrites(t *testing.T) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		ctx := context.Background()
 		for _, up := range []lexicon.Upload{
 			{Document: json.RawMessage(noteLexicon)},
@@ -252,7 +252,7 @@ func TestProcedureScriptWrites(t *testing.T) {
 // attempts left.
 func TestDeadLettersRetriedAfterRestart(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripting.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()
 		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() return true end`}); err != nil {

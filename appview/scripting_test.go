@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -45,7 +45,7 @@ func newScriptEnv(t testing.TB, store storage.Store) *scriptEnv {
 			t.Fatal(err)
 		}
 	}
-	client, _ := env.NewClient(t, clients.NewClient{RateLimitCapacity: ptr(100000)})
+	client, _ := env.NewClient(t, apiclients.NewClient{RateLimitCapacity: ptr(100000)})
 	return &scriptEnv{Env: env, admin: env.Bootstrap(t), key: client.Key, did: "did:plc:scriptauthor"}
 }
 

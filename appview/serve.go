@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lexview/lexview/appview/internal/server"
+	"github.com/lexview/lexview/appview/internal/web/server"
 )
 
 // shutdownTimeout bounds the graceful stop after Run's context ends, and

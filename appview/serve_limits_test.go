@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/server"
+	"github.com/lexview/lexview/appview/internal/web/server"
 )
 
 // serve runs an App on a free port of 127.0.0.1 until the test ends and

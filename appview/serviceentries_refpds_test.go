@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/refpds"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -30,7 +30,7 @@ func TestServiceEntriesReferencePDS(t *testing.T) {
 		ctx := context.Background()
 		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL})
 		putRefNoteLexicons(t, env)
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 		did := env.App.InstanceDID(ctx)
 		db := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
 		root, alice, bob := n.CreateAccount(t, "sr"+db), n.CreateAccount(t, "sa"+db), n.CreateAccount(t, "sb"+db)
@@ -113,7 +113,7 @@ func TestServiceEntriesProxiedByReferencePDS(t *testing.T) {
 			serve(l6) // "localhost" may resolve to ::1 first
 		}
 		putRefNoteLexicons(t, env)
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 		did := env.App.InstanceDID(ctx)
 		if did != fmt.Sprintf("did:web:localhost%%3A%d", port) {
 			t.Fatalf("instance DID %q", did)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -268,7 +268,7 @@ func TestServiceEntriesGateProxiedCalls(t *testing.T) {
 		env := testenv.New(t, open(t), appview.Config{})
 		admin := env.Bootstrap(t)
 		putRefNoteLexicons(t, env)
-		client, _ := env.NewClient(t, clients.NewClient{})
+		client, _ := env.NewClient(t, apiclients.NewClient{})
 		did := env.App.InstanceDID(context.Background())
 		alice := env.PLC.NewAccount(t, true, "https://pds.test")
 		bob := env.PLC.NewAccount(t, false, "https://pds.test")

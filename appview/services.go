@@ -4,28 +4,28 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/backfilljobs"
-	"github.com/lexview/lexview/appview/internal/clientkeys"
-	"github.com/lexview/lexview/appview/internal/deadletters"
-	"github.com/lexview/lexview/appview/internal/domains"
-	"github.com/lexview/lexview/appview/internal/instance"
-	"github.com/lexview/lexview/appview/internal/labelers"
-	"github.com/lexview/lexview/appview/internal/lexicons"
-	"github.com/lexview/lexview/appview/internal/linkedrepos"
-	"github.com/lexview/lexview/appview/internal/netlexicons"
-	"github.com/lexview/lexview/appview/internal/plc"
-	"github.com/lexview/lexview/appview/internal/pluginaccounts"
-	"github.com/lexview/lexview/appview/internal/profiles"
-	"github.com/lexview/lexview/appview/internal/reads"
-	"github.com/lexview/lexview/appview/internal/records"
-	"github.com/lexview/lexview/appview/internal/scripts"
-	"github.com/lexview/lexview/appview/internal/server"
-	"github.com/lexview/lexview/appview/internal/serviceentries"
-	"github.com/lexview/lexview/appview/internal/serviceid"
-	"github.com/lexview/lexview/appview/internal/sessions"
-	"github.com/lexview/lexview/appview/internal/writepath"
-	"github.com/lexview/lexview/appview/internal/xrpcproxy"
+	"github.com/lexview/lexview/appview/internal/core/plc"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/service/backfilljobs"
+	"github.com/lexview/lexview/appview/internal/service/clientkeys"
+	"github.com/lexview/lexview/appview/internal/service/deadletters"
+	"github.com/lexview/lexview/appview/internal/service/devicesessions"
+	"github.com/lexview/lexview/appview/internal/service/domains"
+	"github.com/lexview/lexview/appview/internal/service/instance"
+	"github.com/lexview/lexview/appview/internal/service/labelers"
+	"github.com/lexview/lexview/appview/internal/service/lexicons"
+	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/service/netlexicons"
+	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
+	"github.com/lexview/lexview/appview/internal/service/profiles"
+	"github.com/lexview/lexview/appview/internal/service/reads"
+	"github.com/lexview/lexview/appview/internal/service/records"
+	"github.com/lexview/lexview/appview/internal/service/scripts"
+	"github.com/lexview/lexview/appview/internal/service/serviceentries"
+	"github.com/lexview/lexview/appview/internal/service/serviceid"
+	"github.com/lexview/lexview/appview/internal/service/writepath"
+	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
+	"github.com/lexview/lexview/appview/internal/web/server"
 )
 
 // newServices builds the service line: every operation the front ends
@@ -60,7 +60,7 @@ func (a *App) newServices() *server.Services {
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
 		Records:  records.New(a.store, a.events, a.store),
-		Sessions: sessions.New(a.store, a.sealer, &sessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
+		Sessions: devicesessions.New(a.store, a.sealer, &devicesessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
 		Writes:   writes,
 		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
 		Profiles: profiles.New(a.cfg.Directory, a.cfg.HTTPClient, 0, 0, a.log),

@@ -11,8 +11,8 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -31,7 +31,7 @@ func TestSessionRegistrationIsVerified(t *testing.T) {
 		evil := oauthtest.New(t, oauthtest.Options{}) // the attacker's PDS and authorization server
 		victim := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		attacker := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		app := testenv.AppClient{Key: client.Key, Secret: secret}
 
 		register := func(reg map[string]any) testenv.Response {
@@ -122,7 +122,7 @@ func TestMisreportedWritesAreNotIndexed(t *testing.T) {
 			return r
 		}})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		putNoteLexicons(t, env)
 		dev := signIn(t, env, pds, client.Key, secret, did)
 		indexed := func(uri string) bool {

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/fixed"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/storage/postgres"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -30,7 +30,7 @@ func TestDPoPReplayAcrossInstances(t *testing.T) {
 	a := testenv.New(t, open(), appview.Config{})
 	pds := oauthtest.New(t, oauthtest.Options{})
 	did := a.PLC.NewAccount(t, false, pds.URL).DID.String()
-	client, secret := a.NewClient(t, clients.NewClient{})
+	client, secret := a.NewClient(t, apiclients.NewClient{})
 	d := a.SignIn(t, pds, testenv.AppClient{Key: client.Key, Secret: secret}, did)
 	b := testenv.New(t, open(), appview.Config{PublicURL: a.URL, PLCURL: a.PLC.URL})
 

@@ -10,9 +10,9 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/session"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -26,7 +26,7 @@ func sessionCookie(t *testing.T, r testenv.Response) string {
 	t.Helper()
 	resp := http.Response{Header: r.Header}
 	for _, c := range resp.Cookies() {
-		if c.Name != session.CookieName {
+		if c.Name != sessioncookie.CookieName {
 			continue
 		}
 		if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure || c.Path != "/" {
@@ -34,11 +34,11 @@ func sessionCookie(t *testing.T, r testenv.Response) string {
 		}
 		return c.Value
 	}
-	t.Fatalf("no %s cookie in %v", session.CookieName, r.Header.Values("Set-Cookie"))
+	t.Fatalf("no %s cookie in %v", sessioncookie.CookieName, r.Header.Values("Set-Cookie"))
 	return ""
 }
 
-func cookieHeader(v string) []string { return []string{"Cookie", session.CookieName + "=" + v} }
+func cookieHeader(v string) []string { return []string{"Cookie", sessioncookie.CookieName + "=" + v} }
 
 // TestSignInWithAdminKey: POST /auth/login-key turns an admin API key into
 // the session cookie; the cookie authenticates the admin API; tampered,
@@ -107,8 +107,8 @@ func TestSignInWithAdminKey(t *testing.T) {
 
 		// Tampered, expired and foreign-secret cookies.
 		tampered := cookie[:len(cookie)-2] + flip(cookie[len(cookie)-2:])
-		past := session.NewCodec([]byte(testSessionSecret), func() time.Time { return time.Now().Add(-13 * time.Hour) })
-		other := session.NewCodec([]byte("another-session-secret-of-32-bytes-or-more"), nil)
+		past := sessioncookie.NewCodec([]byte(testSessionSecret), func() time.Time { return time.Now().Add(-13 * time.Hour) })
+		other := sessioncookie.NewCodec([]byte("another-session-secret-of-32-bytes-or-more"), nil)
 		for name, v := range map[string]string{
 			"tampered":                 tampered,
 			"expired":                  past.Encode(did, 12*time.Hour),
@@ -121,7 +121,7 @@ func TestSignInWithAdminKey(t *testing.T) {
 		}
 
 		r = env.Do(t, "POST", "/auth/logout", nil, cookieHeader(cookie)...)
-		if r.Status != 204 || !strings.Contains(r.Header.Get("Set-Cookie"), session.CookieName+"=;") ||
+		if r.Status != 204 || !strings.Contains(r.Header.Get("Set-Cookie"), sessioncookie.CookieName+"=;") ||
 			!strings.Contains(r.Header.Get("Set-Cookie"), "Max-Age=0") {
 			t.Fatalf("logout: %d %q", r.Status, r.Header.Get("Set-Cookie"))
 		}

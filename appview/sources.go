@@ -13,9 +13,9 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/eventlog"
-	"github.com/lexview/lexview/appview/internal/lexresolve"
-	"github.com/lexview/lexview/appview/internal/metrics"
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/lexresolve"
+	"github.com/lexview/lexview/appview/internal/core/metrics"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"

@@ -1,10 +1,10 @@
 package appview
 
 import (
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/indexer"
-	"github.com/lexview/lexview/appview/internal/lexresolve"
-	"github.com/lexview/lexview/appview/internal/scripting"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
+	"github.com/lexview/lexview/appview/internal/core/lexresolve"
+	"github.com/lexview/lexview/appview/internal/core/scripthost"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -13,40 +13,40 @@ import (
 // and named here.
 
 // NewClient describes an API client to create with App.Clients().Create.
-type NewClient = clients.NewClient
+type NewClient = apiclients.NewClient
 
 // ClientManager creates, edits and deletes API clients; the admin API
 // uses the same code.
-type ClientManager = clients.Manager
+type ClientManager = apiclients.Manager
 
 // ClientPatch changes some of an API client's fields (ClientManager.Update);
 // FullClientPatch makes one from an edited copy of a client.
-type ClientPatch = clients.Patch
+type ClientPatch = apiclients.Patch
 
 // ClientPatchField is a nullable field of a ClientPatch.
-type ClientPatchField[T any] = clients.Field[T]
+type ClientPatchField[T any] = apiclients.Field[T]
 
 // FullClientPatch is a patch that sets every mutable field of c: Update
 // with it saves an edited copy of a client.
-func FullClientPatch(c storage.APIClient) ClientPatch { return clients.FullPatch(c) }
+func FullClientPatch(c storage.APIClient) ClientPatch { return apiclients.FullPatch(c) }
 
 // ClientIdentifier identifies the API client of an XRPC request from its
 // client key (Config.ClientIdentifier).
-type ClientIdentifier = clients.Identifier
+type ClientIdentifier = apiclients.Identifier
 
 // ClientIdentifierFunc adapts a function to ClientIdentifier.
-type ClientIdentifierFunc = clients.IdentifierFunc
+type ClientIdentifierFunc = apiclients.IdentifierFunc
 
 // Client is an identified API client.
-type Client = clients.Client
+type Client = apiclients.Client
 
 // ErrInvalidClient is returned by a ClientIdentifier for an unknown or
 // inactive client key.
-var ErrInvalidClient = clients.ErrInvalidClient
+var ErrInvalidClient = apiclients.ErrInvalidClient
 
 // RetryPolicy bounds the automatic retries of failed record-event scripts
 // (Config.ScriptRetry).
-type RetryPolicy = scripting.RetryPolicy
+type RetryPolicy = scripthost.RetryPolicy
 
 // Writer is the batch writer (App.Writer): every record change goes
 // through it, validated against its lexicon and run through record-event

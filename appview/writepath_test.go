@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
@@ -59,7 +59,7 @@ func TestWritePath(t *testing.T) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-		client, secret := env.NewClient(t, clients.NewClient{})
+		client, secret := env.NewClient(t, apiclients.NewClient{})
 		putNoteLexicons(t, env)
 		phone := signIn(t, env, pds, client.Key, secret, did)
 		laptop := signIn(t, env, pds, client.Key, secret, did)
@@ -157,7 +157,7 @@ func TestWritePath(t *testing.T) {
 
 func TestSessionRegistrationRefusals(t *testing.T) {
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
-	client, secret := env.NewClient(t, clients.NewClient{})
+	client, secret := env.NewClient(t, apiclients.NewClient{})
 	auth := []string{"X-Client-Key", client.Key, "X-Client-Secret", secret}
 	prov := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, auth...).Object(t)["provision_id"]
 	base := map[string]any{
@@ -191,7 +191,7 @@ func TestSessionRegistrationRefusals(t *testing.T) {
 		t.Fatalf("no key: %d %s", r.Status, r.Raw)
 	}
 	// Public clients need an allowed Origin and an S256 challenge.
-	pub, _ := env.NewClient(t, clients.NewClient{Type: "public", AllowedOrigins: []string{"https://web.app.test"}})
+	pub, _ := env.NewClient(t, apiclients.NewClient{Type: "public", AllowedOrigins: []string{"https://web.app.test"}})
 	if r := env.Do(t, "POST", "/oauth/dpop-keys", map[string]any{}, "X-Client-Key", pub.Key, "Origin", "https://web.app.test"); r.Status != 400 {
 		t.Fatalf("public without PKCE: %d %s", r.Status, r.Raw)
 	}
@@ -213,7 +213,7 @@ func TestExpiredAccessToken(t *testing.T) {
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Now: clock})
 	pds := oauthtest.New(t, oauthtest.Options{})
 	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-	client, secret := env.NewClient(t, clients.NewClient{})
+	client, secret := env.NewClient(t, apiclients.NewClient{})
 	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
 		Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`),
 		TargetCollection: "app.test.note",
@@ -244,7 +244,7 @@ func TestProcedureValidatesAndReadsURI(t *testing.T) {
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	pds := oauthtest.New(t, oauthtest.Options{})
 	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
-	client, secret := env.NewClient(t, clients.NewClient{})
+	client, secret := env.NewClient(t, apiclients.NewClient{})
 	ctx := context.Background()
 	for _, up := range []lexicon.Upload{
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.bookmark","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"uri":{"type":"string"},"note":{"type":"string","maxLength":10}}}}}}`)},

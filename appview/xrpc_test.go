@@ -15,8 +15,8 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -36,7 +36,7 @@ func newEnv(t *testing.T, store storage.Store, pds string, dids ...string) *test
 	for _, did := range dids {
 		env.PLC.Register(did, strings.TrimPrefix(did, "did:plc:")+".test", pds)
 	}
-	client, _ := env.NewClient(t, clients.NewClient{RateLimitCapacity: ptr(100000)})
+	client, _ := env.NewClient(t, apiclients.NewClient{RateLimitCapacity: ptr(100000)})
 	return &testEnv{app: env.App, url: env.URL, key: client.Key}
 }
 
@@ -341,7 +341,7 @@ func TestQueriesByHandle(t *testing.T) {
 	dir := identity.NewMockDirectory()
 	dir.Insert(identity.Identity{DID: "did:plc:alice", Handle: "alice.test"})
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: dir})
-	client, _ := env.NewClient(t, clients.NewClient{})
+	client, _ := env.NewClient(t, apiclients.NewClient{})
 	for _, up := range []string{postLexicon, listLexicon} {
 		target := ""
 		if up == listLexicon {
@@ -377,7 +377,7 @@ func TestQueriesByHandle(t *testing.T) {
 	}
 
 	down := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: failingDirectory{dir}})
-	downClient, _ := down.NewClient(t, clients.NewClient{})
+	downClient, _ := down.NewClient(t, apiclients.NewClient{})
 	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
 		t.Fatal(err)
 	}

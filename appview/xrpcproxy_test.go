@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/admins"
-	"github.com/lexview/lexview/appview/internal/clients"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/dnstest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -59,7 +59,7 @@ func TestXRPCProxy(t *testing.T) {
 		pds, appviewSvc, other := newEchoService(t, "pds"), newEchoService(t, "appview"), newEchoService(t, "other")
 		env := testenv.New(t, open(t), appview.Config{LexiconDNSServer: dns.Addr})
 		admin := env.Bootstrap(t)
-		c, _ := env.NewClient(t, clients.NewClient{})
+		c, _ := env.NewClient(t, apiclients.NewClient{})
 		call := func(method, path string, body any, headers ...string) testenv.Response {
 			t.Helper()
 			return env.Do(t, method, path, body, append([]string{"X-Client-Key", c.Key}, headers...)...)

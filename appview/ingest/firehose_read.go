@@ -16,7 +16,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 	"github.com/coder/websocket"
 
-	"github.com/lexview/lexview/appview/internal/streamframe"
+	"github.com/lexview/lexview/appview/internal/core/streamframe"
 	"github.com/lexview/lexview/storage"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/firehosetest"
+	"github.com/lexview/lexview/appview/internal/testing/firehosetest"
 	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"

@@ -13,7 +13,7 @@ import (
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/firehosetest"
+	"github.com/lexview/lexview/appview/internal/testing/firehosetest"
 	"github.com/lexview/lexview/storage"
 )
 

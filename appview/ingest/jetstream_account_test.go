@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/firehosetest"
+	"github.com/lexview/lexview/appview/internal/testing/firehosetest"
 	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/storage"

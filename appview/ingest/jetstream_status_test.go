@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/testenv"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/storage"
 )

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 #
 # Provision a headless browser for the dashboard's browser tests
-# (appview/internal/dashboard, driven with github.com/chromedp/chromedp).
+# (appview/internal/web/dashboard, driven with github.com/chromedp/chromedp).
 #
 # Source this file, then:
 #

@@ -11,7 +11,7 @@
 #
 # APPVIEW_DEVENV_DIR is a directory holding node_modules/ with the pinned
 # packages; scripts/devenv/start-network.mjs resolves its modules from there
-# and appview/internal/refpds runs that script.
+# and appview/internal/testing/refpds runs that script.
 #
 # The packages are installed once with `npm install` (better-sqlite3 compiles
 # from source: 2-3 minutes, ~360 MB) and cached under

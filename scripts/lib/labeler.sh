@@ -11,7 +11,7 @@
 #
 # APPVIEW_LABELER_DIR is a directory holding node_modules/ with the packages
 # of scripts/labeler/package-lock.json; scripts/labeler/labeler.mjs resolves
-# its modules from there and appview/internal/reflabeler runs that script.
+# its modules from there and appview/internal/testing/reflabeler runs that script.
 #
 # The packages are installed with `npm ci` from the committed lock file, so
 # every install gets the same versions (@skyware/labeler 0.2.0 and its

@@ -9,7 +9,7 @@
 #   lexview_relay_cleanup   # removes half-done builds: this shell's, and those
 #                           # whose builder died (idempotent; safe in traps)
 #
-# APPVIEW_RELAY_BIN is the relay binary; appview/internal/refrelay runs it in
+# APPVIEW_RELAY_BIN is the relay binary; appview/internal/testing/refrelay runs it in
 # front of the reference PDS.
 #
 # The version is the one of indigo in go.mod, so the relay and the indigo

@@ -1,0 +1,144 @@
+// Package eventlog appends entries to the audit trail and purges old ones.
+package eventlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/storage"
+)
+
+// Severities.
+const (
+	Info  = "info"
+	Warn  = "warn"
+	Error = "error"
+)
+
+// Entry is an event to record.
+type Entry struct {
+	Type     string // dotted: category.action, e.g. lexicon.created
+	Severity string // Info (default), Warn or Error
+	ActorDID string
+	Subject  string
+	Detail   any // encoded as a JSON object; nil means {}
+}
+
+// Store is the persistence the event log needs.
+type Store interface {
+	AppendEvents(ctx context.Context, events []storage.Event) error
+	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
+	ListEvents(ctx context.Context, f storage.EventFilter) ([]storage.Event, bool, error)
+}
+
+// Log records events. A failure to record is logged, never returned: the
+// action that produced the event has already happened.
+type Log struct {
+	store Store
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// New returns a Log writing to store.
+func New(store Store, now func() time.Time, log *slog.Logger) *Log {
+	return &Log{store: store, now: now, log: log}
+}
+
+// Record appends one entry.
+func (l *Log) Record(ctx context.Context, e Entry) {
+	if e.Severity == "" {
+		e.Severity = Info
+	}
+	detail := json.RawMessage(`{}`)
+	if e.Detail != nil {
+		b, err := json.Marshal(e.Detail)
+		if err != nil {
+			l.log.Error("event detail does not encode", "event_type", e.Type, "err", err)
+		} else {
+			detail = b
+		}
+	}
+	// The entry outlives a cancelled request: record it regardless.
+	ctx = context.WithoutCancel(ctx)
+	err := l.store.AppendEvents(ctx, []storage.Event{{
+		Type: e.Type, Severity: e.Severity, ActorDID: e.ActorDID, Subject: e.Subject, Detail: detail, CreatedAt: l.now(),
+	}})
+	if err != nil {
+		l.log.Error("recording event failed", "event_type", e.Type, "subject", e.Subject, "err", err)
+	}
+}
+
+// RunPurge deletes entries older than retention every interval until ctx
+// ends. A retention of zero or less keeps everything.
+func (l *Log) RunPurge(ctx context.Context, retention, interval time.Duration) {
+	if retention <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := l.store.PurgeEvents(ctx, l.now().Add(-retention)); err != nil {
+			if ctx.Err() == nil {
+				l.log.Error("purging event log failed", "err", err)
+			}
+		} else if n > 0 {
+			l.log.Info("purged old event-log entries", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Query selects entries for List: exact Type, Category (the part before
+// the first dot), Severity and Subject, each optional; Limit entries
+// after Cursor (a cursor List returned; "" for the first page).
+type Query struct {
+	Type, Category, Severity, Subject string
+	Limit                             int
+	Cursor                            string
+}
+
+// cursorScope binds event-log cursors to the listing. The filters are not
+// part of the scope: the position (an entry id) means the same under any
+// filter.
+const cursorScope = "events"
+
+var errBadCursor = fail.New(fail.Invalid, "invalid cursor")
+
+// List returns a page of entries, newest first, and the cursor of the
+// next page ("" on the last one).
+func (l *Log) List(ctx context.Context, q Query) ([]storage.Event, string, error) {
+	switch q.Severity {
+	case "", Info, Warn, Error:
+	default:
+		return nil, "", fail.New(fail.Invalid, "severity must be info, warn or error")
+	}
+	f := storage.EventFilter{Type: q.Type, Category: q.Category, Severity: q.Severity, Subject: q.Subject, Limit: q.Limit}
+	if q.Cursor != "" {
+		pos, err := storage.DecodeCursor(cursorScope, q.Cursor)
+		if err != nil {
+			return nil, "", errBadCursor
+		}
+		if _, err := strconv.ParseInt(pos.URI, 10, 64); err != nil {
+			return nil, "", errBadCursor
+		}
+		f.Before = pos.URI
+	}
+	list, more, err := l.store.ListEvents(ctx, f)
+	if errors.Is(err, storage.ErrInvalidCursor) {
+		return nil, "", errBadCursor
+	}
+	if err != nil || !more || len(list) == 0 {
+		return list, "", err
+	}
+	last := list[len(list)-1]
+	return list, storage.EncodeCursor(cursorScope, storage.Position{Time: last.CreatedAt, URI: last.ID}), nil
+}

@@ -1,0 +1,80 @@
+package admins
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/storage"
+)
+
+// ClaimTokenHeader carries the claim token on the admin request that
+// claims a fresh instance (ClaimPolicy with a token).
+const ClaimTokenHeader = "X-Claim-Token"
+
+// ClaimTokenPrefix starts every claim token.
+const ClaimTokenPrefix = "hvclaim_"
+
+// ClaimPolicy says which admin request may claim a fresh instance, one
+// with no admin user yet, making its caller the super user.
+type ClaimPolicy struct {
+	// FirstRequest lets the first authenticated admin request claim it
+	// (the interface specification's rule).
+	FirstRequest bool
+	// Token, when set, lets the first authenticated admin request that
+	// carries it claim the instance.
+	Token string
+}
+
+// NewClaimToken returns a fresh random claim token.
+func NewClaimToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return ClaimTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// errUnclaimed refuses a request that may not claim a fresh instance.
+var errUnclaimed = fail.New(fail.Forbidden,
+	"this instance has no admin yet: claim it with `appview admin bootstrap --did <your DID>`, "+
+		"or send the claim token printed at start-up in the "+ClaimTokenHeader+" header")
+
+// mayClaim reports whether a request carrying token may claim the
+// instance.
+func (p ClaimPolicy) mayClaim(token string) bool {
+	if p.FirstRequest {
+		return true
+	}
+	return p.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(p.Token)) == 1
+}
+
+// Unclaimed reports whether the instance has no admin user yet.
+func (s *Service) Unclaimed(ctx context.Context) (bool, error) {
+	users, err := s.store.ListAdminUsers(ctx)
+	return len(users) == 0, err
+}
+
+// claim is ByDID's path for a DID with no admin user: the claim when the
+// policy allows it, else a refusal that says how to claim a fresh
+// instance, or the plain Forbidden of a claimed one.
+func (s *Service) claim(ctx context.Context, did syntax.DID, token string) (storage.AdminUser, error) {
+	if s.claimPolicy.mayClaim(token) {
+		return s.ClaimFirst(ctx, did)
+	}
+	if unclaimed, err := s.Unclaimed(ctx); err != nil {
+		return storage.AdminUser{}, err
+	} else if unclaimed {
+		return storage.AdminUser{}, errUnclaimed
+	}
+	return storage.AdminUser{}, errForbidden
+}
+
+var errForbidden = fail.New(fail.Forbidden, "forbidden")
+
+// IsUnclaimedRefusal reports whether err refused a request because the
+// instance has no admin yet and the request may not claim it.
+func IsUnclaimedRefusal(err error) bool { return errors.Is(err, errUnclaimed) }

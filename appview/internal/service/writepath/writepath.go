@@ -1,0 +1,238 @@
+// Package writepath is the service behind procedures' default behaviour:
+// a procedure's body becomes a record of its lexicon's target collection,
+// written to the caller's PDS through their device session (createRecord,
+// or putRecord when the body names the record's `uri`), then indexed
+// locally through the batch writer, so that a read right after the write
+// sees it. It also gives the PDS write client the device sessions it acts
+// with (SessionSource).
+package writepath
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
+	"github.com/lexview/lexview/appview/internal/web/userauth"
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/storage"
+)
+
+// PDSWriter writes records to a user's PDS through their session.
+type PDSWriter interface {
+	CreateRecord(ctx context.Context, sessionID, collection string, record json.RawMessage, rkey string) (int, []byte, *oauth.WriteResult, error)
+	PutRecord(ctx context.Context, sessionID, repo, collection, rkey string, record json.RawMessage, swapRecord string) (int, []byte, *oauth.WriteResult, error)
+}
+
+// Indexer commits a change and waits for it (the batch writer), and says
+// beforehand whether it would accept a record.
+type Indexer interface {
+	Write(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
+	CheckRecord(collection string, record json.RawMessage) error
+}
+
+// Service writes procedure records to users' PDSes.
+type Service struct {
+	pds     PDSWriter
+	indexer Indexer
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// New returns the service.
+func New(pds PDSWriter, idx Indexer, log *slog.Logger, now func() time.Time) *Service {
+	return &Service{pds: pds, indexer: idx, log: log, now: now}
+}
+
+// Answer is the PDS's answer to a write, passed on unchanged.
+type Answer struct {
+	Status int
+	Body   []byte
+	// NotIndexed says why a write the PDS accepted was not indexed before
+	// the answer ("" when it was).
+	NotIndexed string
+}
+
+var (
+	errNoSession     = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
+	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
+	errBadBody       = fail.New(fail.Invalid, "invalid request body")
+	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
+	errUpstreamWrite = fail.New(fail.BadGateway, "upstream PDS failure")
+)
+
+// Write makes body (a JSON object) a record of collection in the caller's
+// repository: created, or replaced when body's `uri` is the AT URI of a
+// record of collection in the caller's repository (see replaceTarget).
+// The record is validated first, as indexing it will be: an invalid one
+// never reaches the PDS. It returns the PDS's answer; a PDS that answers
+// with an error status is an Answer too, not an error.
+func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (Answer, error) {
+	if caller == nil || caller.Session == nil {
+		return Answer{}, errNoSession
+	}
+	if collection == "" {
+		return Answer{}, errNoTarget
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return Answer{}, errBadBody
+	}
+	if lexicon.CheckRecordText(body) != nil {
+		return Answer{}, errBadBody // not storable text: refused before the PDS sees it
+	}
+	rkey := replaceTarget(fields, caller.DID, collection)
+	if rkey != "" {
+		delete(fields, "uri")
+	}
+	return s.write(ctx, caller, collection, rkey, fields)
+}
+
+// WriteRecord writes record (a JSON object) as the record collection/rkey
+// of the caller's repository: created (rkey "": the PDS picks the key) or
+// created or replaced at rkey (putRecord). Unlike Write, a `uri` field is
+// a field like any other. It validates, writes and indexes like Write.
+func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (Answer, error) {
+	if caller == nil || caller.Session == nil {
+		return Answer{}, errNoSession
+	}
+	if collection == "" {
+		return Answer{}, errNoTarget
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(record, &fields); err != nil || fields == nil {
+		return Answer{}, errBadBody
+	}
+	if lexicon.CheckRecordText(record) != nil {
+		return Answer{}, errBadBody
+	}
+	if rkey != "" {
+		if _, err := syntax.ParseRecordKey(rkey); err != nil {
+			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
+		}
+	}
+	return s.write(ctx, caller, collection, rkey, fields)
+}
+
+// write validates fields as a record of collection and writes it.
+func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage) (Answer, error) {
+	fields["$type"], _ = json.Marshal(collection)
+	record, _ := json.Marshal(fields)
+	if err := s.indexer.CheckRecord(collection, record); err != nil {
+		return Answer{}, fail.Wrap(fail.Invalid, "invalid record: "+err.Error(), err)
+	}
+
+	var (
+		status int
+		resp   []byte
+		res    *oauth.WriteResult
+		err    error
+	)
+	op := storage.OpCreate
+	if rkey != "" {
+		op = storage.OpUpdate
+		status, resp, res, err = s.pds.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
+	} else {
+		status, resp, res, err = s.pds.CreateRecord(ctx, caller.Session.ID, collection, record, "")
+	}
+	if err != nil {
+		var re *oauth.RefreshError
+		if errors.As(err, &re) {
+			return Answer{}, errTokenExpired
+		}
+		s.log.ErrorContext(ctx, "proxying a procedure failed", "err", err)
+		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
+	}
+	ans := Answer{Status: status, Body: resp}
+	if status == http.StatusOK && res != nil {
+		ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
+	}
+	return ans, nil
+}
+
+// replaceTarget returns the record key a body's `uri` names when it is the
+// AT URI of a record of collection in did's repository: the body then
+// replaces that record. Otherwise (absent, not a string, another
+// repository or collection, no record key) `uri` is a field of the record
+// like any other, and "" is returned.
+func replaceTarget(fields map[string]json.RawMessage, did, collection string) string {
+	raw, ok := fields["uri"]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	uri, err := syntax.ParseATURI(s)
+	if err != nil || uri.RecordKey() == "" || uri.Authority().String() != did || uri.Collection().String() != collection {
+		return ""
+	}
+	return uri.RecordKey().String()
+}
+
+// maxRevAhead is how far in the future a commit's rev may be dated: a
+// PDS's clock may run a little ahead of ours, never by more.
+const maxRevAhead = 5 * time.Minute
+
+// index commits the written record so a read right after the write sees
+// it, and otherwise returns why not (the PDS has the record; the stream
+// brings it unless it is invalid). What the PDS reports is checked against the request first: a
+// PDS that misreports the record's place or dates its rev far ahead is
+// not believed (the stream brings the record, if it exists).
+func (s *Service) index(ctx context.Context, did, collection, rkey string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) string {
+	key, err := s.checkResult(did, collection, rkey, res)
+	if err != nil {
+		s.log.WarnContext(ctx, "not indexing a write the PDS misreported", "did", did, "uri", res.URI, "rev", res.Rev, "err", err)
+		return "the PDS's answer does not match the write: " + err.Error()
+	}
+	change := storage.Change{Op: op, DID: did, Collection: collection, RKey: key, CID: res.CID,
+		Rev: res.Rev, Record: bytes.Clone(record)}
+	result, err := s.indexer.Write(ctx, "procedure", []storage.Change{change})
+	switch {
+	case err != nil:
+		s.log.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err)
+		return "indexing failed; the event stream will bring the record"
+	case len(result.Rejected) > 0:
+		s.log.WarnContext(ctx, "a written record was refused by validation", "uri", res.URI, "err", result.Rejected[0].Err)
+		return "refused by validation: " + result.Rejected[0].Err.Error()
+	}
+	return ""
+}
+
+// checkResult returns the record key of a write's result when the result
+// names a record of collection in did's repository (with key rkey, when
+// the write named one), a valid CID, and a valid rev dated no later than
+// maxRevAhead from now.
+func (s *Service) checkResult(did, collection, rkey string, res *oauth.WriteResult) (string, error) {
+	uri, err := syntax.ParseATURI(res.URI)
+	if err != nil || uri.RecordKey() == "" {
+		return "", fmt.Errorf("not a record URI: %q", res.URI)
+	}
+	if uri.Authority().String() != did || uri.Collection().String() != collection ||
+		(rkey != "" && uri.RecordKey().String() != rkey) {
+		return "", errors.New("the URI is not the record written")
+	}
+	if _, err := syntax.ParseCID(res.CID); err != nil {
+		return "", fmt.Errorf("cid: %w", err)
+	}
+	if res.Rev != "" {
+		tid, err := syntax.ParseTID(res.Rev)
+		if err != nil {
+			return "", fmt.Errorf("rev: %w", err)
+		}
+		if tid.Time().After(s.now().Add(maxRevAhead)) {
+			return "", fmt.Errorf("rev is dated %s, in the future", tid.Time().UTC().Format(time.RFC3339))
+		}
+	}
+	return uri.RecordKey().String(), nil
+}

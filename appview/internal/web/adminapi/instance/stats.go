@@ -1,0 +1,71 @@
+package instance
+
+import (
+	"maps"
+	"net/http"
+
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/web/respond"
+	"github.com/lexview/lexview/storage"
+)
+
+// collectionCount is one collection's record count.
+type collectionCount struct {
+	Collection string `json:"collection"`
+	Count      int64  `json:"count"`
+}
+
+func toCounts(counts []storage.CollectionCount) []collectionCount {
+	out := make([]collectionCount, len(counts))
+	for i, c := range counts {
+		out[i] = collectionCount{Collection: c.Collection, Count: c.Count}
+	}
+	return out
+}
+
+// stats answers GET /admin/stats:
+//
+//	{
+//	  "total_records": 1234,          // records in every collection
+//	  "lexicons": 7,                  // lexicons loaded
+//	  "record_collections": 3,        // collections with a record-type lexicon
+//	  "collections": [{"collection": "app.example.post", "count": 1200}, ...],
+//	  "sources": {"jetstream": {"connected": true, "cursor": ..., ...}},
+//	  "ingest": {"connected": true, "cursor": ..., "last_event_at": ..., ...},
+//	  "writer": {"queued": 0, "committed": ..., "rejected": ..., ...},
+//	  "backfill": {...}
+//	}
+//
+// (the last four from Deps.SyncStatus: see appview's syncStatus).
+//
+// collections lists every collection holding records, largest first.
+func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	st, err := h.instance.Stats(r.Context())
+	if err != nil {
+		return err
+	}
+	body := map[string]any{
+		"total_records": st.TotalRecords, "lexicons": st.Lexicons,
+		"record_collections": st.RecordCollections, "collections": toCounts(st.Collections),
+	}
+	maps.Copy(body, st.Sync)
+	respond.JSON(w, http.StatusOK, body)
+	return nil
+}
+
+// collections answers GET /admin/records/collections: [{collection, count}],
+// largest first.
+func (h handlers) collections(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	counts, err := h.instance.CollectionCounts(r.Context())
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, toCounts(counts))
+	return nil
+}
+
+// featureFlags answers GET /admin/feature-flags: {flags: {<name>: bool}}.
+func (h handlers) featureFlags(w http.ResponseWriter, _ *http.Request, _ *admins.Principal) error {
+	respond.JSON(w, http.StatusOK, map[string]any{"flags": h.instance.FeatureFlags()})
+	return nil
+}

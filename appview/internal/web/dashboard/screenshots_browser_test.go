@@ -1,0 +1,55 @@
+package dashboard_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+)
+
+// ScreenshotsEnv names a directory: when set, TestScreenshots saves a
+// picture of each signed-in page there (docs/images is refreshed with
+// LEXVIEW_SCREENSHOTS=$PWD/docs/images go test -run TestScreenshots
+// ./appview/internal/web/dashboard/).
+const ScreenshotsEnv = "LEXVIEW_SCREENSHOTS"
+
+// TestScreenshots pictures the dashboard's pages on a seeded instance,
+// for the documentation. It runs only when $LEXVIEW_SCREENSHOTS is set.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv(ScreenshotsEnv)
+	if dir == "" {
+		t.Skipf("set $%s to a directory to save the pages' pictures", ScreenshotsEnv)
+	}
+	ctx := browser(t, 60*time.Second)
+	env, key := startInstance(t)
+	for _, id := range []string{"com.example.notes.note", "com.example.notes.like"} {
+		r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{
+			"lexicon": 1, "id": id, "defs": map[string]any{"main": map[string]any{"type": "record", "key": "tid",
+				"record": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}}}},
+			testenv.Bearer(key)...)
+		if r.Status != 201 {
+			t.Fatalf("upload %s: %d %s", id, r.Status, r.Raw)
+		}
+	}
+	seed(t, env.Store, "com.example.notes.note", 42)
+	seed(t, env.Store, "com.example.notes.like", 7)
+	signIn(t, ctx, env, key)
+	for _, p := range []struct{ path, wait, file string }{
+		{"/dashboard/", "#collections", "dashboard-overview.png"},
+		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png"},
+	} {
+		open(t, ctx, env, p.path, p.wait)
+		time.Sleep(300 * time.Millisecond) // let the page's data settle
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p.file), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

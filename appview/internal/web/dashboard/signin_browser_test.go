@@ -1,0 +1,113 @@
+package dashboard_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview/internal/service/admins"
+)
+
+// TestBrowserSignInWithKey: the root leads an unauthenticated browser to
+// the sign-in page; a wrong key is refused next to the field; the admin's
+// hv_ key signs in and the overview shows the seeded collection's count;
+// signing out leads back to the sign-in page; no console errors (the
+// Content-Security-Policy holds) but the network log of the expected 401s.
+func TestBrowserSignInWithKey(t *testing.T) {
+	ctx := browser(t, 10*time.Second)
+	env, key := startInstance(t)
+	seed(t, env.Store, "app.test.post", 3)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	if err := chromedp.Do(ctx, chromedp.Navigate(env.URL+"/"), chromedp.WaitVisible("#signin-key")); err != nil {
+		t.Fatalf("unauthenticated visit: %v", err)
+	}
+	if at := location(t, ctx); at != env.URL+"/dashboard/signin" {
+		t.Fatalf("unauthenticated visit: at %q", at)
+	}
+
+	err := chromedp.Do(ctx,
+		chromedp.SendKeys("#key", "hv_wrong"),
+		chromedp.Click("#signin-key button"),
+		chromedp.WaitVisible("#key-error"),
+	)
+	if err != nil {
+		t.Fatalf("wrong key: %v", err)
+	}
+	if msg := text(t, ctx, "#key-error"); msg != "invalid API key" {
+		t.Fatalf("wrong key: %q", msg)
+	}
+
+	err = chromedp.Do(ctx,
+		clear("#key"),
+		chromedp.SendKeys("#key", key),
+		chromedp.Click("#signin-key button"),
+		chromedp.WaitVisible("#collections"),
+	)
+	if err != nil {
+		t.Fatalf("sign in: %v (console: %q)", err, errs.all())
+	}
+	if at := location(t, ctx); at != env.URL+"/dashboard/" {
+		t.Fatalf("sign in: at %q", at)
+	}
+	rows, total := strings.Join(strings.Fields(text(t, ctx, "#collections tbody")), " "), text(t, ctx, "#total-records")
+	if rows != "app.test.post 3" || total != "3" {
+		t.Errorf("overview: rows %q, total %q", rows, total)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Click("#signout button"), chromedp.WaitVisible("#signin-key")); err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+	if at := location(t, ctx); at != env.URL+"/dashboard/signin" {
+		t.Fatalf("sign out: at %q", at)
+	}
+	// Expected in the console: the network errors of the first visit's
+	// 401 and of the wrong key's 401. Anything else (a CSP violation, an
+	// exception) fails.
+	for _, e := range errs.all() {
+		if !strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 401") {
+			t.Errorf("console error: %s", e)
+		}
+	}
+}
+
+// TestBrowserOverviewForbidden: an admin without stats:read signs in and
+// the overview says why it shows nothing, with the admin API's reason.
+func TestBrowserOverviewForbidden(t *testing.T) {
+	ctx := browser(t, 10*time.Second)
+	env, _ := startInstance(t)
+	limited := env.AddAdmin(t, admins.LexiconsRead, admins.APIKeysCreate)
+	r := limited.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard",
+		"permissions": []string{string(admins.LexiconsRead), string(admins.APIKeysCreate)}})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(env.URL+"/dashboard/signin"),
+		chromedp.SendKeys("#key", key),
+		chromedp.Click("#signin-key button"),
+		chromedp.WaitVisible("#denied"),
+	)
+	if err != nil {
+		t.Fatalf("sign in: %v (console: %q)", err, errs.all())
+	}
+	msg := text(t, ctx, "#denied")
+	if msg != "Your account lacks the stats:read permission this page needs (the admin API answered: insufficient permissions)." {
+		t.Errorf("denial: %q", msg)
+	}
+	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("stats").hidden`)); err != nil || visible {
+		t.Errorf("the statistics are shown to an admin without stats:read (%v)", err)
+	}
+	for _, e := range errs.all() {
+		if !strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 403") {
+			t.Errorf("console error: %s", e)
+		}
+	}
+}

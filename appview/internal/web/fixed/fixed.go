@@ -1,0 +1,125 @@
+// Package fixed serves the XRPC endpoints whose behaviour does not come
+// from a lexicon:
+//
+//   - POST /xrpc/com.atproto.repo.uploadBlob streams the body to the
+//     caller's PDS through their DPoP session;
+//   - GET /xrpc/app.social.actor.getProfile resolves an actor through the
+//     identity directory (PLC) and reads their profile record from their
+//     PDS.
+//
+// Both are wrapped exactly like the dynamic XRPC routes: API client
+// identification and rate limiting first, then user authentication
+// (xrpc.UserMiddleware).
+package fixed
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/lexview/lexview/appview/internal/service/profiles"
+	"github.com/lexview/lexview/appview/internal/web/respond"
+	"github.com/lexview/lexview/appview/internal/web/userauth"
+	"github.com/lexview/lexview/appview/internal/web/xrpc"
+)
+
+// Paths of the fixed endpoints.
+const (
+	UploadBlobPath = "/xrpc/com.atproto.repo.uploadBlob"
+	GetProfilePath = "/xrpc/app.social.actor.getProfile"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBlobSize is the largest blob uploadBlob accepts: 50 MB
+	// (50 MiB, 52,428,800 bytes, like the PDS stand-in's default).
+	DefaultMaxBlobSize = 50 << 20
+)
+
+// PDSClient sends requests to a user's PDS through their DPoP session;
+// *oauth.Client implements it. Do returns the PDS's response with its body
+// unread, and streams bodies larger than it buffers.
+type PDSClient interface {
+	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
+}
+
+// Options configure a Handler.
+type Options struct {
+	// ClientMiddleware identifies the API client (and takes a rate-limit
+	// token); nil serves requests without client identification.
+	ClientMiddleware func(http.Handler) http.Handler
+	// Users authenticates the user behind a request; nil treats every
+	// caller as anonymous (so both endpoints answer 401).
+	Users *userauth.Authenticator
+	// PDS proxies uploads with the caller's DPoP session.
+	PDS PDSClient
+	// Profiles looks profiles up for getProfile.
+	Profiles *profiles.Service
+	// MaxBlobSize: see DefaultMaxBlobSize.
+	MaxBlobSize int64
+	Logger      *slog.Logger
+}
+
+// Handler serves the fixed endpoints.
+type Handler struct {
+	pds      PDSClient
+	profiles *profiles.Service
+	maxBlob  int64
+	log      *slog.Logger
+	wrap     func(http.Handler) http.Handler
+}
+
+// New returns a Handler with unset options at their defaults.
+func New(o Options) *Handler {
+	h := &Handler{
+		pds: o.PDS, profiles: o.Profiles, maxBlob: o.MaxBlobSize, log: o.Logger,
+	}
+	if h.maxBlob <= 0 {
+		h.maxBlob = DefaultMaxBlobSize
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	users, clientMW := o.Users, o.ClientMiddleware
+	h.wrap = func(next http.Handler) http.Handler {
+		if users != nil {
+			next = xrpc.UserMiddleware(users, h.log, next)
+		}
+		if clientMW != nil {
+			next = clientMW(next)
+		}
+		return next
+	}
+	return h
+}
+
+// Mount registers the endpoints on mux. Their patterns are more specific
+// than a catch-all /xrpc/{nsid}, so they take precedence over it.
+func (h *Handler) Mount(mux *http.ServeMux) {
+	mux.Handle("POST "+UploadBlobPath, h.wrap(http.HandlerFunc(h.uploadBlob)))
+	mux.Handle("GET "+GetProfilePath, h.wrap(http.HandlerFunc(h.getProfile)))
+}
+
+// getProfile answers GET /xrpc/app.social.actor.getProfile for an
+// authenticated caller (any method): the profile of `actor` (a DID or a
+// handle; default the caller).
+func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
+	caller := userauth.FromContext(r.Context())
+	if caller == nil {
+		respond.Error(w, http.StatusUnauthorized, "authentication required")
+		return
+	}
+	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
+	if actor == "" {
+		actor = caller.DID
+	}
+	p, err := h.profiles.Get(r.Context(), actor)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, p)
+}
