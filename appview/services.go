@@ -37,7 +37,8 @@ func (a *App) newServices() *server.Services {
 		LiveIngestion: len(a.sources) > 0,
 	})
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
-	writes := writepath.New(a.pds, a.writer, a.log, a.cfg.Now)
+	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
+		Events: a.events, Logger: a.log, Now: a.cfg.Now})
 	return &server.Services{
 		Clients:  a.clientManager,
 		Events:   a.events,

@@ -312,3 +312,55 @@ func TestProcedureValidatesAndReadsURI(t *testing.T) {
 		t.Fatalf("writes on the PDS: %d, want 5", len(pds.Writes()))
 	}
 }
+
+// TestProcedureURIOfAnotherRecord: on a collection whose record has no
+// `uri` property, a body's `uri` either names one of the caller's records
+// of the collection (replaced) or is refused: another account's
+// repository (403), another collection, no record or no AT URI (400).
+// Nothing refused reaches the PDS.
+func TestProcedureURIOfAnotherRecord(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{})
+		pds := oauthtest.New(t, oauthtest.Options{})
+		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
+		client, secret := env.NewClient(t, apiclients.NewClient{})
+		putNoteLexicons(t, env)
+		dev := signIn(t, env, pds, client.Key, secret, did)
+
+		r := dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "mine"})
+		own, _ := r.Object(t)["uri"].(string)
+		if r.Status != 200 || own == "" {
+			t.Fatalf("create: %d %s", r.Status, r.Raw)
+		}
+		rkey := own[strings.LastIndexByte(own, '/')+1:]
+		for _, c := range []struct {
+			uri    any
+			status int
+			err    string
+		}{
+			{"at://did:plc:someoneelse/app.test.note/" + rkey, 403, "cannot write to another account's repository"},
+			{"at://did:plc:someoneelse/app.test.other/" + rkey, 403, "cannot write to another account's repository"},
+			{"at://" + did + "/app.test.other/" + rkey, 400, "uri names a record of another collection"},
+			{"at://" + did + "/app.test.note", 400, "invalid AT URI: it names no record"},
+			{"at://alice.test/app.test.note/" + rkey, 400, "invalid AT URI: name the repository by its DID"},
+			{"https://example.com/" + rkey, 400, "invalid AT URI"},
+			{42, 400, "invalid AT URI"},
+		} {
+			r := dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"uri": c.uri, "text": "hijack"})
+			if r.Status != c.status || r.Error(t) != c.err {
+				t.Errorf("uri %v: %d %s, want %d %q", c.uri, r.Status, r.Raw, c.status, c.err)
+			}
+		}
+		if n := len(pds.Writes()); n != 1 {
+			t.Fatalf("%d writes reached the PDS, want only the create", n)
+		}
+		// The caller's own record of the collection is replaced.
+		r = dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"uri": own, "text": "edited"})
+		if r.Status != 200 || r.Object(t)["uri"] != own {
+			t.Fatalf("put: %d %s", r.Status, r.Raw)
+		}
+		if stored, _ := pds.Record(own); !strings.Contains(string(stored.Value), `"edited"`) || len(pds.Writes()) != 2 {
+			t.Fatalf("the put on the PDS: %s (%d writes)", stored.Value, len(pds.Writes()))
+		}
+	})
+}

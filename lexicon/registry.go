@@ -35,8 +35,12 @@ type Lexicon struct {
 	// top-level `labels` property: its default answers carry the labels
 	// on the records they return.
 	OutputLabels bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RecordURI is set for a record lexicon whose record declares a
+	// top-level `uri` property: a default procedure's body may then carry
+	// `uri` as a field of the record (see docs/oauth.md).
+	RecordURI bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Upload is a request to add or replace a lexicon.
@@ -280,8 +284,28 @@ func fromStorage(s storage.Lexicon) *Lexicon {
 		ID: s.ID, Revision: s.Revision, Kind: Kind(s.Type), Raw: s.JSON, Backfill: s.Backfill,
 		TargetCollection: s.TargetCollection, Script: s.Script, IndexHook: s.IndexHook,
 		OutputLabels: Kind(s.Type) == KindQuery && declaresOutputLabels(s.JSON),
+		RecordURI:    Kind(s.Type) == KindRecord && declaresRecordProperty(s.JSON, "uri"),
 		CreatedAt:    s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
+}
+
+// declaresRecordProperty reports whether a record lexicon's record schema
+// (an object) declares the top-level property name.
+func declaresRecordProperty(raw json.RawMessage, name string) bool {
+	var doc struct {
+		Defs struct {
+			Main struct {
+				Record struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"record"`
+			} `json:"main"`
+		} `json:"defs"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return false
+	}
+	_, ok := doc.Defs.Main.Record.Properties[name]
+	return ok
 }
 
 // declaresOutputLabels reports whether a lexicon's main definition has an

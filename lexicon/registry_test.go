@@ -180,3 +180,24 @@ func TestRefreshSeesOtherInstances(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordURI: RecordURI says whether a record lexicon's record declares
+// a top-level `uri` property.
+func TestRecordURI(t *testing.T) {
+	reg := lexicon.NewRegistry(storagetest.SQLite(t))
+	for id, props := range map[string]string{
+		"app.test.bookmark": `{"uri":{"type":"string"}}`,
+		"app.test.post":     `{"text":{"type":"string"},"reply":{"type":"object","properties":{"uri":{"type":"string"}}}}`,
+	} {
+		doc := `{"lexicon":1,"id":"` + id + `","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":` + props + `}}}}`
+		if _, _, err := reg.Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, _ := reg.Snapshot().Get("app.test.bookmark"); l == nil || !l.RecordURI {
+		t.Fatalf("bookmark: %+v", l)
+	}
+	if l, _ := reg.Snapshot().Get("app.test.post"); l == nil || l.RecordURI {
+		t.Fatalf("post (a nested uri only): %+v", l)
+	}
+}

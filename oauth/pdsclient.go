@@ -354,6 +354,12 @@ type WriteResult struct {
 	Rev       string // "" when the PDS gave no commit
 }
 
+// NoCommit reports whether the PDS answered without a commit. For
+// putRecord that means the record was unchanged and nothing was written:
+// the reference PDS skips such a put, and no event of it reaches the
+// network.
+func (r *WriteResult) NoCommit() bool { return r.CommitCID == "" && r.Rev == "" }
+
 // CreateRecord calls com.atproto.repo.createRecord on the session's PDS for
 // the session's repository, with rkey when not "". It returns the PDS's
 // status and body unchanged, and the parsed result when the status is 200.

@@ -159,6 +159,13 @@ func (s *Server) putRecord(w http.ResponseWriter, r *http.Request, did string) {
 			return
 		}
 	}
+	if cur, exists := s.records[uri]; exists && cur.CID == cidFor(0x71, value) {
+		s.mu.Unlock()
+		// As on the reference PDS, an unchanged record is no write: the
+		// answer has no commit.
+		writeJSON(w, http.StatusOK, map[string]any{"uri": uri, "cid": cur.CID, "validationStatus": "unknown"})
+		return
+	}
 	rec := s.storeLocked(did, in.Collection, in.Rkey, value)
 	s.mu.Unlock()
 	s.writeCommit(w, rec)

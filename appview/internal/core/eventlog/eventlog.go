@@ -31,6 +31,8 @@ type Entry struct {
 
 // Store is the persistence the event log needs.
 type Store interface {
+	// GetSetting reads VerboseSetting.
+	GetSetting(ctx context.Context, key string) (string, error)
 	AppendEvents(ctx context.Context, events []storage.Event) error
 	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
 	ListEvents(ctx context.Context, f storage.EventFilter) ([]storage.Event, bool, error)
@@ -71,6 +73,73 @@ func (l *Log) Record(ctx context.Context, e Entry) {
 	if err != nil {
 		l.log.Error("recording event failed", "event_type", e.Type, "subject", e.Subject, "err", err)
 	}
+}
+
+// VerboseSetting is the setting that turns verbose event logging on
+// ("true"; "false" or absent: off). Events too frequent for the audit
+// trail by default (RecordPutSkipped) are recorded only under it. It is
+// read at each such event, so a change applies at once.
+const VerboseSetting = "event_log_verbose"
+
+// RecordVerbose appends e only while verbose logging is on
+// (VerboseSetting).
+func (l *Log) RecordVerbose(ctx context.Context, e Entry) {
+	if l.Verbose(ctx) {
+		l.Record(ctx, e)
+	}
+}
+
+// Verbose reports whether verbose logging is on. A setting that cannot be
+// read counts as off (and is logged).
+func (l *Log) Verbose(ctx context.Context) bool {
+	v, err := l.store.GetSetting(context.WithoutCancel(ctx), VerboseSetting)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			l.log.Warn("reading the verbose event-log setting failed; verbose events are left out", "err", err)
+		}
+		return false
+	}
+	on, _ := strconv.ParseBool(v)
+	return on
+}
+
+// Event types of the record operations Lexview makes in a user's
+// repository on their behalf: procedures' writes (default and scripted)
+// and scripts' deletes.
+const (
+	RecordCreated = "record.created"
+	RecordUpdated = "record.updated"
+	RecordDeleted = "record.deleted"
+	// RecordPutSkipped is a put the PDS answered without a commit: the
+	// record was unchanged, nothing was written, and nothing is indexed
+	// again (the specification's "put record skip"). Recorded only under
+	// verbose logging.
+	RecordPutSkipped = "record.put_skipped"
+)
+
+// RecordOp is the audit entry of a record operation made on actor's
+// behalf: created, updated or deleted according to op, subject the
+// record's AT URI, detail the record's cid (not for deletes), the
+// commit's rev and what made it (via: "procedure" or "script").
+func RecordOp(op storage.ChangeOp, actor, uri, cid, rev, via string) Entry {
+	typ := RecordCreated
+	switch op {
+	case storage.OpUpdate:
+		typ = RecordUpdated
+	case storage.OpDelete:
+		typ = RecordDeleted
+	}
+	detail := map[string]any{"rev": rev, "via": via}
+	if op != storage.OpDelete {
+		detail["cid"] = cid
+	}
+	return Entry{Type: typ, ActorDID: actor, Subject: uri, Detail: detail}
+}
+
+// PutSkipped is the audit entry of a put the PDS made no commit for
+// (RecordPutSkipped), to record with RecordVerbose.
+func PutSkipped(actor, uri, cid, via string) Entry {
+	return Entry{Type: RecordPutSkipped, ActorDID: actor, Subject: uri, Detail: map[string]any{"cid": cid, "via": via}}
 }
 
 // RunPurge deletes entries older than retention every interval until ctx

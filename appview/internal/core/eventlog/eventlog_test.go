@@ -127,3 +127,23 @@ func TestRunPurge(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordVerbose: verbose entries are recorded only while the verbose
+// setting is true.
+func TestRecordVerbose(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		s := open(t)
+		ctx := context.Background()
+		l := eventlog.New(s, func() time.Time { return base }, quiet)
+		l.RecordVerbose(ctx, eventlog.Entry{Type: "test.unset"})
+		for _, v := range []string{"true", "false"} {
+			if err := s.PutSetting(ctx, eventlog.VerboseSetting, v); err != nil {
+				t.Fatal(err)
+			}
+			l.RecordVerbose(ctx, eventlog.Entry{Type: "test." + v})
+		}
+		if got := types(t, s); !slices.Equal(got, []string{"test.true"}) {
+			t.Fatalf("recorded %v, want only the entry made while verbose", got)
+		}
+	})
+}

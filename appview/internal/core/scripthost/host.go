@@ -114,9 +114,15 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// viaScript is the `via` of the audit entries of scripts' writes.
+const viaScript = "script"
+
 // WriteRecord writes through the caller's PDS session, then indexes the
 // result through the batch writer, where record-event scripts see it like
-// any other event.
+// any other event, and audits it (record.created, record.updated,
+// record.deleted). A put the PDS makes no commit for (the record
+// unchanged) is not indexed again when the index holds the record; it is
+// audited as record.put_skipped under verbose logging only.
 func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.RecordWrite) (script.WriteResult, error) {
 	pds := h.r.opt.PDS
 	if pds == nil {
@@ -131,7 +137,9 @@ func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.R
 			return script.WriteResult{}, &errPDS{status, body}
 		}
 		h.index(ctx, storage.Change{Op: storage.OpDelete, DID: caller.DID, Collection: w.Collection, RKey: w.RKey, Rev: rev})
-		return script.WriteResult{URI: "at://" + caller.DID + "/" + w.Collection + "/" + w.RKey}, nil
+		uri := "at://" + caller.DID + "/" + w.Collection + "/" + w.RKey
+		h.r.opt.Events.Record(ctx, eventlog.RecordOp(storage.OpDelete, caller.DID, uri, "", rev, viaScript))
+		return script.WriteResult{URI: uri}, nil
 	}
 	var (
 		status int
@@ -152,6 +160,15 @@ func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.R
 	if status != http.StatusOK || res == nil {
 		return script.WriteResult{}, &errPDS{status, body}
 	}
+	if w.Update && res.NoCommit() {
+		uri := "at://" + caller.DID + "/" + w.Collection + "/" + w.RKey
+		if stored, err := h.GetRecord(ctx, uri); err == nil && stored.CID == res.CID {
+			// The PDS skipped the put (the record unchanged): nothing to index.
+			h.r.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, viaScript))
+			return script.WriteResult{URI: uri, CID: res.CID}, nil
+		}
+	}
+	h.r.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, viaScript))
 	if u, perr := syntax.ParseATURI(res.URI); perr == nil {
 		h.index(ctx, storage.Change{Op: op, DID: caller.DID, Collection: w.Collection, RKey: u.RecordKey().String(),
 			CID: res.CID, Rev: res.Rev, Record: w.Record})

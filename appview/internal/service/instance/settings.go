@@ -165,6 +165,10 @@ func checkSettingValue(key, value string) error {
 		if utf8.RuneCountInString(value) > 200 {
 			return fail.New(fail.Invalid, "app_name is longer than 200 characters")
 		}
+	case eventlog.VerboseSetting:
+		if value != "true" && value != "false" {
+			return fail.Invalidf("%s must be true or false", key)
+		}
 	}
 	return nil
 }

@@ -3,8 +3,8 @@
 // written to the caller's PDS through their device session (createRecord,
 // or putRecord when the body names the record's `uri`), then indexed
 // locally through the batch writer, so that a read right after the write
-// sees it. It also gives the PDS write client the device sessions it acts
-// with (SessionSource).
+// sees it, and audited (record.created, record.updated). It also gives the
+// PDS write client the device sessions it acts with (SessionSource).
 package writepath
 
 import (
@@ -19,6 +19,7 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -40,18 +41,29 @@ type Indexer interface {
 	CheckRecord(collection string, record json.RawMessage) error
 }
 
+// Options are what the service works with.
+type Options struct {
+	PDS     PDSWriter
+	Indexer Indexer
+	// Lexicons tells whether a collection's record declares `uri`.
+	Lexicons interface{ Snapshot() *lexicon.Snapshot }
+	// Records reads the index: a put the PDS made no commit for (the
+	// record unchanged) is not indexed again when the index holds it.
+	Records interface {
+		GetRecord(ctx context.Context, uri string) (storage.Record, error)
+	}
+	Events *eventlog.Log
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
 // Service writes procedure records to users' PDSes.
 type Service struct {
-	pds     PDSWriter
-	indexer Indexer
-	log     *slog.Logger
-	now     func() time.Time
+	opt Options
 }
 
 // New returns the service.
-func New(pds PDSWriter, idx Indexer, log *slog.Logger, now func() time.Time) *Service {
-	return &Service{pds: pds, indexer: idx, log: log, now: now}
-}
+func New(opt Options) *Service { return &Service{opt: opt} }
 
 // Answer is the PDS's answer to a write, passed on unchanged.
 type Answer struct {
@@ -68,14 +80,25 @@ var (
 	errBadBody       = fail.New(fail.Invalid, "invalid request body")
 	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
 	errUpstreamWrite = fail.New(fail.BadGateway, "upstream PDS failure")
+
+	// The refusals of a body's `uri` that names no record to replace, on
+	// a collection whose record has no `uri` field (see target).
+	errURINotATURI     = fail.New(fail.Invalid, "invalid AT URI")
+	errURIByHandle     = fail.New(fail.Invalid, "invalid AT URI: name the repository by its DID")
+	errURINoRecord     = fail.New(fail.Invalid, "invalid AT URI: it names no record")
+	errURIOtherRepo    = fail.New(fail.Forbidden, "cannot write to another account's repository")
+	errURIOtherCollect = fail.New(fail.Invalid, "uri names a record of another collection")
 )
 
 // Write makes body (a JSON object) a record of collection in the caller's
 // repository: created, or replaced when body's `uri` is the AT URI of a
-// record of collection in the caller's repository (see replaceTarget).
-// The record is validated first, as indexing it will be: an invalid one
-// never reaches the PDS. It returns the PDS's answer; a PDS that answers
-// with an error status is an Answer too, not an error.
+// record of collection in the caller's repository. Any other `uri` is a
+// field of the record when the collection's record declares one, and
+// refused otherwise (see target): nothing reaches the PDS then. The record
+// is validated first, as indexing it will be: an invalid one never
+// reaches the PDS. It returns the PDS's answer; a PDS that answers with an
+// error status is an Answer too, not an error. A write the PDS accepts is
+// audited (record.created, record.updated).
 func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (Answer, error) {
 	if caller == nil || caller.Session == nil {
 		return Answer{}, errNoSession
@@ -90,17 +113,21 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if lexicon.CheckRecordText(body) != nil {
 		return Answer{}, errBadBody // not storable text: refused before the PDS sees it
 	}
-	rkey := replaceTarget(fields, caller.DID, collection)
+	rkey, err := s.target(fields, caller.DID, collection)
+	if err != nil {
+		return Answer{}, err
+	}
 	if rkey != "" {
 		delete(fields, "uri")
 	}
-	return s.write(ctx, caller, collection, rkey, fields)
+	return s.write(ctx, caller, collection, rkey, fields, true)
 }
 
 // WriteRecord writes record (a JSON object) as the record collection/rkey
 // of the caller's repository: created (rkey "": the PDS picks the key) or
 // created or replaced at rkey (putRecord). Unlike Write, a `uri` field is
-// a field like any other. It validates, writes and indexes like Write.
+// a field like any other. It validates, writes and indexes like Write,
+// and is not audited (the plugin syncs calling it audit themselves).
 func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (Answer, error) {
 	if caller == nil || caller.Session == nil {
 		return Answer{}, errNoSession
@@ -120,14 +147,15 @@ func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, coll
 			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
 		}
 	}
-	return s.write(ctx, caller, collection, rkey, fields)
+	return s.write(ctx, caller, collection, rkey, fields, false)
 }
 
-// write validates fields as a record of collection and writes it.
-func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage) (Answer, error) {
+// write validates fields as a record of collection and writes it; audit
+// records the write in the event log.
+func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage, audit bool) (Answer, error) {
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
-	if err := s.indexer.CheckRecord(collection, record); err != nil {
+	if err := s.opt.Indexer.CheckRecord(collection, record); err != nil {
 		return Answer{}, fail.Wrap(fail.Invalid, "invalid record: "+err.Error(), err)
 	}
 
@@ -140,44 +168,83 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 	op := storage.OpCreate
 	if rkey != "" {
 		op = storage.OpUpdate
-		status, resp, res, err = s.pds.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
+		status, resp, res, err = s.opt.PDS.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
 	} else {
-		status, resp, res, err = s.pds.CreateRecord(ctx, caller.Session.ID, collection, record, "")
+		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, caller.Session.ID, collection, record, "")
 	}
 	if err != nil {
 		var re *oauth.RefreshError
 		if errors.As(err, &re) {
 			return Answer{}, errTokenExpired
 		}
-		s.log.ErrorContext(ctx, "proxying a procedure failed", "err", err)
+		s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
 		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
 	}
 	ans := Answer{Status: status, Body: resp}
-	if status == http.StatusOK && res != nil {
-		ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
+	if status != http.StatusOK || res == nil {
+		return ans, nil
 	}
+	if op == storage.OpUpdate && res.NoCommit() {
+		uri := "at://" + caller.DID + "/" + collection + "/" + rkey
+		if s.indexed(ctx, uri, res.CID) {
+			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, "procedure"))
+			return ans, nil
+		}
+	}
+	if audit {
+		s.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, "procedure"))
+	}
+	ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
 	return ans, nil
 }
 
-// replaceTarget returns the record key a body's `uri` names when it is the
-// AT URI of a record of collection in did's repository: the body then
-// replaces that record. Otherwise (absent, not a string, another
-// repository or collection, no record key) `uri` is a field of the record
-// like any other, and "" is returned.
-func replaceTarget(fields map[string]json.RawMessage, did, collection string) string {
+// indexed reports whether the index holds the record at uri with cid.
+func (s *Service) indexed(ctx context.Context, uri, cid string) bool {
+	rec, err := s.opt.Records.GetRecord(ctx, uri)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		s.opt.Logger.WarnContext(ctx, "reading a record to be replaced failed", "uri", uri, "err", err)
+	}
+	return err == nil && rec.CID == cid
+}
+
+// target returns the record key a body's `uri` names when it is the AT
+// URI of a record of collection in did's repository: the body then
+// replaces that record. It returns "" when the body has no `uri` (a
+// create), and when the collection's record declares a `uri` property:
+// any other `uri` is then a field of the record. On a record without
+// one, any other `uri` is refused, since the body cannot be what the
+// caller means: 403 for another account's repository, 400 for a value
+// that is not an AT URI naming a record by DID, or names one of another
+// collection.
+func (s *Service) target(fields map[string]json.RawMessage, did, collection string) (string, error) {
 	raw, ok := fields["uri"]
 	if !ok {
-		return ""
+		return "", nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
+	var str string
+	var uri syntax.ATURI
+	err := json.Unmarshal(raw, &str)
+	if err == nil {
+		uri, err = syntax.ParseATURI(str)
 	}
-	uri, err := syntax.ParseATURI(s)
-	if err != nil || uri.RecordKey() == "" || uri.Authority().String() != did || uri.Collection().String() != collection {
-		return ""
+	if err == nil && uri.RecordKey() != "" && uri.Authority().String() == did && uri.Collection().String() == collection {
+		return uri.RecordKey().String(), nil
 	}
-	return uri.RecordKey().String()
+	if l, ok := s.opt.Lexicons.Snapshot().Get(collection); ok && l.RecordURI {
+		return "", nil
+	}
+	switch {
+	case err != nil:
+		return "", errURINotATURI
+	case !uri.Authority().IsDID():
+		return "", errURIByHandle
+	case uri.Authority().String() != did:
+		return "", errURIOtherRepo
+	case uri.RecordKey() == "":
+		return "", errURINoRecord
+	default:
+		return "", errURIOtherCollect
+	}
 }
 
 // maxRevAhead is how far in the future a commit's rev may be dated: a
@@ -192,18 +259,18 @@ const maxRevAhead = 5 * time.Minute
 func (s *Service) index(ctx context.Context, did, collection, rkey string, op storage.ChangeOp, res *oauth.WriteResult, record []byte) string {
 	key, err := s.checkResult(did, collection, rkey, res)
 	if err != nil {
-		s.log.WarnContext(ctx, "not indexing a write the PDS misreported", "did", did, "uri", res.URI, "rev", res.Rev, "err", err)
+		s.opt.Logger.WarnContext(ctx, "not indexing a write the PDS misreported", "did", did, "uri", res.URI, "rev", res.Rev, "err", err)
 		return "the PDS's answer does not match the write: " + err.Error()
 	}
 	change := storage.Change{Op: op, DID: did, Collection: collection, RKey: key, CID: res.CID,
 		Rev: res.Rev, Record: bytes.Clone(record)}
-	result, err := s.indexer.Write(ctx, "procedure", []storage.Change{change})
+	result, err := s.opt.Indexer.Write(ctx, "procedure", []storage.Change{change})
 	switch {
 	case err != nil:
-		s.log.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err)
+		s.opt.Logger.WarnContext(ctx, "indexing a written record failed", "uri", res.URI, "err", err)
 		return "indexing failed; the event stream will bring the record"
 	case len(result.Rejected) > 0:
-		s.log.WarnContext(ctx, "a written record was refused by validation", "uri", res.URI, "err", result.Rejected[0].Err)
+		s.opt.Logger.WarnContext(ctx, "a written record was refused by validation", "uri", res.URI, "err", result.Rejected[0].Err)
 		return "refused by validation: " + result.Rejected[0].Err.Error()
 	}
 	return ""
@@ -230,7 +297,7 @@ func (s *Service) checkResult(did, collection, rkey string, res *oauth.WriteResu
 		if err != nil {
 			return "", fmt.Errorf("rev: %w", err)
 		}
-		if tid.Time().After(s.now().Add(maxRevAhead)) {
+		if tid.Time().After(s.opt.Now().Add(maxRevAhead)) {
 			return "", fmt.Errorf("rev is dated %s, in the future", tid.Time().UTC().Format(time.RFC3339))
 		}
 	}
