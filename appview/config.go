@@ -118,8 +118,9 @@ type Config struct {
 	// (script/luascript) with the specification's limits.
 	ScriptEngine script.Engine
 	// ScriptRetry bounds the automatic retries of failed record-event
-	// scripts before their dead letters wait for an operator (default 3
-	// attempts, 2 s backoff doubling).
+	// scripts (default 3 attempts, 2 s backoff doubling). A failure waits
+	// as a stored pending retry and becomes a dead letter, for an
+	// operator, only once every attempt has failed.
 	ScriptRetry RetryPolicy
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
 	// client with timeouts that refuses private, loopback and other

@@ -135,8 +135,19 @@ func scriptID(t *testing.T, adm *testenv.Admin, trigger string) string {
 	return ""
 }
 
+// deadLetterCount counts the dead letters, resolved or not.
+func deadLetterCount(t *testing.T, adm *testenv.Admin) float64 {
+	t.Helper()
+	r := adm.Do(t, "GET", "/admin/dead-letters/count?resolved=all", nil)
+	if r.Status != 200 {
+		t.Fatalf("count: %d %s", r.Status, r.Raw)
+	}
+	n, _ := r.Object(t)["count"].(float64)
+	return n
+}
+
 // TestDeadLetterAutomaticRetry: a failure that goes away is retried and
-// resolved without an operator.
+// applied without an operator, and never becomes a dead letter.
 func TestDeadLetterAutomaticRetry(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
@@ -153,6 +164,12 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 		if _, err := env.App.Writer().Write(ctx, "test", []storage.Change{noteChange("did:plc:auto", "3kaaa", "x")}); err != nil {
 			t.Fatal(err)
 		}
+		if n := deadLetterCount(t, adm); n != 0 {
+			t.Fatalf("%v dead letters after the first failure, with retries left", n)
+		}
+		if next, err := env.Store.NextScriptRetryDue(ctx); err != nil || next.IsZero() {
+			t.Fatalf("no pending retry after the failure: %v %v", next, err)
+		}
 		if r := adm.Do(t, "POST", "/admin/script-variables", map[string]any{"key": "ready", "value": "yes"}); r.Status != 200 {
 			t.Fatalf("set variable: %d %s", r.Status, r.Raw)
 		}
@@ -160,10 +177,47 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 			_, err := env.App.Store().GetRecord(ctx, "at://did:plc:auto/app.test.note/3kaaa")
 			return err == nil
 		})
-		waitFor(t, "the dead letter to be resolved", func() bool {
-			r := adm.Do(t, "GET", "/admin/dead-letters/count", nil)
-			return r.Status == 200 && r.Object(t)["count"] == float64(0)
+		waitFor(t, "the pending retry to be deleted", func() bool {
+			next, err := env.Store.NextScriptRetryDue(ctx)
+			return err == nil && next.IsZero()
 		})
+		if n := deadLetterCount(t, adm); n != 0 {
+			t.Fatalf("%v dead letters after a retry succeeded", n)
+		}
+	})
+}
+
+// TestDeadLetterAfterEveryRetry: a failure that stays becomes one dead
+// letter, once its last attempt has failed.
+func TestDeadLetterAfterEveryRetry(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		ctx := context.Background()
+		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+			IndexHook: `function handle() error("always") end`}); err != nil {
+			t.Fatal(err)
+		}
+		adm := env.Bootstrap(t)
+		c := noteChange("did:plc:fails", "3kaaa", "x")
+		if _, err := env.App.Writer().Write(ctx, "test", []storage.Change{c}); err != nil {
+			t.Fatal(err)
+		}
+		if n := deadLetterCount(t, adm); n != 0 {
+			t.Fatalf("%v dead letters after the first failure, with retries left", n)
+		}
+		waitFor(t, "the dead letter", func() bool { return deadLetterCount(t, adm) > 0 })
+		var list deadLetterList
+		adm.Do(t, "GET", "/admin/dead-letters", nil).JSON(t, &list)
+		if len(list.DeadLetters) != 1 || list.DeadLetters[0].URI != c.URI() || list.DeadLetters[0].Attempts != 3 ||
+			!strings.Contains(list.DeadLetters[0].Error, "always") {
+			t.Fatalf("dead letters: %+v", list)
+		}
+		if next, err := env.Store.NextScriptRetryDue(ctx); err != nil || !next.IsZero() {
+			t.Fatalf("a retry still pending beside its dead letter: %v %v", next, err)
+		}
+		if _, err := env.Store.GetRecord(ctx, c.URI()); err == nil {
+			t.Fatal("the failed change was applied")
+		}
 	})
 }
 
@@ -247,10 +301,11 @@ func TestProcedureScriptWrites(t *testing.T) {
 	})
 }
 
-// TestDeadLettersRetriedAfterRestart: the retry queue lives in memory, so
-// a starting instance queues the unresolved dead letters that still have
-// attempts left.
-func TestDeadLettersRetriedAfterRestart(t *testing.T) {
+// TestScriptRetriesAfterRestart: pending retries are stored, so those a
+// stopped instance left are retried by the next one (a claim that ran out
+// counts as due: see storagetest), and one that succeeds leaves no dead
+// letter.
+func TestScriptRetriesAfterRestart(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()
@@ -259,21 +314,24 @@ func TestDeadLettersRetriedAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := noteChange("did:plc:restart", "3kaaa", "x")
-		d, err := env.Store.AddDeadLetter(ctx, storage.DeadLetter{Kind: storage.DeadLetterRecord, LexiconID: c.Collection,
-			URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, Action: "create", CID: c.CID,
-			Error: "failed before the restart", Attempts: 1, Record: c.Record})
+		_, err := env.Store.AddScriptRetry(ctx, storage.ScriptRetry{DeadLetter: storage.DeadLetter{Kind: storage.DeadLetterRecord,
+			LexiconID: c.Collection, URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, Action: "create",
+			CID: c.CID, Error: "failed before the restart", Attempts: 1, Record: c.Record}, DueAt: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := env.App.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the dead letter to be retried and resolved", func() bool {
-			got, err := env.Store.GetDeadLetter(ctx, d.ID)
-			return err == nil && !got.ResolvedAt.IsZero()
+		waitFor(t, "the pending retry to be run", func() bool {
+			next, err := env.Store.NextScriptRetryDue(ctx)
+			return err == nil && next.IsZero()
 		})
 		if _, err := env.App.Store().GetRecord(ctx, c.URI()); err != nil {
 			t.Fatalf("record not indexed: %v", err)
+		}
+		if n, err := env.Store.CountDeadLetters(ctx, storage.DeadLetterQuery{}); err != nil || n != 0 {
+			t.Fatalf("dead letters: %d %v", n, err)
 		}
 	})
 }

@@ -126,10 +126,47 @@ type DeadLetterStore interface {
 	// RecordDeadLetterFailure stores the latest error and attempt count of
 	// an unresolved dead letter. ErrNotFound when absent or resolved.
 	RecordDeadLetterFailure(ctx context.Context, id, errMsg string, attempts int) error
-	// UnresolvedDeadLetterIDs lists the IDs of unresolved dead letters
-	// (of one collection when collection is not ""), oldest first, at most
-	// limit (<= 0 means 100).
-	UnresolvedDeadLetterIDs(ctx context.Context, collection string, limit int) ([]string, error)
+}
+
+// ScriptRetry is a record event whose record-event script failed and that
+// waits for an automatic retry. It is not a dead letter, and no dead-letter
+// call lists it: it is deleted when an attempt succeeds, and becomes a dead
+// letter (PromoteScriptRetry) when the last one fails. The embedded
+// DeadLetter holds the event, the latest error and the attempts made so
+// far; its Kind is always DeadLetterRecord, its CreatedAt the first
+// failure, and its ResolvedAt is unused.
+type ScriptRetry struct {
+	DeadLetter
+	DueAt time.Time // when the next attempt may be made
+}
+
+// ScriptRetryStore keeps the pending automatic retries of failed
+// record-event scripts, so that none is lost when an instance stops.
+type ScriptRetryStore interface {
+	// AddScriptRetry stores r; the store assigns ID (storage.NewID) and
+	// CreatedAt (now) when empty. ErrConflict when the ID exists.
+	AddScriptRetry(ctx context.Context, r ScriptRetry) (ScriptRetry, error)
+	// ClaimScriptRetries returns up to limit retries (with Record) due at
+	// now (DueAt <= now; the earliest due are taken first, limit <= 0
+	// means 100) and in the same statement sets their DueAt to until (as
+	// returned), so that no other claim takes them before then: a
+	// claimant that stops midway leaves them to the next claim after
+	// until. Concurrent claims never return the same retry.
+	ClaimScriptRetries(ctx context.Context, now, until time.Time, limit int) ([]ScriptRetry, error)
+	// NextScriptRetryDue returns the earliest DueAt, or the zero time when
+	// no retry waits.
+	NextScriptRetryDue(ctx context.Context) (time.Time, error)
+	// RescheduleScriptRetry stores the outcome of a failed attempt: its
+	// error, the attempts made and when the next may be made. ErrNotFound
+	// when absent.
+	RescheduleScriptRetry(ctx context.Context, id, errMsg string, attempts int, due time.Time) error
+	// DeleteScriptRetry removes a retry (its attempt succeeded).
+	// ErrNotFound when absent.
+	DeleteScriptRetry(ctx context.Context, id string) error
+	// PromoteScriptRetry makes the retry id, whose last attempt failed, an
+	// unresolved dead letter with the same ID, error errMsg and attempts,
+	// created at `at`: both in one transaction. ErrNotFound when absent.
+	PromoteScriptRetry(ctx context.Context, id, errMsg string, attempts int, at time.Time) (DeadLetter, error)
 }
 
 // FilterOps returns the filter operators of a RecordQuery leaf condition.

@@ -29,6 +29,7 @@ type Store interface {
 	OAuthStore
 	ScriptStore
 	DeadLetterStore
+	ScriptRetryStore
 	QueryStore
 	IdentityStore
 	ServiceEntryStore

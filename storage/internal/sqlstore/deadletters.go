@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,12 +12,6 @@ import (
 )
 
 const deadLetterColumns = `id, kind, lexicon_id, uri, did, collection, rkey, action, cid, rev, error, attempts, created_at, resolved_at`
-
-// Bounds of UnresolvedDeadLetterIDs.
-const (
-	defaultUnresolvedIDs = 100
-	maxUnresolvedIDs     = 10_000
-)
 
 func scanDeadLetter(row rowScanner, withRecord bool) (storage.DeadLetter, error) {
 	var d storage.DeadLetter
@@ -49,18 +44,32 @@ func (db *DB) AddDeadLetter(ctx context.Context, d storage.DeadLetter) (storage.
 	if !d.ResolvedAt.IsZero() {
 		d.ResolvedAt = d.ResolvedAt.UTC().Truncate(time.Microsecond)
 	}
-	var record any
-	if len(d.Record) > 0 {
-		record = string(d.Record)
-	}
-	_, err := db.exec(ctx, `INSERT INTO dead_letters (`+deadLetterColumns+`, record)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::jsonb)`,
-		d.ID, d.Kind, d.LexiconID, d.URI, d.DID, d.Collection, d.RKey, d.Action, d.CID, d.Rev, d.Error, d.Attempts,
-		db.dialect.Time(d.CreatedAt), db.nullTime(d.ResolvedAt), record)
-	if err := db.conflict("add dead letter", err); err != nil {
+	if err := db.conflict("add dead letter", db.insertDeadLetter(ctx, db.writer, d)); err != nil {
 		return storage.DeadLetter{}, err
 	}
 	return d, nil
+}
+
+// execer runs a statement: the writer pool or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertDeadLetter inserts d as it is (ID and times set).
+func (db *DB) insertDeadLetter(ctx context.Context, x execer, d storage.DeadLetter) error {
+	_, err := x.ExecContext(ctx, Bind(db.dialect, `INSERT INTO dead_letters (`+deadLetterColumns+`, record)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::timestamptz, ?::jsonb)`),
+		d.ID, d.Kind, d.LexiconID, d.URI, d.DID, d.Collection, d.RKey, d.Action, d.CID, d.Rev, d.Error, d.Attempts,
+		db.dialect.Time(d.CreatedAt), db.nullTime(d.ResolvedAt), jsonText(d.Record))
+	return err
+}
+
+// jsonText is a JSON column's argument: the text, or NULL when empty.
+func jsonText(raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
 }
 
 // GetDeadLetter implements storage.DeadLetterStore.
@@ -148,24 +157,4 @@ func (db *DB) ResolveDeadLetter(ctx context.Context, id string, at time.Time) er
 func (db *DB) RecordDeadLetterFailure(ctx context.Context, id, errMsg string, attempts int) error {
 	return db.execOne(ctx, "record dead letter failure",
 		`UPDATE dead_letters SET error = ?, attempts = ? WHERE id = ? AND resolved_at IS NULL`, errMsg, attempts, id)
-}
-
-// UnresolvedDeadLetterIDs implements storage.DeadLetterStore.
-func (db *DB) UnresolvedDeadLetterIDs(ctx context.Context, collection string, limit int) ([]string, error) {
-	if limit <= 0 {
-		limit = defaultUnresolvedIDs
-	}
-	limit = min(limit, maxUnresolvedIDs)
-	where, args := deadLetterWhere(storage.DeadLetterQuery{Collection: collection, Resolved: new(false)})
-	ids, err := queryAll(ctx, db.reader,
-		Bind(db.dialect, `SELECT id FROM dead_letters`+whereClause(where)+` ORDER BY created_at, id LIMIT ?`),
-		func(row rowScanner) (string, error) {
-			var id string
-			err := row.Scan(&id)
-			return id, err
-		}, append(args, limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("unresolved dead letters: %w", err)
-	}
-	return ids, nil
 }

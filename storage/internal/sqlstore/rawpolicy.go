@@ -82,8 +82,8 @@ var rawSQLiteFunctions = setOf(
 var schemaTables = setOf(
 	"admin_users", "admin_api_keys", "api_clients", "client_auth_keys", "device_sessions", "dpop_provisions",
 	"event_log", "settings", "setting_blobs", "scripts", "script_variables", "lexicons", "stream_cursors",
-	"backfill_jobs", "backfill_repos", "dead_letters", "schema_migrations", "script_sql_role", "repo_states",
-	"account_states",
+	"backfill_jobs", "backfill_repos", "dead_letters", "script_retries", "schema_migrations", "script_sql_role",
+	"repo_states", "account_states",
 )
 
 // deniedNames are catalogs and functions that reach files, the network,

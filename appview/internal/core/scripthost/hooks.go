@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/lexicon"
@@ -52,8 +51,9 @@ type outcome struct {
 
 // Apply runs the record-event scripts of changes concurrently, rewriting
 // their records in place, and reports which to write. Each failure is
-// stored as a dead letter (and queued for automatic retries) before Apply
-// returns; an error means a dead letter could not be stored.
+// stored before Apply returns: as a pending automatic retry, or as a dead
+// letter when the policy allows no retry. An error means it could not be
+// stored.
 func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, error) {
 	snap := r.current()
 	results := make([]outcome, len(changes))
@@ -70,7 +70,7 @@ func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, 
 	keep := make([]bool, len(changes))
 	for i, res := range results {
 		if res.err != nil {
-			if err := r.deadLetter(ctx, changes[i], res.err); err != nil {
+			if err := r.failed(ctx, changes[i], res.err); err != nil {
 				return nil, err
 			}
 			continue
@@ -155,71 +155,34 @@ func interpret(c storage.Change, out []byte) (storage.Change, bool, error) {
 	return c, true, nil
 }
 
-// deadLetter stores a failed change and queues it for automatic retries.
-func (r *Runtime) deadLetter(ctx context.Context, c storage.Change, cause error) error {
-	lexiconID := c.Collection
-	d, err := r.opt.Store.AddDeadLetter(context.WithoutCancel(ctx), storage.DeadLetter{
-		Kind: storage.DeadLetterRecord, LexiconID: lexiconID, URI: c.URI(), DID: c.DID, Collection: c.Collection,
-		RKey: c.RKey, Action: string(c.Op), CID: c.CID, Rev: c.Rev, Error: clip(cause.Error(), maxErrorText), Attempts: 1, Record: c.Record,
-	})
-	if err != nil {
-		return fmt.Errorf("scripting: store dead letter: %w", err)
-	}
-	if r.opt.Retry.Attempts > 1 {
-		select {
-		case r.retries <- retryJob{letter: d, at: r.opt.Now().Add(r.opt.Retry.Backoff)}:
-		default: // the queue is full: the dead letter waits for an operator
+// failed stores a change whose script failed: as a pending retry, due
+// after the backoff, or, when the policy allows a single attempt, as a
+// dead letter at once.
+func (r *Runtime) failed(ctx context.Context, c storage.Change, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	d := letterOf(c, cause)
+	if r.opt.Retry.Attempts <= 1 {
+		if _, err := r.opt.Store.AddDeadLetter(ctx, d); err != nil {
+			return fmt.Errorf("scripting: store dead letter: %w", err)
 		}
+		return nil
 	}
+	now := r.opt.Now()
+	d.CreatedAt = now
+	if _, err := r.opt.Store.AddScriptRetry(ctx, storage.ScriptRetry{DeadLetter: d, DueAt: now.Add(r.opt.Retry.Backoff)}); err != nil {
+		return fmt.Errorf("scripting: store a pending retry: %w", err)
+	}
+	r.wakeRetries()
 	return nil
 }
 
-// retryJob is a dead letter waiting for its next automatic attempt.
-type retryJob struct {
-	letter storage.DeadLetter
-	at     time.Time
-}
-
-// retryLoop retries failed record-event scripts with backoff until their
-// attempts run out; a success resolves the dead letter.
-func (r *Runtime) retryLoop(ctx context.Context) {
-	for {
-		var job retryJob
-		select {
-		case <-ctx.Done():
-			return
-		case job = <-r.retries:
-		}
-		if wait := job.at.Sub(r.opt.Now()); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		d := job.letter
-		err := r.RetryDeadLetter(ctx, d)
-		switch {
-		case err == nil:
-			if err := r.opt.Store.ResolveDeadLetter(ctx, d.ID, r.opt.Now()); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				r.log.Warn("resolving a retried dead letter failed", "id", d.ID, "err", err)
-			}
-		case errors.Is(err, ErrNoScript):
-			// The script was removed: the dead letter waits for an operator.
-		default:
-			d.Attempts++
-			d.Error = clip(err.Error(), maxErrorText)
-			if ferr := r.opt.Store.RecordDeadLetterFailure(ctx, d.ID, d.Error, d.Attempts); ferr != nil {
-				continue // resolved or dismissed meanwhile
-			}
-			if d.Attempts < r.opt.Retry.Attempts {
-				backoff := r.opt.Retry.Backoff << (d.Attempts - 1)
-				select {
-				case r.retries <- retryJob{letter: d, at: r.opt.Now().Add(backoff)}:
-				default:
-				}
-			}
-		}
+// letterOf is the record of a change whose script failed with cause, at
+// its first attempt.
+func letterOf(c storage.Change, cause error) storage.DeadLetter {
+	return storage.DeadLetter{
+		Kind: storage.DeadLetterRecord, LexiconID: c.Collection, URI: c.URI(), DID: c.DID, Collection: c.Collection,
+		RKey: c.RKey, Action: string(c.Op), CID: c.CID, Rev: c.Rev, Error: clip(cause.Error(), maxErrorText), Attempts: 1,
+		Record: c.Record,
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 type Store interface {
 	storage.ScriptStore
 	storage.DeadLetterStore
+	storage.ScriptRetryStore
 	storage.QueryStore
 	GetRecord(ctx context.Context, uri string) (storage.Record, error)
 }
@@ -112,11 +113,12 @@ type Options struct {
 var ErrNoScript = errors.New("no script is bound")
 
 // RetryPolicy bounds the automatic retries of a failed record-event
-// script before its dead letter is left for an operator.
+// script: only once every attempt has failed is the event a dead letter,
+// left for an operator. Meanwhile it is a pending retry, stored (see
+// retries.go).
 type RetryPolicy struct {
-	Attempts int           // total attempts, the first included; default 3
+	Attempts int           // total attempts, the first included; default 3 (1: no retry)
 	Backoff  time.Duration // wait before the second attempt, doubling; default 2s
-	Queue    int           // dead letters waiting for a retry; default 1000
 }
 
 // Runtime is the script machinery of an App.
@@ -126,11 +128,12 @@ type Runtime struct {
 	writer Writer
 	xrpc   LocalXRPC
 
-	snap    atomic.Pointer[snapshot]
-	reload  sync.Mutex
-	vars    varsCache
-	errLog  errorLimiter
-	retries chan retryJob
+	snap   atomic.Pointer[snapshot]
+	reload sync.Mutex
+	vars   varsCache
+	errLog errorLimiter
+	// wake tells the retry loop that a retry was stored.
+	wake chan struct{}
 }
 
 // New returns a Runtime; call Reload before use and Run for the retries.
@@ -150,10 +153,7 @@ func New(o Options) *Runtime {
 	if o.Retry.Backoff <= 0 {
 		o.Retry.Backoff = 2 * time.Second
 	}
-	if o.Retry.Queue <= 0 {
-		o.Retry.Queue = 1000
-	}
-	r := &Runtime{opt: o, log: o.Logger, writer: o.Writer, xrpc: o.LocalXRPC, retries: make(chan retryJob, o.Retry.Queue)}
+	r := &Runtime{opt: o, log: o.Logger, writer: o.Writer, xrpc: o.LocalXRPC, wake: make(chan struct{}, 1)}
 	r.vars.ttl = 10 * time.Second
 	r.errLog.seen = map[string]time.Time{}
 	r.snap.Store(&snapshot{byTrigger: map[string]*bound{}, compiled: map[[32]byte]*compiled{}})
@@ -272,12 +272,11 @@ func (r *Runtime) build(old *snapshot, scripts []storage.Script, lexicons *lexic
 }
 
 // Run keeps the trigger table fresh (lexicon changes at once, other
-// instances' script changes within refresh) and retries failed
-// record-event scripts, until ctx ends.
+// instances' script changes within refresh) and makes the automatic
+// retries of failed record-event scripts (retryLoop), until ctx ends.
 func (r *Runtime) Run(ctx context.Context, refresh time.Duration) {
 	changed, unsubscribe := r.opt.Lexicons.Subscribe()
 	defer unsubscribe()
-	r.requeue(ctx)
 	go r.retryLoop(ctx)
 	t := time.NewTicker(refresh)
 	defer t.Stop()
@@ -385,26 +384,4 @@ func (b *bound) executeAppend(ctx context.Context, inv *script.Invocation, dst [
 		return nil, err
 	}
 	return append(dst, out...), nil
-}
-
-// requeue puts the unresolved dead letters that still have automatic
-// attempts left back in the retry queue: the queue lives in memory, so a
-// restart would otherwise leave them to an operator.
-func (r *Runtime) requeue(ctx context.Context) {
-	ids, err := r.opt.Store.UnresolvedDeadLetterIDs(ctx, "", r.opt.Retry.Queue)
-	if err != nil {
-		r.log.Warn("listing dead letters to retry failed", "err", err)
-		return
-	}
-	for _, id := range ids {
-		d, err := r.opt.Store.GetDeadLetter(ctx, id)
-		if err != nil || d.Kind != storage.DeadLetterRecord || d.Attempts >= r.opt.Retry.Attempts {
-			continue
-		}
-		select {
-		case r.retries <- retryJob{letter: d, at: r.opt.Now().Add(r.opt.Retry.Backoff << max(d.Attempts-1, 0))}:
-		default:
-			return
-		}
-	}
 }
