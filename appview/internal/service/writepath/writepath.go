@@ -120,7 +120,7 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if rkey != "" {
 		delete(fields, "uri")
 	}
-	return s.write(ctx, caller, collection, rkey, fields, true)
+	return s.write(ctx, caller, collection, rkey, fields, viaProcedure)
 }
 
 // WriteRecord writes record (a JSON object) as the record collection/rkey
@@ -147,12 +147,19 @@ func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, coll
 			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
 		}
 	}
-	return s.write(ctx, caller, collection, rkey, fields, false)
+	return s.write(ctx, caller, collection, rkey, fields, viaPlugin)
 }
 
-// write validates fields as a record of collection and writes it; audit
-// records the write in the event log.
-func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage, audit bool) (Answer, error) {
+// What made a write, as its audit entries say (`via`). Only procedures'
+// writes are audited; a skipped put is recorded for both (verbose only).
+const (
+	viaProcedure = "procedure"
+	viaPlugin    = "plugin"
+)
+
+// write validates fields as a record of collection and writes it on
+// behalf of via.
+func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage, via string) (Answer, error) {
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
 	if err := s.opt.Indexer.CheckRecord(collection, record); err != nil {
@@ -187,12 +194,12 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 	if op == storage.OpUpdate && res.NoCommit() {
 		uri := "at://" + caller.DID + "/" + collection + "/" + rkey
 		if s.indexed(ctx, uri, res.CID) {
-			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, "procedure"))
+			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, via))
 			return ans, nil
 		}
 	}
-	if audit {
-		s.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, "procedure"))
+	if via == viaProcedure {
+		s.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, via))
 	}
 	ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
 	return ans, nil
