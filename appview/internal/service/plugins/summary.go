@@ -86,7 +86,7 @@ func (m *Manager) CheckUpdate(ctx context.Context, id string) (Summary, error) {
 		return Summary{}, err
 	}
 	if err := m.reg.refresh(ctx); err != nil {
-		return Summary{}, fail.Wrap(fail.BadGateway, "the plugin registry cannot be read: "+err.Error(), err)
+		return Summary{}, fail.Wrap(fail.Upstream, "the plugin registry cannot be read: "+err.Error(), err)
 	}
 	return m.Summary(ctx, id)
 }

@@ -67,7 +67,7 @@ var (
 	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
 	errBadBody       = fail.New(fail.Invalid, "invalid request body")
 	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
-	errUpstreamWrite = fail.New(fail.BadGateway, "upstream PDS failure")
+	errUpstreamWrite = fail.New(fail.Upstream, "upstream PDS failure")
 )
 
 // Write makes body (a JSON object) a record of collection in the caller's
@@ -150,7 +150,7 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 			return Answer{}, errTokenExpired
 		}
 		s.log.ErrorContext(ctx, "proxying a procedure failed", "err", err)
-		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
+		return Answer{}, fail.Wrap(fail.Upstream, errUpstreamWrite.Message, err)
 	}
 	ans := Answer{Status: status, Body: resp}
 	if status == http.StatusOK && res != nil {
