@@ -188,7 +188,7 @@ func checkURL(v string, schemes ...string) error {
 			}
 		}
 	}
-	return fmt.Errorf("use an absolute %s URL", strings.Join(schemes, ", "))
+	return fmt.Errorf("use an absolute URL (%s)", strings.Join(schemes, ", "))
 }
 
 // checkSetting refuses (Invalid) a setting that overrides an environment
