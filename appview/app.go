@@ -75,6 +75,7 @@ type App struct {
 	events        *eventlog.Log
 	metrics       *metrics.Metrics // nil when metrics are off
 	validation    *validationToggles
+	live          liveState // the settings read at use time (settings.go)
 	writer        *indexer.Writer
 	scripts       *scripthost.Runtime
 	backfill      *backfilljobs.Manager
@@ -100,7 +101,8 @@ type App struct {
 }
 
 // New builds an App: it opens (or adopts) the store, applies migrations,
-// runs a one-time SQLite vacuum if an operator armed one, loads the
+// lays the stored instance settings that apply at start over cfg (see
+// Config), runs a one-time SQLite vacuum if an operator armed one, loads the
 // lexicon registry and assembles the HTTP surface. It starts no background
 // work; call Start (or StartWriting) or Run.
 //
@@ -121,14 +123,18 @@ type App struct {
 //
 // Nothing else is written to the file system, by New or later.
 func New(cfg Config) (*App, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.withStorageDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	a := &App{cfg: cfg, log: cfg.Logger, store: cfg.Store, resyncSlots: make(chan struct{}, maxResyncs)}
+	a := &App{store: cfg.Store, resyncSlots: make(chan struct{}, maxResyncs)}
+	a.live.purge = make(chan struct{}, 1)
+	// The App logs through the level that the setting log_level may set.
+	cfg.Logger = slog.New(a.live.level.wrap(cfg.Logger.Handler()))
+	a.log = cfg.Logger
 	if a.store == nil {
 		s, err := OpenStore(ctx, cfg.DatabaseURL)
 		if err != nil {
@@ -145,6 +151,13 @@ func New(cfg Config) (*App, error) {
 	if err := a.store.Migrate(ctx); err != nil {
 		return fail(fmt.Errorf("migrate: %w", err))
 	}
+	// Settings that override the environment at start, then the defaults
+	// of what is still unset.
+	stored, err := a.store.ListSettings(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("read settings: %w", err))
+	}
+	a.cfg = withStartSettings(ctx, stored, cfg).withDefaults()
 	if err := a.build(ctx); err != nil {
 		return fail(err)
 	}
@@ -205,7 +218,7 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err
 	}
-	a.validation = &validationToggles{store: a.store, off: map[string]bool{}}
+	a.validation = &validationToggles{off: map[string]bool{}}
 	// PostgreSQL writes on several connections at once: bulk work
 	// (backfill) is committed in batches of its own beside live changes.
 	// SQLite has one writer.
@@ -244,6 +257,9 @@ func (a *App) build(ctx context.Context) error {
 		a.claimToken = newClaimToken()
 	}
 	a.svc = a.newServices()
+	if err := a.applySettings(ctx); err != nil {
+		return err
+	}
 	if err := a.svc.Instance.RunScheduledVacuum(ctx); err != nil {
 		return fmt.Errorf("scheduled vacuum: %w", err)
 	}
@@ -368,7 +384,10 @@ func (a *App) InstanceDID(ctx context.Context) string { return a.svc.Identity.DI
 
 func (a *App) instanceDID() string { return a.InstanceDID(context.Background()) }
 
-// Config returns the effective configuration, defaults filled in.
+// Config returns the effective configuration: defaults filled in, and the
+// instance settings that apply at start laid over it. The settings that
+// apply live are not in it (their fields keep the configured values);
+// the Logger is the App's, which follows the setting log_level.
 func (a *App) Config() Config { return a.cfg }
 
 // writerLink lets the script runtime, built before the writer, write

@@ -112,7 +112,7 @@ func (a *App) applyChanges(ctx context.Context, table string) {
 		a.scripts.InvalidateVars()
 	}
 	if is("settings") {
-		warn("validation settings", a.validation.refresh(ctx))
+		warn("settings", a.applySettings(ctx))
 		a.svc.ProxyPolicies.Invalidate()
 		a.svc.Identity.Invalidate()
 	}

@@ -25,7 +25,9 @@ const writerPart = "writer"
 // sources, starts last and stops first, so that at shutdown nothing new
 // arrives while the writer drains. Every instance runs these:
 //
-//  1. validation settings: read before the writer starts
+//  1. settings: the ones read at use time (validation switches, the
+//     live overrides of environment variables) read again before the
+//     writer starts
 //  2. writer: the one batch writer (StartWriting stops here)
 //  3. script runtime: trigger reloads and automatic dead-letter retries
 //  4. change feed: configuration changes made through other instances
@@ -41,10 +43,10 @@ const writerPart = "writer"
 //     work of leaderComponents (cluster.go)
 func (a *App) components() []*part {
 	parts := []*part{
-		{name: "validation settings", component: &worker{
+		{name: "settings", component: &worker{
 			init: func(ctx context.Context) error {
-				if err := a.validation.refresh(ctx); err != nil {
-					a.log.Warn("reading validation settings failed; validating every collection until the next refresh", "err", err)
+				if err := a.applySettings(ctx); err != nil {
+					a.log.Warn("reading the settings failed; the last ones read apply until the next refresh", "err", err)
 				}
 				return nil
 			},
@@ -74,7 +76,9 @@ func (a *App) components() []*part {
 //  2. sweeps: tombstones, rejection reports, retiring client keys, expired
 //     OAuth requests and DPoP proofs (hourly)
 //  3. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  4. event-log purge, when EventLogRetentionDays > 0
+//  4. event-log purge: hourly, and at once when the retention changes
+//     (EventLogRetentionDays or the setting event_log_retention_days;
+//     none while it keeps everything)
 //  5. labeler subscriptions: one per active labeler, in line with the
 //     store at start, on every change through the labelers service, and
 //     every 30 s (labelsub.DefaultReconcile)
@@ -92,11 +96,9 @@ func (a *App) leaderComponents() []*part {
 			every(ctx, a.cfg.LinkedRepoRefresh, a.cfg.LinkedRepoRefresh, func() { a.svc.LinkedRepos.RefreshAll(ctx, a.oauthClient, a.log) })
 		}}})
 	}
-	if days := a.cfg.EventLogRetentionDays; days > 0 {
-		parts = append(parts, &part{name: "event-log purge", component: &worker{run: func(ctx context.Context) {
-			a.events.RunPurge(ctx, time.Duration(days)*24*time.Hour, time.Hour)
-		}}})
-	}
+	parts = append(parts, &part{name: "event-log purge", component: &worker{run: func(ctx context.Context) {
+		a.events.RunPurge(ctx, a.eventLogRetention, time.Hour, a.live.purge)
+	}}})
 	parts = append(parts, &part{name: "labeler subscriptions", component: &worker{run: a.labelSubs.Run}})
 	for _, src := range a.sources {
 		parts = append(parts, &part{name: "source " + src.Name(), component: a.sourceWorker(src)})

@@ -52,6 +52,11 @@ const (
 // Config configures an App. Every field is optional; the zero value runs
 // an instance on ./data/appview.db. Each environment variable the command
 // reads has a field here, so a library user never needs the environment.
+// An instance setting named after a variable in lower case (stored through
+// PUT /admin/settings/{key}) overrides its field: the rate-limit defaults,
+// EventLogRetentionDays, PluginRegistryURL and the log level live, the
+// event source's URLs, PLCURL and LexiconDNSServer when the App is built
+// (docs/admin-api.md, section Settings).
 type Config struct {
 	// Store is the storage backend. When nil, DatabaseURL is opened, and
 	// the App closes it on Shutdown.
@@ -345,12 +350,7 @@ func (c Config) withDefaults() Config {
 		c.ScriptEngine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
-			AllowPrivate: c.AllowPrivateNetworks,
-			// The operator chose these; they may live on a private network.
-			// Only their origins: other ports of their hosts stay guarded.
-			AllowOrigins: []string{c.PLCURL, c.RelayURL, c.JetstreamURL},
-		})}
+		c.HTTPClient = c.guardedHTTPClient()
 	}
 	if c.Directory == nil {
 		base := &identity.BaseDirectory{
@@ -371,7 +371,27 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate refuses settings that must not run.
+// guardedHTTPClient is the default HTTPClient: timeouts, and private,
+// loopback and other non-public addresses refused unless
+// AllowPrivateNetworks, except at the origins of PLCURL, RelayURL and
+// JetstreamURL (their defaults when unset).
+func (c Config) guardedHTTPClient() *http.Client {
+	or := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
+		AllowPrivate: c.AllowPrivateNetworks,
+		// The operator chose these; they may live on a private network.
+		// Only their origins: other ports of their hosts stay guarded.
+		AllowOrigins: []string{or(c.PLCURL, DefaultPLCURL), or(c.RelayURL, DefaultRelayURL), or(c.JetstreamURL, DefaultJetstreamURL)},
+	})}
+}
+
+// validate refuses settings that must not run; unset fields are valid
+// (their defaults are).
 func (c Config) validate() error {
 	if c.SessionSecret == SessionSecretPlaceholder {
 		return errors.New("SESSION_SECRET is the documented placeholder; set a random value of at least 32 bytes")
@@ -383,7 +403,7 @@ func (c Config) validate() error {
 		return errors.New("rate-limit defaults must not be negative")
 	}
 	switch c.AdminClaim {
-	case ClaimWithToken, ClaimFirstRequest, ClaimByCommand:
+	case "", ClaimWithToken, ClaimFirstRequest, ClaimByCommand:
 	default:
 		return fmt.Errorf("admin claim mode %q is not one of %q, %q, %q", c.AdminClaim, ClaimWithToken, ClaimFirstRequest, ClaimByCommand)
 	}

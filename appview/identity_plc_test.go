@@ -200,7 +200,7 @@ func TestDIDPLCIdentity(t *testing.T) {
 	})
 }
 
-// TestDIDPLCDirectoryDown: an unreachable PLC directory is a 502 naming
+// TestDIDPLCDirectoryDown: an unreachable PLC directory is a 500 naming
 // the failure, and the instance keeps its identity.
 func TestDIDPLCDirectoryDown(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -213,7 +213,7 @@ func TestDIDPLCDirectoryDown(t *testing.T) {
 		env := plcEnv(t, open(t), down, appview.Config{PublicURL: "https://example.com"})
 		admin := env.Bootstrap(t)
 		r := admin.Do(t, "PUT", "/admin/service-identity", map[string]any{"mode": "did_plc", "create": true})
-		if r.Status != 502 || !strings.HasPrefix(r.Error(t), "the PLC directory could not be reached or failed: ") {
+		if r.Status != 500 || !strings.HasPrefix(r.Error(t), "the PLC directory could not be reached or failed: ") {
 			t.Fatalf("create with the directory down: %d %s", r.Status, r.Raw)
 		}
 		r = admin.Do(t, "GET", "/admin/service-identity", nil)

@@ -173,7 +173,7 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // StartWriting starts only what writing records through App.Writer needs
-// (the validation settings and the writer), not ingestion, backfill,
+// (the settings and the writer), not ingestion, backfill,
 // sweeps or the metrics listener: for a program that imports records
 // beside a serving instance (`appview records import`). Start later starts
 // the rest; Shutdown stops what runs.

@@ -226,12 +226,12 @@ func TestNetworkLexicons(t *testing.T) {
 			t.Fatalf("still listed: %v", rows)
 		}
 
-		// An upstream failure is a 502 naming the step.
+		// An upstream failure is a 500 naming the step.
 		dns.SetTXT("_lexicon.down."+authority+".org", "did="+acct.DID)
 		dns.SetFailing(true)
 		r = admin.Do(t, "GET", "/admin/network-lexicons/resolve/org."+authority+".down.x", nil)
 		dns.SetFailing(false)
-		if r.Status != 502 || !strings.Contains(r.Error(t), "dns: looking up TXT") {
+		if r.Status != 500 || !strings.Contains(r.Error(t), "dns: looking up TXT") {
 			t.Fatalf("DNS failing: %d %s", r.Status, r.Raw)
 		}
 	})

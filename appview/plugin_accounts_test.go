@@ -364,7 +364,7 @@ func TestPluginAccounts(t *testing.T) {
 			"client_id": demoClientID, "client_secret": demoClientSecret}})
 		r = bobDev.Call(t, "POST", "/plugins/oauth-demo-nohost/connect", nil)
 		cb = authorize(t, env, r.Object(t)["authorize_url"].(string))
-		if r := env.Do(t, "GET", cb, nil); r.Status != 502 || !strings.Contains(r.Error(t), "allowed_hosts") {
+		if r := env.Do(t, "GET", cb, nil); r.Status != 500 || !strings.Contains(r.Error(t), "allowed_hosts") {
 			t.Fatalf("undeclared host: %d %s", r.Status, r.Raw)
 		}
 		if _, err := env.Store.GetPluginAccount(context.Background(), "oauth-demo-nohost", bob); err == nil {

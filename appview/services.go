@@ -52,6 +52,7 @@ func (a *App) newServices() *server.Services {
 		DeadLetters:   deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
+			Check: checkSetting, Changed: a.settingsChanged,
 			Features: map[string]bool{
 				"jetstream":        a.cfg.JetstreamURL != "off" && a.cfg.EventStream != EventStreamFirehose,
 				"firehose":         a.cfg.EventSource == nil && a.cfg.EventStream == EventStreamFirehose,

@@ -85,7 +85,7 @@ func TestSessionRegistrationIsVerified(t *testing.T) {
 		// provision survives and the registration may be retried.
 		access, refresh = pds.IssueTokens(victim, p.Signer.JKT())
 		pds.FailNext("com.atproto.server.getSession", 503, "InternalServerError", "down for a moment")
-		refused("PDS unavailable", p.Registration(victim, access, refresh, pds.URL), 502, "upstream PDS failure")
+		refused("PDS unavailable", p.Registration(victim, access, refresh, pds.URL), 500, "upstream PDS failure")
 		reg = p.Registration(victim, access, refresh, pds.URL+"/") // the same origin, spelled differently
 		if r := register(reg); r.Status != 200 || r.Object(t)["did"] != victim {
 			t.Fatalf("genuine registration: %d %s", r.Status, r.Raw)

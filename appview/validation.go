@@ -1,25 +1,23 @@
 package appview
 
 import (
-	"context"
 	"strings"
 	"sync"
-
-	"github.com/lexview/lexview/storage"
 )
 
 // ValidationSettingPrefix, followed by a collection NSID, names the
 // instance setting that turns record validation off for that collection
-// (value "off"). Changes apply through the change feed (changes.go): at
-// once with PostgreSQL, within 5 s with SQLite.
+// (value "off"). A change through this instance applies at once; one
+// through another instance through the change feed (changes.go): at once
+// with PostgreSQL, within 5 s with SQLite.
 const ValidationSettingPrefix = "validation."
 
 // validationToggles caches which collections have validation turned off;
-// the writer consults it for every change.
+// the writer consults it for every change. applySettings keeps it in line
+// with the stored settings.
 type validationToggles struct {
-	store storage.SettingsStore
-	mu    sync.RWMutex
-	off   map[string]bool
+	mu  sync.RWMutex
+	off map[string]bool
 }
 
 func (v *validationToggles) isOff(collection string) bool {
@@ -28,13 +26,10 @@ func (v *validationToggles) isOff(collection string) bool {
 	return v.off[collection]
 }
 
-func (v *validationToggles) refresh(ctx context.Context) error {
-	all, err := v.store.ListSettings(ctx)
-	if err != nil {
-		return err
-	}
+// set reads the switches from every stored setting.
+func (v *validationToggles) set(settings map[string]string) {
 	off := map[string]bool{}
-	for k, val := range all {
+	for k, val := range settings {
 		if c, ok := strings.CutPrefix(k, ValidationSettingPrefix); ok && strings.EqualFold(val, "off") {
 			off[c] = true
 		}
@@ -42,5 +37,4 @@ func (v *validationToggles) refresh(ctx context.Context) error {
 	v.mu.Lock()
 	v.off = off
 	v.mu.Unlock()
-	return nil
 }

@@ -384,7 +384,7 @@ func TestQueriesByHandle(t *testing.T) {
 	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(listLexicon), TargetCollection: "app.test.post"}); err != nil {
 		t.Fatal(err)
 	}
-	if r := down.Do(t, "GET", "/xrpc/app.test.listPosts?did=alice.test", nil, "X-Client-Key", downClient.Key); r.Status != 502 ||
+	if r := down.Do(t, "GET", "/xrpc/app.test.listPosts?did=alice.test", nil, "X-Client-Key", downClient.Key); r.Status != 500 ||
 		r.Error(t) != "handle alice.test could not be resolved" {
 		t.Errorf("resolver down: %d %s", r.Status, r.Raw)
 	}

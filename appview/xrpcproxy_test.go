@@ -130,10 +130,10 @@ func TestXRPCProxy(t *testing.T) {
 		if len(events.Events) != 1 || events.Events[0]["subject"] != "com."+backend+".self.get" {
 			t.Fatalf("loop events: %v", events.Events)
 		}
-		// An unreachable service: 502.
+		// An unreachable service: an upstream failure (500).
 		env.PLC.Register("did:plc:down"+backend, "down.test", "http://127.0.0.1:1")
 		dns.SetTXT("_lexicon.down."+backend+".com", "did=did:plc:down"+backend)
-		expect(t, call("GET", "/xrpc/com."+backend+".down.get", nil), 502, "the method's service failed")
+		expect(t, call("GET", "/xrpc/com."+backend+".down.get", nil), 500, "the method's service failed")
 
 		// A local lexicon is never forwarded.
 		r = admin.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": listSchema(ns + "local")})

@@ -112,7 +112,7 @@ func printSettings(w io.Writer, ss []setting) {
 		fmt.Fprintf(tw, "  %s\t%s\n  \tdefault: %s\n", s.env, s.help, s.def)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nSee docs/configuration.md for every setting.")
+	fmt.Fprintln(w, "\nSee docs/configuration.md for every setting, and for those an instance\nsetting of the same name in lower case overrides (PUT /admin/settings/{key}).")
 }
 
 // parsePort reads a PORT value: 0 to 65535.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -142,28 +143,44 @@ func PutSkipped(actor, uri, cid, via string) Entry {
 	return Entry{Type: RecordPutSkipped, ActorDID: actor, Subject: uri, Detail: map[string]any{"cid": cid, "via": via}}
 }
 
-// RunPurge deletes entries older than retention every interval until ctx
-// ends. A retention of zero or less keeps everything.
-func (l *Log) RunPurge(ctx context.Context, retention, interval time.Duration) {
-	if retention <= 0 {
-		return
-	}
+// RunPurge purges the entries older than retention() at once and then
+// every interval, and whenever wake fires (nil: never), until ctx ends.
+// retention is read at each round, so a change applies from the next one
+// (send on wake to make that at once); a retention of zero or less keeps
+// everything (the round is skipped).
+func (l *Log) RunPurge(ctx context.Context, retention func() time.Duration, interval time.Duration, wake <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := l.store.PurgeEvents(ctx, l.now().Add(-retention)); err != nil {
-			if ctx.Err() == nil {
-				l.log.Error("purging event log failed", "err", err)
+		if keep := retention(); keep > 0 {
+			if n, err := l.Purge(ctx, keep); err != nil {
+				if ctx.Err() == nil {
+					l.log.Error("purging event log failed", "err", err)
+				}
+			} else if n > 0 {
+				l.log.Info("purged old event-log entries", "count", n)
 			}
-		} else if n > 0 {
-			l.log.Info("purged old event-log entries", "count", n)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 	}
+}
+
+// Purge deletes the entries older than retention and returns how many; a
+// retention of zero or less keeps everything.
+func (l *Log) Purge(ctx context.Context, retention time.Duration) (int64, error) {
+	if retention <= 0 {
+		return 0, nil
+	}
+	n, err := l.store.PurgeEvents(ctx, l.now().Add(-retention))
+	if err != nil {
+		return 0, fmt.Errorf("purge event log: %w", err)
+	}
+	return n, nil
 }
 
 // Query selects entries for List: exact Type, Category (the part before

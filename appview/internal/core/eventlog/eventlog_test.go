@@ -97,28 +97,37 @@ func TestRunPurge(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// A retention of zero or less keeps everything and returns at once.
+		// A retention of zero or less keeps everything.
 		for _, retention := range []time.Duration{0, -day} {
-			done := make(chan struct{})
-			go func() { l.RunPurge(context.Background(), retention, time.Millisecond); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("RunPurge(%v) did not return", retention)
+			if n, err := l.Purge(context.Background(), retention); n != 0 || err != nil {
+				t.Fatalf("Purge(%v): %d, %v", retention, n, err)
 			}
 		}
 		if got := types(t, s); len(got) != 4 {
 			t.Fatalf("a non-positive retention purged: %v", got)
 		}
 
+		// The retention is read at every round: a change applies from the
+		// next one.
+		var retention atomic.Int64
+		retention.Store(int64(30 * day))
+		wake := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { l.RunPurge(ctx, 30*day, 10*time.Millisecond); close(done) }()
+		go func() {
+			l.RunPurge(ctx, func() time.Duration { return time.Duration(retention.Load()) }, time.Hour, wake)
+			close(done)
+		}()
 		// The first purge runs at once: older than 30 days goes, newer stays.
 		waitFor(t, s, []string{"test.now", "test.recent"})
 		// Time passes: the next round purges what has aged meanwhile.
 		c.set(base.Add(2 * time.Minute))
+		wake <- struct{}{}
 		waitFor(t, s, []string{"test.now"})
+		// A shorter retention purges what it no longer keeps.
+		retention.Store(int64(time.Minute))
+		wake <- struct{}{}
+		waitFor(t, s, []string{})
 		cancel()
 		select {
 		case <-done:

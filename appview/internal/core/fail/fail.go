@@ -28,14 +28,14 @@ const (
 	TooLarge                    // the request body is over its limit
 	RateLimited                 // the caller must wait before trying again
 	Unavailable                 // the capability is off or not ready on this instance
-	BadGateway                  // an upstream (a PDS, a relay) failed or refused
+	Upstream                    // an upstream (a PDS, the PLC directory, a relay, a plugin) failed or refused
 	Failed                      // the operation ran and failed (a script); its message is shown
 )
 
 var kindNames = [...]string{
 	Internal: "internal", Invalid: "invalid", NotFound: "not found", Conflict: "conflict",
 	Forbidden: "forbidden", Unauthenticated: "unauthenticated", TooLarge: "too large",
-	RateLimited: "rate limited", Unavailable: "unavailable", BadGateway: "bad gateway", Failed: "failed",
+	RateLimited: "rate limited", Unavailable: "unavailable", Upstream: "upstream", Failed: "failed",
 }
 
 // String names the kind.

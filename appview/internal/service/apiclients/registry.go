@@ -41,15 +41,15 @@ const maxEntries = 100_000
 // Limiter. Its buckets are this instance's: when several instances share
 // the traffic, SetInstances divides each client's limits among them.
 type Registry struct {
-	store    Store
-	defaults Limits
-	now      func() time.Time
-	log      *slog.Logger
+	store Store
+	now   func() time.Time
+	log   *slog.Logger
 	// instances reports the number of live instances; nil means 1.
 	instances atomic.Pointer[func() int]
 
-	mu      sync.RWMutex
-	entries map[string]*entry
+	mu       sync.RWMutex
+	defaults Limits // the limits of a client that sets none; under mu
+	entries  map[string]*entry
 	// gen counts Invalidate and Forget calls, so that a load racing with
 	// one of them does not cache what it read as fresh.
 	gen uint64
@@ -127,15 +127,16 @@ func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
 		return nil, err
 	}
 	fresh := &entry{checkedAt: reg.now()}
-	var limits Limits
 	if err == nil && row.IsActive {
 		fresh.row = row
-		limits = reg.limitsOf(row)
 		fresh.client = &Client{ID: row.ID, Key: row.Key, Name: row.Name, ParentID: row.ParentID}
 	}
 	n := reg.liveInstances()
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
+	// Under mu, so that a change of the defaults (SetDefaults) is either
+	// in these limits or applied to this bucket after it is stored.
+	limits := reg.limitsOf(row)
 	// An edit that landed while the row was being read may not be in it:
 	// serve this request from it, but read again on the next.
 	fresh.stale = reg.gen != gen
@@ -168,6 +169,8 @@ func (reg *Registry) load(ctx context.Context, key string) (*entry, error) {
 	return fresh, nil
 }
 
+// limitsOf is the limits of row's client: its own, else the defaults;
+// reg.mu is held.
 func (reg *Registry) limitsOf(row storage.APIClient) Limits {
 	l := reg.defaults
 	if row.RateLimitCapacity != nil {
@@ -243,6 +246,27 @@ func (reg *Registry) Allow(c *Client) (bool, time.Duration) {
 	}
 	missing := 1 - lim.TokensAt(now)
 	return false, time.Duration(math.Ceil(missing/perSec*1e9)) * time.Nanosecond
+}
+
+// SetDefaults changes the limits of the clients that set none of their
+// own (the instance's defaults, DEFAULT_RATE_LIMIT_CAPACITY and
+// DEFAULT_RATE_LIMIT_REFILL_RATE or the settings overriding them). They
+// apply at once: the buckets of such clients keep their level (capped at
+// a smaller capacity) and refill at the new rate from now on.
+func (reg *Registry) SetDefaults(defaults Limits) {
+	n := reg.liveInstances()
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.defaults == defaults {
+		return
+	}
+	reg.defaults = defaults
+	now := reg.now()
+	for _, e := range reg.entries {
+		if e.client != nil && e.bucket != nil {
+			e.bucket.set(now, reg.limitsOf(e.row), n)
+		}
+	}
 }
 
 // Invalidate makes the next request of each key re-read its client, so

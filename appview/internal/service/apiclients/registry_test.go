@@ -127,6 +127,41 @@ func TestLimitsAndRetryAfter(t *testing.T) {
 	}
 }
 
+// TestSetDefaults: new defaults apply at once to the clients that set no
+// limits of their own (child clients included), keeping their level, and
+// to buckets made later; a client's own limits stay.
+func TestSetDefaults(t *testing.T) {
+	f := newFixture(t, apiclients.Limits{Capacity: 4, RefillRate: 0.001})
+	own := f.create(t, ptr(2), ptr(0.001), "")
+	def := f.create(t, nil, nil, "")
+	child := f.create(t, nil, nil, def.ID)
+	if got := f.calls(t, def.Key, 1); got != 1 {
+		t.Fatalf("defaults allowed %d of 1", got)
+	}
+	f.reg.SetDefaults(apiclients.Limits{Capacity: 2, RefillRate: 1})
+	// 3 tokens left, capped at the new capacity.
+	if got := f.calls(t, def.Key, 5); got != 2 {
+		t.Fatalf("after lowering the default capacity allowed %d, want 2", got)
+	}
+	// The new refill rate counts from the change.
+	f.clk.advance(time.Second)
+	if got := f.calls(t, def.Key, 5); got != 1 {
+		t.Fatalf("after 1s at the new default rate allowed %d, want 1", got)
+	}
+	// A bucket made after the change has the new defaults; a client's own
+	// limits are its own.
+	if got := f.calls(t, child.Key, 5); got != 2 {
+		t.Fatalf("a child client allowed %d of 5, want the new default 2", got)
+	}
+	if got := f.calls(t, own.Key, 5); got != 2 {
+		t.Fatalf("a client with its own limits allowed %d of 5", got)
+	}
+	f.reg.SetDefaults(apiclients.Limits{Capacity: 100, RefillRate: 0.001})
+	if got := f.calls(t, own.Key, 1); got != 0 {
+		t.Fatalf("new defaults refilled a client with its own limits: %d", got)
+	}
+}
+
 func TestInvalidateKeepsLevelAppliesLimits(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, apiclients.Limits{Capacity: 100, RefillRate: 1})

@@ -52,7 +52,7 @@ var (
 // upstream is the error for a PDS or authorization server that could not
 // answer; the registration may be retried with the same provision.
 func upstream(err error) error {
-	return fail.Wrap(fail.BadGateway, "upstream PDS failure", err)
+	return fail.Wrap(fail.Upstream, "upstream PDS failure", err)
 }
 
 // Verify checks req, whose tokens are bound to key. It returns the PDS URL

@@ -41,8 +41,17 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// Check refuses (with a fail.Error) a value the instance cannot use
+	// for key: the settings that override environment variables know
+	// their values, and some variables cannot be overridden. nil accepts
+	// every value.
+	Check func(key, value string) error
+	// Changed is called after a setting was stored or deleted through
+	// the service, so that what reads settings at use time follows at
+	// once on this instance (the others follow through the change feed).
+	Changed func(ctx context.Context)
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Service runs the instance's operator functions.
@@ -126,15 +135,29 @@ func (s *Service) PutSetting(ctx context.Context, actor, key string, value *stri
 	if err := checkSettingValue(key, *value); err != nil {
 		return err
 	}
+	if s.opt.Check != nil {
+		if err := s.opt.Check(key, *value); err != nil {
+			return err
+		}
+	}
 	if err := s.opt.Store.PutSetting(ctx, key, *value); err != nil {
 		return err
 	}
+	s.changed(ctx)
 	s.audit(ctx, actor, "setting.updated", key, map[string]any{"value": *value})
 	return nil
 }
 
+// changed tells the instance that a setting changed.
+func (s *Service) changed(ctx context.Context) {
+	if s.opt.Changed != nil {
+		s.opt.Changed(ctx)
+	}
+}
+
 // DeleteSetting removes a stored setting on behalf of actor: the
-// environment's value applies again.
+// environment's value applies again. A setting Check refuses can be
+// deleted (one stored before it was refused).
 func (s *Service) DeleteSetting(ctx context.Context, actor, key string) error {
 	if err := CheckSettingKey(key); err != nil {
 		return err
@@ -146,6 +169,7 @@ func (s *Service) DeleteSetting(ctx context.Context, actor, key string) error {
 	if err != nil {
 		return err
 	}
+	s.changed(ctx)
 	s.audit(ctx, actor, "setting.deleted", key, nil)
 	return nil
 }

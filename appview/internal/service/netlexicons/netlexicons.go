@@ -97,8 +97,8 @@ type Added struct {
 
 // ResolveError turns a resolution failure into the service error an
 // admin sees: 400 for a definitive answer (bad NSID, no TXT record, no
-// such record, an invalid lexicon), 502 when an upstream failed. The
-// message names the step.
+// such record, an invalid lexicon), an upstream failure (500) when an
+// upstream failed. The message names the step.
 func ResolveError(err error) error {
 	e, ok := lexresolve.AsError(err)
 	if !ok {
@@ -106,7 +106,7 @@ func ResolveError(err error) error {
 	}
 	kind := fail.Invalid
 	if e.Upstream {
-		kind = fail.BadGateway
+		kind = fail.Upstream
 	}
 	return fail.Wrap(kind, e.Error(), err)
 }

@@ -152,7 +152,7 @@ func (c *Client) Authorize(ctx context.Context, req Request) (string, error) {
 	}
 	meta, err := c.discover(ctx, pds)
 	if err != nil {
-		return "", fail.Wrap(fail.BadGateway, "cannot reach the authorization server of "+ident+": "+err.Error(), err)
+		return "", fail.Wrap(fail.Upstream, "cannot reach the authorization server of "+ident+": "+err.Error(), err)
 	}
 	scopes := withAtproto(req.Scopes)
 	cfg, err := c.config(ctx, req.DomainOrigin, "", scopes)
@@ -162,7 +162,7 @@ func (c *Client) Authorize(ctx context.Context, req Request) (string, error) {
 	app := c.app(cfg, nil)
 	info, err := app.SendAuthRequest(ctx, meta, scopes, ident)
 	if err != nil {
-		return "", fail.Wrap(fail.BadGateway, "the authorization server refused the request: "+err.Error(), err)
+		return "", fail.Wrap(fail.Upstream, "the authorization server refused the request: "+err.Error(), err)
 	}
 	info.AccountDID = &account.DID
 	data, err := json.Marshal(info)

@@ -136,7 +136,7 @@ func (s *Service) Connect(ctx context.Context, caller *userauth.Caller, clientID
 	}
 	var a authorizeOut
 	if err := json.Unmarshal(out, &a); err != nil || !isHTTPURL(a.URL) {
-		return Start{}, fail.Newf(fail.BadGateway, "plugin %s returned no valid authorize URL", id)
+		return Start{}, fail.Newf(fail.Upstream, "plugin %s returned no valid authorize URL", id)
 	}
 	sealed, err := s.opt.Sealer.SealString(sessionPurpose(state), caller.Session.ID)
 	if err != nil {
@@ -229,7 +229,7 @@ func (s *Service) Finish(ctx context.Context, p Pending, caller *userauth.Caller
 	}
 	tok, err := parseTokens(raw)
 	if err != nil {
-		return Connected{}, fail.Wrap(fail.BadGateway, "plugin "+p.PluginID+" returned malformed tokens", err)
+		return Connected{}, fail.Wrap(fail.Upstream, "plugin "+p.PluginID+" returned malformed tokens", err)
 	}
 	ext, err := s.profile(ctx, p.PluginID, tok)
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Service) profile(ctx context.Context, id string, tok json.RawMessage) (
 	}
 	var ext External
 	if err := json.Unmarshal(raw, &ext); err != nil || ext.ID == "" {
-		return External{}, fail.Newf(fail.BadGateway, "plugin %s returned a profile without an id", id)
+		return External{}, fail.Newf(fail.Upstream, "plugin %s returned a profile without an id", id)
 	}
 	return ext, nil
 }
@@ -314,13 +314,13 @@ func (s *Service) Disconnect(ctx context.Context, id, did string) error {
 }
 
 // pluginFailure reports a failed plugin call: a plugin or runtime error
-// is the upstream's fault (BadGateway); a fail.Error passes through.
+// is the upstream's fault (Upstream); a fail.Error passes through.
 func pluginFailure(what string, err error) error {
 	var fe *fail.Error
 	if errors.As(err, &fe) {
 		return err
 	}
-	return fail.Wrap(fail.BadGateway, what+": "+err.Error(), err)
+	return fail.Wrap(fail.Upstream, what+": "+err.Error(), err)
 }
 
 func (s *Service) event(ctx context.Context, typ, severity, actor, subject string, detail map[string]any) {

@@ -132,7 +132,7 @@ func (s *Service) sync(ctx context.Context, acct *storage.PluginAccount, caller 
 		return err
 	}
 	if out.NeedsRefresh {
-		return fail.Newf(fail.BadGateway, "plugin %s still needs a refresh after one", id)
+		return fail.Newf(fail.Upstream, "plugin %s still needs a refresh after one", id)
 	}
 	for _, r := range out.Records {
 		ans, err := s.opt.Writer.WriteRecord(ctx, caller, r.Collection, r.RKey, r.Record)
@@ -144,7 +144,7 @@ func (s *Service) sync(ctx context.Context, acct *storage.PluginAccount, caller 
 		case err != nil:
 			return fmt.Errorf("writing to the PDS: %w", err)
 		case ans.Status != http.StatusOK:
-			return fail.Newf(fail.BadGateway, "the PDS answered %d to a synced record", ans.Status)
+			return fail.Newf(fail.Upstream, "the PDS answered %d to a synced record", ans.Status)
 		}
 		res.Written++
 		if ans.NotIndexed != "" {
@@ -187,7 +187,7 @@ func (s *Service) callSync(ctx context.Context, acct *storage.PluginAccount, tok
 }
 
 func malformed(id, why string) error {
-	return fail.Newf(fail.BadGateway, "plugin %s returned a malformed sync answer: %s", id, why)
+	return fail.Newf(fail.Upstream, "plugin %s returned a malformed sync answer: %s", id, why)
 }
 
 // refresh calls the refresh export and stores the new tokens, sealed.
@@ -198,7 +198,7 @@ func (s *Service) refresh(ctx context.Context, acct *storage.PluginAccount, tok 
 	}
 	fresh, err := parseTokens(raw)
 	if err != nil {
-		return nil, fail.Wrap(fail.BadGateway, "plugin "+acct.PluginID+" returned malformed tokens", err)
+		return nil, fail.Wrap(fail.Upstream, "plugin "+acct.PluginID+" returned malformed tokens", err)
 	}
 	sealed, err := s.opt.Sealer.Seal(tokensPurpose(acct.PluginID, acct.DID), fresh)
 	if err != nil {

@@ -153,7 +153,7 @@ func TestSyncAnswers(t *testing.T) {
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("%s: err %v, want %q", tc.name, err, tc.wantErr)
 			}
-			if tc.wantErr != "" && fail.KindOf(err) != fail.BadGateway && !tc.down {
+			if tc.wantErr != "" && fail.KindOf(err) != fail.Upstream && !tc.down {
 				t.Fatalf("%s: kind %v", tc.name, fail.KindOf(err))
 			}
 			if tc.wantErr != "" && len(w.written) != 0 && !tc.down {

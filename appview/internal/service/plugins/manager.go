@@ -37,7 +37,8 @@ type Options struct {
 	// makes the plugins' own requests. Both must be guarded clients.
 	Fetch, Plugin *http.Client
 	Events        *eventlog.Log
-	// RegistryURL is the official registry index; "" for none.
+	// RegistryURL is the official registry index at start; "" for none
+	// (SetRegistryURL changes it).
 	RegistryURL string
 	// Dir holds file-based plugins: each manifest *.json (or
 	// <dir>/manifest.json) with its module beside it. "" for none.

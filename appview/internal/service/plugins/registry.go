@@ -39,21 +39,40 @@ type Index struct {
 
 // registry caches the index at its URL.
 type registry struct {
-	url   string
 	fetch fetcher
 	now   func() time.Time
 
 	mu          sync.Mutex
+	url         string // "" for none
 	index       Index
 	refreshedAt time.Time
 }
 
+// setURL changes the registry's URL ("" for none). A new URL forgets the
+// index of the old one: the next Official fetches it.
+func (r *registry) setURL(u string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u != r.url {
+		r.url, r.index, r.refreshedAt = u, Index{}, time.Time{}
+	}
+}
+
+// current returns the registry's URL, "" for none.
+func (r *registry) current() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.url
+}
+
 // refresh fetches the index; the cache keeps the last good one on error.
+// An index fetched while the URL changed is dropped.
 func (r *registry) refresh(ctx context.Context) error {
-	if r.url == "" {
+	url := r.current()
+	if url == "" {
 		return nil
 	}
-	raw, err := r.fetch.get(ctx, r.url, maxIndexSize)
+	raw, err := r.fetch.get(ctx, url, maxIndexSize)
 	if err != nil {
 		return fmt.Errorf("plugin registry: %w", err)
 	}
@@ -69,7 +88,9 @@ func (r *registry) refresh(ctx context.Context) error {
 	}
 	idx.Plugins = kept
 	r.mu.Lock()
-	r.index, r.refreshedAt = idx, r.now()
+	if r.url == url {
+		r.index, r.refreshedAt = idx, r.now()
+	}
 	r.mu.Unlock()
 	return nil
 }

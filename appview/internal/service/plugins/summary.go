@@ -86,7 +86,7 @@ func (m *Manager) CheckUpdate(ctx context.Context, id string) (Summary, error) {
 		return Summary{}, err
 	}
 	if err := m.reg.refresh(ctx); err != nil {
-		return Summary{}, fail.Wrap(fail.BadGateway, "the plugin registry cannot be read: "+err.Error(), err)
+		return Summary{}, fail.Wrap(fail.Upstream, "the plugin registry cannot be read: "+err.Error(), err)
 	}
 	return m.Summary(ctx, id)
 }
@@ -144,7 +144,7 @@ type OfficialPlugin struct {
 // (nil: never). An index never fetched is fetched now; with no registry
 // configured the list is empty.
 func (m *Manager) Official(ctx context.Context) ([]OfficialPlugin, *string, error) {
-	if _, at := m.reg.snapshot(); at.IsZero() && m.reg.url != "" {
+	if _, at := m.reg.snapshot(); at.IsZero() && m.reg.current() != "" {
 		if err := m.reg.refresh(ctx); err != nil {
 			m.opt.Log.Warn("the plugin registry cannot be read", "err", err)
 		}
@@ -162,12 +162,9 @@ func (m *Manager) Official(ctx context.Context) ([]OfficialPlugin, *string, erro
 	return out, &ts, nil
 }
 
-// RunRegistry refreshes the registry index every interval until ctx ends
-// (nothing when no registry is configured).
+// RunRegistry refreshes the registry index at once and then every
+// interval until ctx ends (no fetch while no registry is configured).
 func (m *Manager) RunRegistry(ctx context.Context, interval time.Duration) {
-	if m.reg.url == "" {
-		return
-	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -181,6 +178,12 @@ func (m *Manager) RunRegistry(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// SetRegistryURL changes the registry index's URL ("" for none), as the
+// setting plugin_registry_url overriding PLUGIN_REGISTRY_URL does. A new
+// URL's index is fetched at the next GET /admin/plugins/official (or
+// check-update, or the periodic refresh); until then the list is empty.
+func (m *Manager) SetRegistryURL(url string) { m.reg.setURL(url) }
 
 // timestamp formats t like every admin response: ISO 8601 UTC with
 // milliseconds.

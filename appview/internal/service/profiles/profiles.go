@@ -67,8 +67,8 @@ var (
 	errInvalidActor  = fail.New(fail.Invalid, "invalid actor: expected a DID or a handle")
 	errActorNotFound = fail.New(fail.NotFound, "actor not found")
 	errActorNoPDS    = fail.New(fail.NotFound, "actor has no PDS")
-	errResolveFailed = fail.New(fail.BadGateway, "identity resolution failed")
-	errProfileFetch  = fail.New(fail.BadGateway, "fetching the profile from the PDS failed")
+	errResolveFailed = fail.New(fail.Upstream, "identity resolution failed")
+	errProfileFetch  = fail.New(fail.Upstream, "fetching the profile from the PDS failed")
 )
 
 // Profile is an actor's profile. Absent values are empty strings.
@@ -82,7 +82,7 @@ type Profile struct {
 
 // Get returns the profile of actor (a DID or a handle), from the identity
 // directory and the actor's PDS. An unknown actor is NotFound; a failing
-// PDS or directory BadGateway.
+// PDS or directory Upstream.
 func (s *Service) Get(ctx context.Context, actor string) (Profile, error) {
 	ident, err := s.resolve(ctx, actor)
 	if err != nil {

@@ -105,7 +105,7 @@ func (s *Service) List(ctx context.Context, collection string, params url.Values
 
 // resolve returns the DID of an account named by DID or handle. A handle
 // that resolves to no DID is invalid input (400); one that could not be
-// resolved is an upstream failure (502).
+// resolved is an upstream failure (500).
 func (s *Service) resolve(ctx context.Context, id syntax.AtIdentifier) (syntax.DID, error) {
 	if did, err := id.AsDID(); err == nil {
 		return did, nil
@@ -123,7 +123,7 @@ func (s *Service) resolve(ctx context.Context, id syntax.AtIdentifier) (syntax.D
 		errors.Is(err, identity.ErrHandleReservedTLD) || errors.Is(err, identity.ErrInvalidHandle):
 		return "", fail.Wrap(fail.Invalid, "handle "+handle.String()+" does not resolve to a DID", err)
 	case err != nil:
-		return "", fail.Wrap(fail.BadGateway, "handle "+handle.String()+" could not be resolved", err)
+		return "", fail.Wrap(fail.Upstream, "handle "+handle.String()+" could not be resolved", err)
 	}
 	return did, nil
 }

@@ -289,13 +289,13 @@ func (s *Service) desiredState(ctx context.Context) (plc.State, error) {
 
 // plcFailure turns a PLC directory's refusal into a 400 carrying its
 // message (the operation or the request was wrong) and anything else
-// (unreachable, a 5xx) into a 502.
+// (unreachable, a 5xx) into an upstream failure.
 func plcFailure(err error) error {
 	var perr *plc.Error
 	if errors.As(err, &perr) && perr.Status/100 == 4 {
 		return fail.Wrap(fail.Invalid, "the PLC directory refused the operation: "+perr.Message, err)
 	}
-	return fail.Wrap(fail.BadGateway, "the PLC directory could not be reached or failed: "+err.Error(), err)
+	return fail.Wrap(fail.Upstream, "the PLC directory could not be reached or failed: "+err.Error(), err)
 }
 
 // setting reads a setting, "" when absent.

@@ -81,8 +81,8 @@ func (s *Service) xrpc(ctx context.Context, base, nsid, bearer string, in, out a
 
 // pdsFailure classifies a failed call to the attached account's PDS: an
 // error of this service passes as it is; a PDS's refusal (4xx) is a 400
-// with what, its code and message; anything else (unreachable, a 5xx) a
-// 502.
+// with what, its code and message; anything else (unreachable, a 5xx) an
+// upstream failure.
 func pdsFailure(what string, err error) error {
 	var ferr *fail.Error
 	if errors.As(err, &ferr) {
@@ -96,5 +96,5 @@ func pdsFailure(what string, err error) error {
 		}
 		return fail.Wrap(fail.Invalid, what+": "+msg, err)
 	}
-	return fail.Wrap(fail.BadGateway, what+": "+err.Error(), err)
+	return fail.Wrap(fail.Upstream, what+": "+err.Error(), err)
 }

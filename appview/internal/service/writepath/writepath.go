@@ -79,7 +79,7 @@ var (
 	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
 	errBadBody       = fail.New(fail.Invalid, "invalid request body")
 	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
-	errUpstreamWrite = fail.New(fail.BadGateway, "upstream PDS failure")
+	errUpstreamWrite = fail.New(fail.Upstream, "upstream PDS failure")
 
 	// The refusals of a body's `uri` that names no record to replace, on
 	// a collection whose record has no `uri` field (see target).
@@ -185,7 +185,7 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 			return Answer{}, errTokenExpired
 		}
 		s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
-		return Answer{}, fail.Wrap(fail.BadGateway, errUpstreamWrite.Message, err)
+		return Answer{}, fail.Wrap(fail.Upstream, errUpstreamWrite.Message, err)
 	}
 	ans := Answer{Status: status, Body: resp}
 	if status != http.StatusOK || res == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/lexicon"
@@ -23,7 +24,7 @@ import (
 // Limits of a forwarded call.
 const (
 	MaxRequestBody  = 1 << 20  // 413 above
-	MaxResponseBody = 10 << 20 // 502 above
+	MaxResponseBody = 10 << 20 // an upstream failure (500) above
 	Timeout         = 15 * time.Second
 )
 
@@ -91,7 +92,8 @@ func (noMetrics) Proxied(string) {}
 // ServeHTTP forwards r (GET or POST /xrpc/{nsid}). Whatever cannot be
 // forwarded (refused by the policy, a loop, an authority that does not
 // resolve) answers 404 `method not found`, as an unknown method does; an
-// upstream that fails or answers too much answers 502.
+// upstream that fails or answers too much answers 500 `the method's
+// service failed` (the specification's status of an upstream failure).
 func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	nsid := r.PathValue("nsid")
@@ -193,6 +195,10 @@ func (f *Forwarder) target(ctx context.Context, nsid, proxyHeader string) (*url.
 	return u, nil
 }
 
+// errServiceFailed answers a forwarded call whose service could not be
+// reached or read.
+var errServiceFailed = fail.New(fail.Upstream, "the method's service failed")
+
 // forwardedHeaders are the request headers passed on. Credentials
 // (Authorization, DPoP, cookies, the API client key) are not: they were
 // issued for this instance.
@@ -264,10 +270,11 @@ func (f *Forwarder) forward(w http.ResponseWriter, r *http.Request, nsid string,
 	_, _ = w.Write(data)
 }
 
-// failed answers 502 for an upstream that could not be reached or read.
+// failed answers an upstream failure (500) for an upstream that could not
+// be reached or read.
 func (f *Forwarder) failed(w http.ResponseWriter, r *http.Request, nsid string, target *url.URL, err error) {
 	f.opt.Metrics.Proxied("upstream_failed")
 	f.opt.Events.Record(r.Context(), eventlog.Entry{Type: "xrpc.proxy_upstream_failed", Severity: eventlog.Warn, Subject: nsid,
 		Detail: map[string]any{"method": r.Method, "target": target.Scheme + "://" + target.Host, "error": err.Error()}})
-	respond.Error(w, http.StatusBadGateway, "the method's service failed")
+	respond.Fail(w, r, f.opt.Logger, errServiceFailed)
 }

@@ -239,7 +239,7 @@ func TestGetProfile(t *testing.T) {
 		defer down.Close()
 		broken := env.PLC.NewAccount(t, false, down.URL)
 		r = d.Call(t, "GET", fixed.GetProfilePath+"?actor="+broken.DID.String(), nil)
-		if r.Status != 502 || r.Error(t) == "" {
+		if r.Status != 500 || r.Error(t) != "fetching the profile from the PDS failed" {
 			t.Fatalf("failing PDS: %d %s", r.Status, r.Raw)
 		}
 

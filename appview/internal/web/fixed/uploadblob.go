@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/oauth"
@@ -16,11 +17,12 @@ import (
 // blob reference); a longer answer is a PDS failure.
 const maxUploadResponse = 1 << 20
 
-// Error messages of uploadBlob.
-const (
-	msgBlobTooLarge = "blob too large"
-	msgUpstream     = "upstream PDS failure"
-)
+// msgBlobTooLarge refuses a blob over the limit.
+const msgBlobTooLarge = "blob too large"
+
+// errUpstream answers a PDS that could not be reached or read: the
+// specification's upstream PDS failure (500).
+var errUpstream = fail.New(fail.Upstream, "upstream PDS failure")
 
 // uploadBlob proxies POST /xrpc/com.atproto.repo.uploadBlob to the
 // caller's PDS. The caller must be a DPoP session (nothing else can act on
@@ -65,14 +67,14 @@ func (h *Handler) uploadBlob(w http.ResponseWriter, r *http.Request) {
 			return // the caller went away
 		}
 		h.log.ErrorContext(ctx, "proxying uploadBlob failed", "err", err)
-		respond.Error(w, http.StatusBadGateway, msgUpstream)
+		respond.Fail(w, r, h.log, errUpstream)
 		return
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxUploadResponse+1))
 	if err != nil || len(answer) > maxUploadResponse {
 		h.log.ErrorContext(ctx, "reading the PDS's uploadBlob answer failed", "err", err, "bytes", len(answer))
-		respond.Error(w, http.StatusBadGateway, msgUpstream)
+		respond.Fail(w, r, h.log, errUpstream)
 		return
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {

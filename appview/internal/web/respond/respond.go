@@ -47,7 +47,11 @@ func Error(w http.ResponseWriter, status int, msg string) {
 }
 
 // statusOf maps a failure kind to its HTTP status: the one place where a
-// service's answer becomes a status code.
+// service's answer becomes a status code. The interface specification's
+// error table fixes 400, 401, 403, 404, 409 and 500; an upstream failure
+// (a PDS, the PLC directory, a forwarded service) is its "server failure",
+// 500, with the failure's message shown. The statuses of the other kinds
+// (413, 429, 503) are ones the specification leaves open.
 var statusOf = map[fail.Kind]int{
 	fail.Invalid:         http.StatusBadRequest,
 	fail.NotFound:        http.StatusNotFound,
@@ -57,7 +61,7 @@ var statusOf = map[fail.Kind]int{
 	fail.TooLarge:        http.StatusRequestEntityTooLarge,
 	fail.RateLimited:     http.StatusTooManyRequests,
 	fail.Unavailable:     http.StatusServiceUnavailable,
-	fail.BadGateway:      http.StatusBadGateway,
+	fail.Upstream:        http.StatusInternalServerError,
 	fail.Failed:          http.StatusInternalServerError,
 }
 
