@@ -41,7 +41,7 @@ func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
 		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
-		OAuthStore: a.store, OAuthClient: a.oauthClient, Handles: a.cfg.Directory, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
+		OAuthClient: a.oauthClient, Handles: a.cfg.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
 		Labels: a.store, Ready: a.readiness,
 		Proxy: xrpcproxy.Options{Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient,
 			Events: a.events, Metrics: a.metrics, Self: a.isSelf, UserAgent: "lexview/" + Version},

@@ -8,63 +8,40 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 	"github.com/lexview/lexview/appview/internal/service/devicesessions"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
-	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
 
-// Store is the persistence the handlers need.
-type Store interface {
-	storage.APIClientStore
-	storage.OAuthStore
-}
-
 // Options configure a Handler.
 type Options struct {
-	Store Store
 	// Clients authenticates API clients and takes their rate-limit tokens.
 	Clients *apiclients.Manager
-	// Sealer opens the sealed private keys.
-	Sealer *oauth.Sealer
-	// PublicURL is the instance's public base URL.
-	PublicURL string
 	// Users checks DPoP authentication of device sessions.
 	Users *userauth.Authenticator
 	// Sessions provisions DPoP keys and manages device sessions.
 	Sessions *devicesessions.Service
 	// Keys publishes client key sets and signs client assertions.
 	Keys   *clientkeys.Service
-	Now    func() time.Time
 	Logger *slog.Logger
 }
 
 // Handler serves the /oauth/* endpoints.
 type Handler struct {
-	store     Store
-	manager   *apiclients.Manager
-	sealer    *oauth.Sealer
-	publicURL string
-	users     *userauth.Authenticator
-	sessions  *devicesessions.Service
-	keys      *clientkeys.Service
-	now       func() time.Time
-	log       *slog.Logger
+	manager  *apiclients.Manager
+	users    *userauth.Authenticator
+	sessions *devicesessions.Service
+	keys     *clientkeys.Service
+	log      *slog.Logger
 }
 
-// New returns a Handler; unset Now and Logger default to time.Now and
-// slog.Default().
+// New returns a Handler; an unset Logger defaults to slog.Default().
 func New(opts Options) *Handler {
-	h := &Handler{store: opts.Store, manager: opts.Clients, sealer: opts.Sealer, publicURL: opts.PublicURL,
-		users: opts.Users, sessions: opts.Sessions, keys: opts.Keys, now: opts.Now, log: opts.Logger}
-	if h.now == nil {
-		h.now = time.Now
-	}
+	h := &Handler{manager: opts.Clients, users: opts.Users, sessions: opts.Sessions, keys: opts.Keys, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -119,17 +119,13 @@ type Parts struct {
 	// Identities resolve the PDS hosting blobs; PDS proxies uploads.
 	Identities xrpc.Identities
 	PDS        *oauth.Client
-	// The /oauth/* endpoints' store, sealer and public URL.
-	OAuthStore oauthapi.Store
 	// OAuthClient is the instance as an OAuth client: dashboard sign-in
 	// and the /oauth/callback every flow comes back on.
 	OAuthClient *oauthclient.Client
 	// Handles resolves the handles linked repo grants are pinned to.
 	Handles linkedrepos.Handles
 	// Labels lets default XRPC answers carry labels.
-	Labels    xrpc.LabelSource
-	Sealer    *oauth.Sealer
-	PublicURL string
+	Labels xrpc.LabelSource
 	// Proxy configures the XRPC proxy (its policies and client middleware
 	// are set here); nil Resolver: no proxy, unknown NSIDs answer 404.
 	Proxy xrpcproxy.Options
@@ -193,8 +189,8 @@ func New(svc Services, p Parts) *Surfaces {
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
-	oauthapi.New(oauthapi.Options{Store: p.OAuthStore, Clients: svc.Clients, Sealer: p.Sealer, PublicURL: p.PublicURL,
-		Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys, Now: p.Now, Logger: log}).Mount(pub)
+	oauthapi.New(oauthapi.Options{Clients: svc.Clients, Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys,
+		Logger: log}).Mount(pub)
 	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)
 	pub.HandleFunc("GET /.well-known/did.json", func(w http.ResponseWriter, r *http.Request) {
 		doc, err := svc.Identity.DocumentFor(r.Context(), r.Host)
