@@ -181,9 +181,7 @@ func (a *App) build(ctx context.Context) error {
 	if _, ok := cfg.ClientIdentifier.(apiclients.Unverified); ok {
 		a.log.Warn("API client keys are not verified: any non-empty X-Client-Key is accepted")
 	}
-	if a.metrics, err = newMetrics(cfg); err != nil {
-		return err
-	}
+	a.metrics = newMetrics(cfg)
 	if a.sources, err = eventSources(cfg); err != nil {
 		return err
 	}
@@ -310,11 +308,11 @@ func (a *App) sharedReplays() oauth.ReplayStore {
 
 // newMetrics creates the collectors when metrics are served (MetricsAddr)
 // or registered with the embedder's registerer; otherwise nil.
-func newMetrics(cfg Config) (*metrics.Metrics, error) {
+func newMetrics(cfg Config) *metrics.Metrics {
 	if cfg.MetricsAddr == "" && cfg.MetricsRegisterer == nil {
-		return nil, nil
+		return nil
 	}
-	return metrics.New(), nil
+	return metrics.New()
 }
 
 // eventSources returns the configured live event sources: Config.EventSource,

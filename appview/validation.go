@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// ValidationSettingPrefix, followed by a collection NSID, names the
+// ValidationSettingPrefix is the prefix that, followed by a collection NSID, names the
 // instance setting that turns record validation off for that collection
 // (value "off"). A change through this instance applies at once; one
 // through another instance through the change feed (changes.go): at once

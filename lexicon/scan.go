@@ -66,7 +66,7 @@ func (s *scanner) ws(i int) int {
 type objectInfo struct {
 	fields int
 	// Keys present.
-	link, bytes, mimeType, cid, ref, size, typed bool
+	link, bytes, mimeType, cid bool
 	// What their values were, where it matters.
 	typeNotString, typeEmpty, typeBlob bool
 	linkValid                          bool   // $link is a string that parses as a defined CID
@@ -329,7 +329,6 @@ func (s *scanner) object(n *node, i int, wantType string) (int, objectInfo, bool
 func (s *scanner) specialKey(info *objectInfo, key string, i int, wantType string) (int, bool) {
 	switch key {
 	case "$type":
-		info.typed = true
 		if s.data[i] != '"' {
 			info.typeNotString = true
 			break
@@ -359,14 +358,12 @@ func (s *scanner) specialKey(info *objectInfo, key string, i int, wantType strin
 			return end, ok
 		}
 	case "size":
-		info.size = true
 		if s.data[i] == '-' || isDigit(s.data[i]) {
 			end, v, ok := s.integer(i)
 			info.sizeValue, info.sizeInt = v, ok
 			return end, ok
 		}
 	case "ref":
-		info.ref = true
 		if s.data[i] == '{' {
 			end, sub, ok := s.object(nil, i, "")
 			if !ok || (sub.special() && !sub.isLink() && !sub.isBlob()) {

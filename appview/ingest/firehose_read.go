@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +31,6 @@ type streamState struct {
 // firehoseFrame is one decoded subscribeRepos frame: at most one field is
 // set (none for a message type not used here).
 type firehoseFrame struct {
-	kind     string
 	commit   *comatproto.SyncSubscribeRepos_Commit
 	sync     *comatproto.SyncSubscribeRepos_Sync
 	identity *comatproto.SyncSubscribeRepos_Identity
@@ -49,14 +47,14 @@ func decodeFirehoseFrame(data []byte) (firehoseFrame, error) {
 	if err != nil {
 		return firehoseFrame{}, err
 	}
-	f := firehoseFrame{kind: strings.TrimPrefix(hdr.Type, "#")}
+	var f firehoseFrame
 	switch hdr.Op {
 	case streamframe.OpError:
 		body, err := streamframe.ReadError(r)
 		if err != nil {
 			return firehoseFrame{}, err
 		}
-		f.kind, f.err = "error", &body
+		f.err = &body
 		return f, nil
 	case streamframe.OpMessage:
 	default:

@@ -82,9 +82,9 @@ type Blob struct {
 }
 
 type accessToken struct {
-	did, jkt, scope string
-	expires         time.Time
-	expired         bool
+	did, jkt string
+	expires  time.Time
+	expired  bool
 }
 
 type refreshToken struct {
@@ -190,7 +190,7 @@ func (s *Server) IssueTokens(did, jkt string) (access, refresh string) {
 
 func (s *Server) issueLocked(did, jkt, scope string) (string, string) {
 	access, refresh := randomToken("at_"), randomToken("rt_")
-	s.access[access] = &accessToken{did: did, jkt: jkt, scope: scope, expires: s.opts.Now().Add(s.opts.TokenLifetime)}
+	s.access[access] = &accessToken{did: did, jkt: jkt, expires: s.opts.Now().Add(s.opts.TokenLifetime)}
 	s.refresh[refresh] = &refreshToken{did: did, jkt: jkt, scope: scope}
 	return access, refresh
 }

@@ -253,7 +253,7 @@ func countKeys(t *lua.LTable) int {
 			n++
 		}
 	}
-	var k lua.LValue = lua.LNil
+	k := lua.LNil
 	if m > 0 {
 		k = lua.LNumber(m)
 	}

@@ -125,7 +125,6 @@ func (e *Engine) Limits() Limits { return e.limits }
 // program is a compiled script.
 type program struct {
 	e     *Engine
-	name  string
 	proto *lua.FunctionProto
 }
 
@@ -146,7 +145,7 @@ func (e *Engine) Compile(name, source string) (script.Program, error) {
 	// builds an `arg` table on every call; but it names that table only in
 	// nested functions, so in the main chunk nothing can read it.
 	proto.IsVarArg &^= lua.VarArgNeedsArg
-	return &program{e: e, name: name, proto: proto}, nil
+	return &program{e: e, proto: proto}, nil
 }
 
 func (e *Engine) get() *vm {
@@ -188,7 +187,7 @@ func (p *program) AppendRun(ctx context.Context, inv *script.Invocation, dst []b
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	v := p.e.get()
-	v.state = run{ctx: ctx, inv: inv, limits: lim, budget: budget{parent: ctx, left: lim.Instructions}, mem: memory{limit: lim.MaxAllocated}}
+	v.state = run{ctx: ctx, inv: inv, budget: budget{parent: ctx, left: lim.Instructions}, mem: memory{limit: lim.MaxAllocated}}
 	v.run = &v.state
 	b := &v.run.budget
 	healthy := false

@@ -1,7 +1,7 @@
 package luascript
 
 import (
-	"fmt"
+	"errors"
 	"strings"
 )
 
@@ -35,8 +35,8 @@ type matcher struct {
 	check    func() error
 }
 
-func (m *matcher) fail(format string, args ...any) {
-	panic(patternError{fmt.Errorf(format, args...)})
+func (m *matcher) fail(msg string) {
+	panic(patternError{errors.New(msg)})
 }
 
 // step counts work and consults the budget now and then.
@@ -55,7 +55,7 @@ func (m *matcher) classEnd(p int) int {
 	switch c {
 	case '%':
 		if p >= len(m.pat) {
-			m.fail("malformed pattern (ends with '%%')")
+			m.fail("malformed pattern (ends with '%')")
 		}
 		return p + 1
 	case '[':
@@ -198,7 +198,7 @@ func (m *matcher) match(s, p int) int {
 				case c == 'f':
 					p += 2
 					if p >= len(m.pat) || m.pat[p] != '[' {
-						m.fail("missing '[' after '%%f' in pattern")
+						m.fail("missing '[' after '%f' in pattern")
 					}
 					ep := m.classEnd(p)
 					var prev, cur byte
@@ -312,7 +312,7 @@ func (m *matcher) endCapture(s, p int) int {
 
 func (m *matcher) matchBalance(s, p int) int {
 	if p+1 >= len(m.pat) {
-		m.fail("missing arguments to '%%b'")
+		m.fail("missing arguments to '%b'")
 	}
 	if s >= len(m.src) || m.src[s] != m.pat[p] {
 		return -1

@@ -41,11 +41,10 @@ type vm struct {
 
 // run is the state of one execution.
 type run struct {
-	ctx    context.Context // the request's context with the deadline; never the budget
-	inv    *script.Invocation
-	env    *lua.LTable
-	limits Limits
-	mem    memory // the memory budget (memory.go)
+	ctx context.Context // the request's context with the deadline; never the budget
+	inv *script.Invocation
+	env *lua.LTable
+	mem memory // the memory budget (memory.go)
 	// lazy holds the stored JSON of the run's lazy records (lazy.go);
 	// lazyBytes is its total size.
 	lazy      map[*lua.LTable]lazyRecord

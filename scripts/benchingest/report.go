@@ -20,25 +20,25 @@ func (res backendResult) phases() []phaseResult {
 }
 
 // title is a phase's column heading.
-func (p phaseResult) title(opt options) string {
-	switch p.name {
+func (res phaseResult) title(opt options) string {
+	switch res.name {
 	case "steady":
 		return fmt.Sprintf("steady %d ev/s", opt.steadyRate)
 	case "backfill":
 		return "live + backfill"
 	}
-	return p.name
+	return res.name
 }
 
 // workload is what a phase put through the service.
-func (p phaseResult) workload(opt options) string {
-	switch p.name {
+func (res phaseResult) workload(opt options) string {
+	switch res.name {
 	case "steady":
 		return fmt.Sprintf("%s measured", opt.steadyDuration)
 	case "backfill":
 		return fmt.Sprintf("%d rec + %d ev/s", opt.backfillRecords, opt.steadyRate)
 	}
-	return fmt.Sprintf("%d events at once", p.events)
+	return fmt.Sprintf("%d events at once", res.events)
 }
 
 // printBackend prints one backend's phases side by side.

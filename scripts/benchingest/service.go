@@ -232,7 +232,6 @@ func (p *inProcess) stop() error {
 
 // procStats is a reading of a process's CPU time and memory.
 type procStats struct {
-	at       time.Time
 	cpu      time.Duration // user + system
 	rss, hwm int64         // bytes: current and peak resident set
 }
@@ -248,7 +247,7 @@ var clockTicks = func() int64 {
 }()
 
 func readProc(pid int) (procStats, error) {
-	st := procStats{at: time.Now()}
+	var st procStats
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return st, err

@@ -22,8 +22,6 @@ type frame struct {
 	labels *comatproto.LabelSubscribeLabels_Labels
 	info   *comatproto.LabelSubscribeLabels_Info
 	err    *errorFrame
-	// kind is the message type ("#labels", "#info", ...) or "error".
-	kind string
 }
 
 // errorFrame is the body of an error frame.
@@ -46,9 +44,8 @@ func decodeFrame(data []byte) (frame, error) {
 			return frame{}, err
 		}
 		e := errorFrame(body)
-		f = frame{err: &e, kind: "error"}
+		f = frame{err: &e}
 	case opMessage:
-		f.kind = t
 		switch t {
 		case "#labels":
 			f.labels = &comatproto.LabelSubscribeLabels_Labels{}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
@@ -74,7 +73,3 @@ func (s *Service) claim(ctx context.Context, did syntax.DID, token string) (stor
 }
 
 var errForbidden = fail.New(fail.Forbidden, "forbidden")
-
-// IsUnclaimedRefusal reports whether err refused a request because the
-// instance has no admin yet and the request may not claim it.
-func IsUnclaimedRefusal(err error) bool { return errors.Is(err, errUnclaimed) }

@@ -263,7 +263,7 @@ func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	}
 	// Start the server first so that PUBLIC_URL (the DPoP htu origin) is
 	// its real address.
-	var handler http.Handler = http.NotFoundHandler()
+	handler := http.NotFoundHandler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = srv.URL
@@ -367,7 +367,6 @@ func Bearer(token string) []string { return []string{"Authorization", "Bearer " 
 // Admin is an admin caller of the instance.
 type Admin struct {
 	Account *Account
-	Key     string // an hv_ key with the user's permissions, when minted
 	env     *Env
 }
 
