@@ -190,7 +190,7 @@ func (a *App) build(ctx context.Context) error {
 	if err := a.lexicons.Load(ctx); err != nil {
 		return err
 	}
-	a.events = eventlog.New(a.store, cfg.Now, a.log)
+	a.events = eventlog.New(eventlog.Options{Store: a.store, Now: cfg.Now, Logger: a.log})
 	a.pds = oauth.NewClient(writepath.NewSessionSource(a.store, a.sealer, cfg.Now),
 		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
@@ -200,7 +200,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.plugins = plugins.New(plugins.Options{Store: a.store, Runtime: a.pluginRuntime, Sealer: a.sealer,
 		Fetch: cfg.HTTPClient, Plugin: cfg.HTTPClient, Events: a.events, RegistryURL: cfg.PluginRegistryURL,
-		Dir: cfg.PluginDir, Now: cfg.Now, Log: a.log})
+		Dir: cfg.PluginDir, Now: cfg.Now, Logger: a.log})
 
 	// Two cycles are closed here. The writer runs record-event scripts,
 	// and scripts write through the writer; scripts call local XRPC
@@ -225,12 +225,12 @@ func (a *App) build(ctx context.Context) error {
 		bulkWriters, bulkBatch = postgresBulkWriters, postgresBulkBatch
 	}
 	a.newLeadership()
-	a.writer = indexer.New(a.store, a.lexicons, indexer.Options{
+	a.writer = indexer.New(indexer.Options{Store: a.store, Lexicons: a.lexicons,
 		Fence: a.leadership.Fence, ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
 		BulkWriters: bulkWriters, BulkMaxBatch: bulkBatch,
 	})
 	// Backfill: the job manager writes through the one batch writer.
-	bcfg := backfilljobs.Config{
+	bcfg := backfilljobs.Options{
 		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
 		RelayURL: cfg.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.InstanceID,
 	}
@@ -240,7 +240,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.backfill, err = backfilljobs.New(bcfg); err != nil {
 		return err
 	}
-	a.labelSubs = labelsub.New(labelsub.Config{
+	a.labelSubs = labelsub.New(labelsub.Options{
 		Store: a.store, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, AllowHTTP: cfg.AllowPrivateNetworks,
 		Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now, Hook: a.scripts,
 	})

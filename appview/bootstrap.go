@@ -37,7 +37,8 @@ func Bootstrap(ctx context.Context, cfg Config, did string, forceNewKey bool) (s
 	if err := store.Migrate(ctx); err != nil {
 		return "", fmt.Errorf("migrate: %w", err)
 	}
-	svc := admins.New(store, eventlog.New(store, cfg.Now, cfg.Logger), cfg.Now, cfg.Logger, admins.ClaimPolicy{})
+	events := eventlog.New(eventlog.Options{Store: store, Now: cfg.Now, Logger: cfg.Logger})
+	svc := admins.New(admins.Options{Store: store, Events: events, Now: cfg.Now, Logger: cfg.Logger})
 	return svc.Bootstrap(ctx, d, forceNewKey)
 }
 

@@ -56,7 +56,7 @@ func benchmarkBackfill(b *testing.B, method string) {
 			// long the job took.
 			run := func() time.Duration {
 				h := newHarness(b, be.Open(b), p, "")
-				h.tune = func(c *backfill.Config) { c.PageSize, c.DiscoveryPageSize = 100, 1000 }
+				h.tune = func(c *backfill.Options) { c.PageSize, c.DiscoveryPageSize = 100, 1000 }
 				h.setting(backfill.SettingFetch, method)
 				h.patience = 5 * time.Minute
 				mgr := h.start()

@@ -49,7 +49,7 @@ const (
 	FetchListRecords = storage.FetchListRecords
 )
 
-// Defaults of the getRepo bounds (Config.MaxRepoSize, Config.RepoTimeout).
+// Defaults of the getRepo bounds (Options.MaxRepoSize, Options.RepoTimeout).
 const (
 	DefaultMaxRepoSize = 256 << 20
 	DefaultRepoTimeout = 5 * time.Minute

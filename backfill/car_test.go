@@ -121,7 +121,7 @@ func TestBackfillByCAR(t *testing.T) {
 // TestBackfillByCARRetriesCutDownloads: a getRepo download the network
 // cuts short mid-body is fetched again with the bounded backoff of any
 // failed request: cut twice, the repository is fetched on the third try;
-// cut every time, it fails after the retries (1 + Config.Retries requests)
+// cut every time, it fails after the retries (1 + Options.Retries requests)
 // naming the cause, as before; an export refused by verification is not
 // fetched again.
 func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
@@ -137,7 +137,7 @@ func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
 		pds.CutRepo(did(1), 100)
 		pds.SpoilRepo(did(2), repocartest.Spoil{TamperRecord: postNSID + "/3k00000000001"})
 		h := newHarness(t, open(t), p, "")
-		h.tune = func(c *backfill.Config) { c.Retries = 3 }
+		h.tune = func(c *backfill.Options) { c.Retries = 3 }
 		mgr := h.start()
 		job, err := mgr.Create(t.Context(), backfill.Request{Collection: postNSID, Accounts: []string{did(0), did(1), did(2)}})
 		if err != nil {

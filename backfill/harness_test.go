@@ -35,7 +35,7 @@ type harness struct {
 	lexicons *lexicon.Registry
 	plc      *backfilltest.PLC
 	relayURL string
-	tune     func(*backfill.Config)
+	tune     func(*backfill.Options)
 	patience time.Duration // how long waitJob waits; 10s when zero
 
 	mgr    *backfill.Manager
@@ -73,9 +73,9 @@ func (h *harness) build() *backfill.Manager {
 
 // buildOn builds a Manager whose job store is jobs and whose writer and
 // event log are db's, tuned by h.tune then tune.
-func (h *harness) buildOn(jobs backfill.Store, db storage.Store, tune func(*backfill.Config)) *backfill.Manager {
+func (h *harness) buildOn(jobs backfill.Store, db storage.Store, tune func(*backfill.Options)) *backfill.Manager {
 	h.t.Helper()
-	cfg := backfill.Config{
+	cfg := backfill.Options{
 		Store: jobs, Writer: storeWriter{db}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
 		HTTPClient: http.DefaultClient, Events: storeAudit{db}, Logger: quiet,
 		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,

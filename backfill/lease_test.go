@@ -32,8 +32,8 @@ type instance struct {
 
 // leaseTune is the tuning of the instances of these tests: short leases,
 // so that a takeover happens within the test's patience.
-func leaseTune(name string, lease time.Duration, log *logRecorder) func(*backfill.Config) {
-	return func(c *backfill.Config) {
+func leaseTune(name string, lease time.Duration, log *logRecorder) func(*backfill.Options) {
+	return func(c *backfill.Options) {
 		c.Instance, c.LeaseDuration = name, lease
 		c.Logger = slog.New(log)
 	}
@@ -42,10 +42,10 @@ func leaseTune(name string, lease time.Duration, log *logRecorder) func(*backfil
 // startInstance runs a Manager named name on jobs (its job store) and db
 // (its writer and event log), tuned by more.
 func startInstance(h *harness, name string, jobs backfill.Store, db storage.Store, lease time.Duration,
-	more ...func(*backfill.Config)) *instance {
+	more ...func(*backfill.Options)) *instance {
 	h.t.Helper()
 	log := &logRecorder{}
-	tune := func(c *backfill.Config) {
+	tune := func(c *backfill.Options) {
 		leaseTune(name, lease, log)(c)
 		for _, f := range more {
 			f(c)
@@ -289,7 +289,7 @@ func TestBackfillStaleWorkerStops(t *testing.T) {
 		h.setting(backfill.SettingConcurrency, "1")
 		const lease = 400 * time.Millisecond
 		dropper := &renewalDropper{Store: store}
-		a := startInstance(h, "a", dropper, store, lease, func(c *backfill.Config) { c.PollInterval = time.Minute })
+		a := startInstance(h, "a", dropper, store, lease, func(c *backfill.Options) { c.PollInterval = time.Minute })
 		job, err := a.mgr.Create(t.Context(), backfill.Request{Collection: postNSID, Accounts: dids(0, repos)})
 		if err != nil {
 			t.Fatal(err)

@@ -90,9 +90,9 @@ type Snapshotter interface {
 	Snapshot() *lexicon.Snapshot
 }
 
-// Config is what a Manager works with. Store, Writer, Lexicons and
+// Options configure a Manager. Store, Writer, Lexicons and
 // Directory are required; tuning fields left at zero take defaults.
-type Config struct {
+type Options struct {
 	Store      Store
 	Writer     Writer
 	Lexicons   Snapshotter
@@ -126,7 +126,7 @@ type Config struct {
 	LeaseDuration time.Duration
 }
 
-// DefaultLeaseDuration is the default Config.LeaseDuration.
+// DefaultLeaseDuration is the default Options.LeaseDuration.
 const DefaultLeaseDuration = 15 * time.Second
 
 // Source is the indexer source name of backfilled records.
@@ -160,7 +160,7 @@ func (e *StateError) Is(target error) bool { return target == ErrWrongState }
 // Manager creates and steers backfill jobs and runs the one worker that
 // processes them.
 type Manager struct {
-	cfg    Config
+	cfg    Options
 	http   *fetcher
 	broker *broker
 	wake   chan struct{}
@@ -204,7 +204,7 @@ func isClosed(c <-chan struct{}) bool {
 // New returns a Manager; call Run to process jobs. Store, Writer,
 // Lexicons, Directory and HTTPClient are required: there is no default
 // HTTP client, so that nothing reaches the network unguarded.
-func New(cfg Config) (*Manager, error) {
+func New(cfg Options) (*Manager, error) {
 	switch {
 	case cfg.Store == nil, cfg.Writer == nil, cfg.Lexicons == nil, cfg.Directory == nil:
 		return nil, errors.New("backfill: Store, Writer, Lexicons and Directory are required")

@@ -47,9 +47,23 @@ type Log struct {
 	log   *slog.Logger
 }
 
-// New returns a Log writing to store.
-func New(store Store, now func() time.Time, log *slog.Logger) *Log {
-	return &Log{store: store, now: now, log: log}
+// Options configure a Log.
+type Options struct {
+	Store  Store
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger     // default slog.Default()
+}
+
+// New returns a Log writing to opts.Store.
+func New(opts Options) *Log {
+	l := &Log{store: opts.Store, now: opts.Now, log: opts.Logger}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.Default()
+	}
+	return l
 }
 
 // Record appends one entry.

@@ -59,7 +59,7 @@ func waitFor(t *testing.T, s storage.Store, want []string) {
 func TestRecord(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		s := open(t)
-		l := eventlog.New(s, func() time.Time { return base }, quiet)
+		l := eventlog.New(eventlog.Options{Store: s, Now: func() time.Time { return base }, Logger: quiet})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // an entry outlives its request
 		l.Record(ctx, eventlog.Entry{Type: "test.plain"})
@@ -87,7 +87,7 @@ func TestRunPurge(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		s := open(t)
 		c := newClock(base)
-		l := eventlog.New(s, c.now, quiet)
+		l := eventlog.New(eventlog.Options{Store: s, Now: c.now, Logger: quiet})
 		if err := s.AppendEvents(context.Background(), []storage.Event{
 			{Type: "test.ancient", Severity: "info", CreatedAt: base.Add(-90 * day)},
 			{Type: "test.old", Severity: "info", CreatedAt: base.Add(-30*day - time.Second)},
@@ -143,7 +143,7 @@ func TestRecordVerbose(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		s := open(t)
 		ctx := context.Background()
-		l := eventlog.New(s, func() time.Time { return base }, quiet)
+		l := eventlog.New(eventlog.Options{Store: s, Now: func() time.Time { return base }, Logger: quiet})
 		l.RecordVerbose(ctx, eventlog.Entry{Type: "test.unset"})
 		for _, v := range []string{"true", "false"} {
 			if err := s.PutSetting(ctx, eventlog.VerboseSetting, v); err != nil {

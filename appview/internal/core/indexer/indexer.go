@@ -46,8 +46,15 @@ type Hook interface {
 	Apply(ctx context.Context, changes []storage.Change) (keep []bool, err error)
 }
 
-// Options tunes a Writer. Zero values take the defaults.
+// Options configure a Writer. Store and Lexicons are required; the
+// tuning fields at zero take the defaults.
 type Options struct {
+	// Store is where batches are committed.
+	Store Store
+	// Lexicons hands out the current lexicon snapshot, which says which
+	// changes are wanted and validates their records.
+	Lexicons Snapshotter
+
 	MaxBatch  int           // changes per transaction; default 1000
 	MaxDelay  time.Duration // longest wait to fill a batch; default 100ms
 	QueueSize int           // submissions waiting before producers block; default 4000
@@ -165,7 +172,7 @@ const (
 )
 
 // New returns a Writer; nothing is accepted or written until Start.
-func New(store Store, lexicons Snapshotter, opt Options) *Writer {
+func New(opt Options) *Writer {
 	if opt.MaxBatch <= 0 {
 		opt.MaxBatch = 1000
 	}
@@ -196,7 +203,7 @@ func New(store Store, lexicons Snapshotter, opt Options) *Writer {
 	// The queue holds submissions; bound it so that at most about
 	// QueueSize changes wait (submissions are usually one change).
 	return &Writer{
-		store: store, lexicons: lexicons, opt: opt,
+		store: opt.Store, lexicons: opt.Lexicons, opt: opt,
 		queue: make(chan *item, opt.QueueSize), bulk: make(chan *item, opt.BulkQueueSize),
 		stopping: make(chan struct{}), done: make(chan struct{}), claims: newClaims(),
 		rejected: map[string]int{}, logged: map[string]time.Time{},

@@ -33,7 +33,7 @@ func registry(t *testing.T, store storage.Store) *lexicon.Registry {
 // setup returns a started writer, stopped when the test ends.
 func setup(t *testing.T, store storage.Store, bulkWriters int) *indexer.Writer {
 	t.Helper()
-	w := indexer.New(store, registry(t, store), indexer.Options{BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store), BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestWriterOrderValidationAndCursor(t *testing.T) {
 func TestWriterLifecycle(t *testing.T) {
 	forEachMode(t, func(t *testing.T, open func(testing.TB) storage.Store, bulkWriters int) {
 		store := open(t)
-		w := indexer.New(store, registry(t, store), indexer.Options{BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store), BulkWriters: bulkWriters, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		submit := map[string]func() error{
@@ -184,7 +184,7 @@ func TestWriterLifecycle(t *testing.T) {
 		}
 
 		// A writer stopped before it started refuses with ErrStopped.
-		never := indexer.New(store, registry(t, store), indexer.Options{})
+		never := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store)})
 		if err := never.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestWriterLifecycle(t *testing.T) {
 func TestWriterCursorsPerStream(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
-		w := indexer.New(store, registry(t, store), indexer.Options{MaxDelay: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store), MaxDelay: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err := w.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +249,7 @@ func (b *blockingStore) ApplyBatch(ctx context.Context, batch storage.Batch) err
 func TestWriterStopDeadline(t *testing.T) {
 	store := storagetest.SQLite(t)
 	bs := &blockingStore{Store: store, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	w := indexer.New(bs, registry(t, store), indexer.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := indexer.New(indexer.Options{Store: bs, Lexicons: registry(t, store), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

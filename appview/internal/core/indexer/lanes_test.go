@@ -105,7 +105,7 @@ func bulkWrite(t *testing.T, w *indexer.Writer, wg *sync.WaitGroup, keys ...stri
 // of them.
 func TestBulkWritersCommitSideBySide(t *testing.T) {
 	h := newHeldStore(t, func(string) bool { return true })
-	w := indexer.New(h, registry(t, h), indexer.Options{MaxBatch: 2, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
+	w := indexer.New(indexer.Options{Store: h, Lexicons: registry(t, h), MaxBatch: 2, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestBulkWritersCommitSideBySide(t *testing.T) {
 // committed after it.
 func TestBatchesSharingAURIAreNotCommittedAtOnce(t *testing.T) {
 	h := newHeldStore(t, func(uri string) bool { return strings.HasSuffix(uri, "/shared") })
-	w := indexer.New(h, registry(t, h), indexer.Options{MaxBatch: 2, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
+	w := indexer.New(indexer.Options{Store: h, Lexicons: registry(t, h), MaxBatch: 2, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestBatchesSharingAURIAreNotCommittedAtOnce(t *testing.T) {
 // lane, a bulk batch does not start.
 func TestLiveBacklogHoldsBulkBack(t *testing.T) {
 	h := newHeldStore(t, func(uri string) bool { return strings.HasSuffix(uri, "/live0") })
-	w := indexer.New(h, registry(t, h), indexer.Options{MaxBatch: 10, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
+	w := indexer.New(indexer.Options{Store: h, Lexicons: registry(t, h), MaxBatch: 10, MaxDelay: time.Millisecond, BulkWriters: 2, Logger: quiet()})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func (c *concurrencyHook) Apply(_ context.Context, changes []storage.Change) ([]
 func TestHooksRunForOneBatchAtATime(t *testing.T) {
 	store := storagetest.SQLite(t)
 	hook := &concurrencyHook{}
-	w := indexer.New(store, registry(t, store), indexer.Options{MaxBatch: 1, MaxDelay: time.Millisecond, BulkWriters: 3, Hook: hook, Logger: quiet()})
+	w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store), MaxBatch: 1, MaxDelay: time.Millisecond, BulkWriters: 3, Hook: hook, Logger: quiet()})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -257,7 +257,7 @@ func TestHooksRunForOneBatchAtATime(t *testing.T) {
 // ones up to MaxBatch.
 func TestBulkBatchSize(t *testing.T) {
 	h := newHeldStore(t, func(string) bool { return false })
-	w := indexer.New(h, registry(t, h), indexer.Options{MaxBatch: 1, BulkMaxBatch: 3, MaxDelay: time.Second, BulkWriters: 1, Logger: quiet()})
+	w := indexer.New(indexer.Options{Store: h, Lexicons: registry(t, h), MaxBatch: 1, BulkMaxBatch: 3, MaxDelay: time.Second, BulkWriters: 1, Logger: quiet()})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestWriterRefusesMalformedChanges(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		for _, validation := range []bool{true, false} {
 			store := open(t)
-			w := indexer.New(store, registry(t, store), indexer.Options{
+			w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store),
 				Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 				ValidationOff: func(string) bool { return !validation },
 			})

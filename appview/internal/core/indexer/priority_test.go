@@ -52,7 +52,7 @@ func TestLiveChangesOvertakeBulkWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	w := indexer.New(store, reg, indexer.Options{MaxBatch: 2, MaxDelay: time.Millisecond, Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := indexer.New(indexer.Options{Store: store, Lexicons: reg, MaxBatch: 2, MaxDelay: time.Millisecond, Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ type harness struct {
 	plc     *testenv.PLC
 	metrics *metrics.Metrics
 	events  *eventRecorder
-	cfg     labelsub.Config
+	cfg     labelsub.Options
 	m       *labelsub.Manager
 	stopRun func()
 }
@@ -40,7 +40,7 @@ func newHarness(t testing.TB, store storage.LabelStore) *harness {
 	h := &harness{t: t, store: &recordingStore{LabelStore: store, applied: map[string][]int64{}},
 		plc: testenv.NewPLC(t), metrics: metrics.New(), events: &eventRecorder{}}
 	base := &identity.BaseDirectory{PLCURL: h.plc.URL, HTTPClient: *http.DefaultClient, SkipHandleVerification: true}
-	h.cfg = labelsub.Config{
+	h.cfg = labelsub.Options{
 		Store: h.store, Directory: identity.NewCacheDirectory(base, 1000, time.Hour, time.Minute, time.Minute),
 		AllowHTTP: true, Events: h.events, Metrics: h.metrics,
 		Logger:     slog.New(slog.NewTextHandler(logOut(), nil)),

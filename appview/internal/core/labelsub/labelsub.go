@@ -6,7 +6,7 @@
 // of each event with the event's sequence number as the new cursor.
 //
 // A Manager keeps the subscriptions in line with the store: at start, when
-// told a labeler changed (Changed), and every Config.Reconcile. A
+// told a labeler changed (Changed), and every Options.Reconcile. A
 // subscription's failures (an unresolvable DID, a refused connection, a
 // broken frame, a store error) end only its own connection, which it opens
 // again after a capped, jittered backoff; they never reach another
@@ -28,7 +28,7 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Defaults of Config's limits.
+// Defaults of the Options' limits.
 const (
 	DefaultReconcile   = 30 * time.Second
 	DefaultMaxFrame    = 1 << 20 // bytes
@@ -62,9 +62,9 @@ type Events interface {
 	Record(ctx context.Context, e eventlog.Entry)
 }
 
-// Config configures a Manager. Store and Directory are required; the rest
+// Options configures a Manager. Store and Directory are required; the rest
 // has defaults.
-type Config struct {
+type Options struct {
 	Store     Store
 	Directory identity.Directory
 	// HTTPClient dials the labelers (its Timeout bounds the handshake
@@ -104,7 +104,7 @@ type Config struct {
 	EventEvery time.Duration
 }
 
-func (c Config) withDefaults() Config {
+func (c Options) withDefaults() Options {
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
 	}
@@ -134,7 +134,7 @@ func setDefault(d *time.Duration, v time.Duration) {
 
 // Manager runs one subscription per active labeler.
 type Manager struct {
-	cfg     Config
+	cfg     Options
 	changed chan struct{}
 
 	mu      sync.Mutex
@@ -146,7 +146,7 @@ type Manager struct {
 }
 
 // New returns a Manager; nothing runs before Run.
-func New(cfg Config) *Manager {
+func New(cfg Options) *Manager {
 	return &Manager{
 		cfg: cfg.withDefaults(), changed: make(chan struct{}, 1),
 		pending: map[string]bool{}, subs: map[string]*subscription{}, reports: map[string]*reporter{},

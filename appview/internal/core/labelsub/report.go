@@ -10,11 +10,11 @@ import (
 )
 
 // reporter writes one labeler's event-log entries without flooding the
-// log: an entry type is recorded at most once per Config.EventEvery, the
+// log: an entry type is recorded at most once per Options.EventEvery, the
 // next one counting those left out ("suppressed"), and refused labels are
 // summed by reason into labeler.refused_labels entries.
 type reporter struct {
-	cfg Config
+	cfg Options
 	did string
 
 	mu         sync.Mutex
@@ -23,7 +23,7 @@ type reporter struct {
 	refused    map[string]int // reason → count since the last entry
 }
 
-func newReporter(cfg Config, did string) *reporter {
+func newReporter(cfg Options, did string) *reporter {
 	return &reporter{cfg: cfg, did: did, last: map[string]time.Time{}, suppressed: map[string]int{}, refused: map[string]int{}}
 }
 

@@ -27,7 +27,7 @@ const pipelineDepth = 8
 // errGap ends a connection that skipped sequence numbers.
 var errGap = errors.New("sequence gap")
 
-// errOversized ends a connection that sent a frame over Config.MaxFrame.
+// errOversized ends a connection that sent a frame over Options.MaxFrame.
 var errOversized = errors.New("frame over the size limit")
 
 // stream is one connection to a labeler: a reader goroutine decodes and
@@ -106,9 +106,9 @@ func (st *stream) run(ctx context.Context) error {
 	return err
 }
 
-// keepAlive pings the labeler every Config.Ping while the connection is
+// keepAlive pings the labeler every Options.Ping while the connection is
 // idle (nothing read meanwhile, nothing waiting for the store), and closes
-// the connection when no pong comes within Config.Ping: a silent labeler
+// the connection when no pong comes within Options.Ping: a silent labeler
 // is normal, a dead connection is not.
 func (st *stream) keepAlive(ctx context.Context, conn *websocket.Conn, ordered chan *job) {
 	every := st.sub.cfg.Ping

@@ -28,7 +28,7 @@ const (
 // subscription follows one labeler's stream until cancelled or until the
 // labeler is no longer active.
 type subscription struct {
-	cfg    Config
+	cfg    Options
 	did    string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -44,7 +44,7 @@ type subscription struct {
 	acceptedGap int64
 }
 
-func startSubscription(ctx context.Context, cfg Config, did string, report *reporter) *subscription {
+func startSubscription(ctx context.Context, cfg Options, did string, report *reporter) *subscription {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &subscription{cfg: cfg, did: did, cancel: cancel, done: make(chan struct{}), report: report}
 	go func() {

@@ -24,10 +24,27 @@ type Service struct {
 	touched     touches
 }
 
-// New returns the service over store, recording its actions in events; a
-// fresh instance is claimed as claim allows.
-func New(store storage.AdminStore, events *eventlog.Log, now func() time.Time, log *slog.Logger, claim ClaimPolicy) *Service {
-	return &Service{store: store, events: events, now: now, log: log, claimPolicy: claim}
+// Options configure a Service.
+type Options struct {
+	Store storage.AdminStore
+	// Events records the service's actions.
+	Events *eventlog.Log
+	// Claim says how a fresh instance may be claimed.
+	Claim  ClaimPolicy
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger     // default slog.Default()
+}
+
+// New returns the service over opts.Store.
+func New(opts Options) *Service {
+	s := &Service{store: opts.Store, events: opts.Events, now: opts.Now, log: opts.Logger, claimPolicy: opts.Claim}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 // ErrBootstrapRefused is matched (errors.Is) by the error Bootstrap

@@ -22,7 +22,7 @@ func newInstance(t *testing.T, store storage.Store, sealer *oauth.Sealer) *clien
 	t.Helper()
 	return clientkeys.NewInstance(clientkeys.InstanceOptions{
 		Store: store, Sealer: sealer, Now: time.Now,
-		Events: eventlog.New(store, time.Now, slog.New(slog.DiscardHandler)),
+		Events: eventlog.New(eventlog.Options{Store: store, Logger: slog.New(slog.DiscardHandler)}),
 	})
 }
 

@@ -44,9 +44,28 @@ type Service struct {
 	log     *slog.Logger
 }
 
-// New returns the service; runtime may be nil.
-func New(store storage.DeadLetterStore, runtime Runtime, events *eventlog.Log, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{store: store, runtime: runtime, events: events, now: now, log: log}
+// Options configure a Service.
+type Options struct {
+	Store storage.DeadLetterStore
+	// Runtime runs dead letters again; nil when the instance runs no
+	// script machinery.
+	Runtime Runtime
+	// Events records the service's actions.
+	Events *eventlog.Log
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger     // default slog.Default()
+}
+
+// New returns the service.
+func New(opts Options) *Service {
+	s := &Service{store: opts.Store, runtime: opts.Runtime, events: opts.Events, now: opts.Now, log: opts.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 var errNotFound = fail.New(fail.NotFound, "dead letter not found")

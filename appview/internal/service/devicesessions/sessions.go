@@ -49,9 +49,25 @@ type Service struct {
 	now      func() time.Time
 }
 
-// New returns the service; verifier confirms registrations.
-func New(store storage.OAuthStore, sealer *oauth.Sealer, verifier *Verifier, events *eventlog.Log, now func() time.Time) *Service {
-	return &Service{store: store, sealer: sealer, verifier: verifier, events: events, now: now}
+// Options configure a Service.
+type Options struct {
+	Store storage.OAuthStore
+	// Sealer seals the provisioned keys and the sessions' tokens.
+	Sealer *oauth.Sealer
+	// Verifier confirms registrations.
+	Verifier *Verifier
+	// Events records the service's actions; nil records nothing.
+	Events *eventlog.Log
+	Now    func() time.Time // default time.Now
+}
+
+// New returns the service.
+func New(opts Options) *Service {
+	s := &Service{store: opts.Store, sealer: opts.Sealer, verifier: opts.Verifier, events: opts.Events, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
 }
 
 var (

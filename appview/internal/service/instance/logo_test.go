@@ -45,7 +45,7 @@ func TestLogoCache(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	newService := func() *instance.Service {
-		return instance.New(instance.Options{Store: store, Events: eventlog.New(store, clk.Now, quiet), Now: clk.Now, Logger: quiet})
+		return instance.New(instance.Options{Store: store, Events: eventlog.New(eventlog.Options{Store: store, Now: clk.Now, Logger: quiet}), Now: clk.Now, Logger: quiet})
 	}
 	here, there := newService(), newService()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")

@@ -65,7 +65,7 @@ func newEnv(t *testing.T, store storage.Store, withAuth bool) *env {
 	c := &clock{t: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
 	e := &env{store: store, clock: c}
 	opt := linkedrepos.Options{Store: store, Now: c.Now,
-		Events:  eventlog.New(store, c.Now, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Events:  eventlog.New(eventlog.Options{Store: store, Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
 		BaseURL: func(context.Context) string { return "https://lexview.example" }}
 	if withAuth {
 		e.auth = &authorizer{}

@@ -42,9 +42,9 @@ type Options struct {
 	RegistryURL string
 	// Dir holds file-based plugins: each manifest *.json (or
 	// <dir>/manifest.json) with its module beside it. "" for none.
-	Dir string
-	Now func() time.Time
-	Log *slog.Logger
+	Dir    string
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // plugin is a loaded plugin.
@@ -79,8 +79,8 @@ func New(opt Options) *Manager {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Log == nil {
-		opt.Log = slog.Default()
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
 	}
 	f := fetcher{client: opt.Fetch}
 	return &Manager{opt: opt, fetch: f, plugins: map[string]*plugin{}, syncFailed: map[string]time.Time{},
@@ -107,7 +107,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			err = m.load(ctx, mf, SourceURL, sp.URL, sp.SHA256, sp.WASM)
 		}
 		if err != nil {
-			m.opt.Log.Warn("an installed plugin did not load", "plugin", sp.ID, "err", err)
+			m.opt.Logger.Warn("an installed plugin did not load", "plugin", sp.ID, "err", err)
 			m.event(ctx, "plugin.load_failed", eventlog.Error, "", sp.ID, map[string]any{"error": err.Error()})
 		}
 	}
@@ -122,7 +122,7 @@ func (m *Manager) loadDir(ctx context.Context) {
 	sort.Strings(paths)
 	for _, p := range paths {
 		if err := m.loadFile(ctx, p); err != nil {
-			m.opt.Log.Warn("a plugin file did not load", "path", p, "err", err)
+			m.opt.Logger.Warn("a plugin file did not load", "path", p, "err", err)
 			m.event(ctx, "plugin.load_failed", eventlog.Error, "", p, map[string]any{"error": err.Error()})
 		}
 	}
@@ -379,7 +379,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 		}
 		m.mu.Unlock()
 		if err != nil {
-			m.opt.Log.Warn("an installed plugin did not load", "plugin", sp.ID, "err", err)
+			m.opt.Logger.Warn("an installed plugin did not load", "plugin", sp.ID, "err", err)
 		}
 	}
 	m.mu.RLock()

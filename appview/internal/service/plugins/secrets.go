@@ -45,7 +45,7 @@ func (m *Manager) openSecrets(ctx context.Context, id string) (map[string]string
 		}
 		v, err := m.opt.Sealer.OpenString(secretPurpose(id, s.Key), s.Sealed)
 		if err != nil {
-			m.opt.Log.Warn("a plugin secret could not be decrypted", "plugin", id, "key", s.Key)
+			m.opt.Logger.Warn("a plugin secret could not be decrypted", "plugin", id, "key", s.Key)
 			continue
 		}
 		out[s.Key] = v
@@ -157,7 +157,7 @@ func (e env) Secret(ctx context.Context, key string) (string, bool) {
 	if e.p.secrets == nil {
 		vals, err := e.m.openSecrets(ctx, e.p.manifest.ID)
 		if err != nil {
-			e.m.opt.Log.Warn("plugin secrets cannot be read", "plugin", e.p.manifest.ID, "err", err)
+			e.m.opt.Logger.Warn("plugin secrets cannot be read", "plugin", e.p.manifest.ID, "err", err)
 			return "", false
 		}
 		e.p.secrets = vals

@@ -146,7 +146,7 @@ type OfficialPlugin struct {
 func (m *Manager) Official(ctx context.Context) ([]OfficialPlugin, *string, error) {
 	if _, at := m.reg.snapshot(); at.IsZero() && m.reg.current() != "" {
 		if err := m.reg.refresh(ctx); err != nil {
-			m.opt.Log.Warn("the plugin registry cannot be read", "err", err)
+			m.opt.Logger.Warn("the plugin registry cannot be read", "err", err)
 		}
 	}
 	idx, at := m.reg.snapshot()
@@ -169,7 +169,7 @@ func (m *Manager) RunRegistry(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		if err := m.reg.refresh(ctx); err != nil && ctx.Err() == nil {
-			m.opt.Log.Warn("the plugin registry cannot be read", "err", err)
+			m.opt.Logger.Warn("the plugin registry cannot be read", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -50,17 +50,33 @@ type Service struct {
 	log         *slog.Logger
 }
 
-// New returns the service. client reads public records from PDSes and
-// must be the guarded outbound client; timeout and maxResponse at zero
-// take the defaults.
-func New(dir Directory, client *http.Client, timeout time.Duration, maxResponse int64, log *slog.Logger) *Service {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+// Options configure a Service.
+type Options struct {
+	// Directory resolves actors.
+	Directory Directory
+	// HTTPClient reads public records from PDSes; it must be the guarded
+	// outbound client.
+	HTTPClient *http.Client
+	// Timeout bounds the look-up on the PDS (default DefaultTimeout);
+	// MaxResponse bounds its answer (default DefaultMaxResponse).
+	Timeout     time.Duration
+	MaxResponse int64
+	Logger      *slog.Logger // default slog.Default()
+}
+
+// New returns the service.
+func New(opts Options) *Service {
+	s := &Service{dir: opts.Directory, http: opts.HTTPClient, timeout: opts.Timeout, maxResponse: opts.MaxResponse, log: opts.Logger}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
 	}
-	if maxResponse <= 0 {
-		maxResponse = DefaultMaxResponse
+	if s.maxResponse <= 0 {
+		s.maxResponse = DefaultMaxResponse
 	}
-	return &Service{dir: dir, http: client, timeout: timeout, maxResponse: maxResponse, log: log}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 var (

@@ -83,9 +83,24 @@ type Service struct {
 	log     *slog.Logger
 }
 
-// New returns the service; runtime may be nil.
-func New(store storage.ScriptStore, runtime Runtime, events *eventlog.Log, log *slog.Logger) *Service {
-	return &Service{store: store, runtime: runtime, events: events, log: log}
+// Options configure a Service.
+type Options struct {
+	Store storage.ScriptStore
+	// Runtime checks and reloads scripts; nil: no syntax check, nothing
+	// to reload.
+	Runtime Runtime
+	// Events records the service's actions.
+	Events *eventlog.Log
+	Logger *slog.Logger // default slog.Default()
+}
+
+// New returns the service.
+func New(opts Options) *Service {
+	s := &Service{store: opts.Store, runtime: opts.Runtime, events: opts.Events, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 var errNotFound = fail.New(fail.NotFound, "script not found")

@@ -75,9 +75,27 @@ type Variables struct {
 	now     func() time.Time
 }
 
-// NewVariables returns the service. sealer and runtime may be nil.
-func NewVariables(store storage.ScriptStore, sealer *oauth.Sealer, runtime VarsInvalidator, events *eventlog.Log, now func() time.Time) *Variables {
-	return &Variables{store: store, sealer: sealer, runtime: runtime, events: events, now: now}
+// VariablesOptions configure Variables.
+type VariablesOptions struct {
+	Store storage.ScriptStore
+	// Sealer seals the values; nil: token encryption is not configured,
+	// and values cannot be set.
+	Sealer *oauth.Sealer
+	// Runtime, when it caches the decrypted variables, is told of changes
+	// (may be nil).
+	Runtime VarsInvalidator
+	// Events records the service's actions.
+	Events *eventlog.Log
+	Now    func() time.Time // default time.Now
+}
+
+// NewVariables returns the service.
+func NewVariables(opts VariablesOptions) *Variables {
+	v := &Variables{store: opts.Store, sealer: opts.Sealer, runtime: opts.Runtime, events: opts.Events, now: opts.Now}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	return v
 }
 
 // List returns the variables, without their values.

@@ -93,7 +93,7 @@ func TestAccountSessionRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	events := eventlog.New(store, time.Now, quiet)
+	events := eventlog.New(eventlog.Options{Store: store, Logger: quiet})
 	svc := serviceid.New(serviceid.Options{Store: store, Sealer: sealer, Events: events, Now: time.Now,
 		Domains:   domains.New(domains.Options{Store: store, Events: events, PublicURL: "https://example.com", Now: time.Now, Logger: quiet}),
 		Directory: oneAccount{pds.URL}, HTTP: pds.Client()})

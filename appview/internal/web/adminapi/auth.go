@@ -25,11 +25,28 @@ type Authenticator struct {
 	log     *slog.Logger
 }
 
-// NewAuthenticator builds an Authenticator. domains are the registered
-// domains a state-changing request authenticated by the cookie must come
-// from (nil: none, so such requests are refused).
-func NewAuthenticator(jwt *serviceauth.Verifier, cookies *sessioncookie.Codec, domains sessioncookie.DomainMatcher, svc *admins.Service, log *slog.Logger) *Authenticator {
-	return &Authenticator{jwt: jwt, cookies: cookies, domains: domains, admins: svc, log: log}
+// AuthenticatorOptions configure an Authenticator.
+type AuthenticatorOptions struct {
+	// ServiceAuth verifies service-auth JWTs.
+	ServiceAuth *serviceauth.Verifier
+	// Cookies decodes the dashboard session cookie.
+	Cookies *sessioncookie.Codec
+	// Domains are the registered domains a state-changing request
+	// authenticated by the cookie must come from (nil: none, so such
+	// requests are refused).
+	Domains sessioncookie.DomainMatcher
+	// Admins decides who a credential stands for.
+	Admins *admins.Service
+	Logger *slog.Logger // default slog.Default()
+}
+
+// NewAuthenticator builds an Authenticator.
+func NewAuthenticator(opts AuthenticatorOptions) *Authenticator {
+	a := &Authenticator{jwt: opts.ServiceAuth, cookies: opts.Cookies, domains: opts.Domains, admins: opts.Admins, log: opts.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	return a
 }
 
 var (

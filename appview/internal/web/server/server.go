@@ -235,7 +235,8 @@ func New(svc Services, p Parts) *Surfaces {
 // adminAPI assembles the admin API: authentication, the permission gate
 // and every handler module.
 func adminAPI(svc Services, p Parts) *adminapi.Mux {
-	m := adminapi.NewMux(adminapi.NewAuthenticator(p.Users.ServiceAuth, p.Users.Cookies, svc.Domains, svc.Admins, p.Logger), p.Logger)
+	m := adminapi.NewMux(adminapi.NewAuthenticator(adminapi.AuthenticatorOptions{ServiceAuth: p.Users.ServiceAuth,
+		Cookies: p.Users.Cookies, Domains: svc.Domains, Admins: svc.Admins, Logger: p.Logger}), p.Logger)
 	adminlexicons.Mount(m, svc.Lexicons)
 	users.Mount(m, svc.Admins)
 	adminscripts.Mount(m, svc.Scripts)

@@ -151,5 +151,5 @@ func testSealer(t *testing.T) *oauth.Sealer {
 
 // eventLog is an event log on the instance's store.
 func eventLog(env *testenv.Env) *eventlog.Log {
-	return eventlog.New(env.Store, time.Now, slog.New(slog.DiscardHandler))
+	return eventlog.New(eventlog.Options{Store: env.Store, Logger: slog.New(slog.DiscardHandler)})
 }

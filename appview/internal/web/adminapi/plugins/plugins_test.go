@@ -106,7 +106,7 @@ func setup(t *testing.T, store storage.Store, registry, dir string, noSealer boo
 	var mgr *plugins.Manager
 	srv := admintest.New(t, store, func(m *adminapi.Mux, w *admintest.World) {
 		mgr = plugins.New(plugins.Options{Store: w.Store, Runtime: rt, Sealer: w.Sealer, Fetch: http.DefaultClient,
-			Plugin: http.DefaultClient, Events: w.Events, RegistryURL: registry, Dir: dir, Log: w.Log})
+			Plugin: http.DefaultClient, Events: w.Events, RegistryURL: registry, Dir: dir, Logger: w.Logger})
 		if err := mgr.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ type domainJSON struct {
 func domainsService(t *testing.T, w *admintest.World, publicURL string, log *slog.Logger) *domains.Service {
 	t.Helper()
 	if log == nil {
-		log = w.Log
+		log = w.Logger
 	}
 	svc := domains.New(domains.Options{Store: w.Store, Events: w.Events, PublicURL: publicURL, Now: time.Now, Logger: log})
 	if err := svc.EnsurePrimary(context.Background()); err != nil {

@@ -29,8 +29,10 @@ func benchAuth(b *testing.B, k256 bool) (*adminapi.Authenticator, *testenv.Accou
 	dir := identity.NewCacheDirectory(&identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		1000, time.Hour, time.Minute, time.Minute)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	auth := adminapi.NewAuthenticator(&serviceauth.Verifier{Directory: dir}, sessioncookie.NewCodec(make([]byte, 32), nil), nil,
-		admins.New(store, eventlog.New(store, time.Now, log), time.Now, log, admins.ClaimPolicy{FirstRequest: true}), log)
+	svc := admins.New(admins.Options{Store: store, Events: eventlog.New(eventlog.Options{Store: store, Logger: log}),
+		Claim: admins.ClaimPolicy{FirstRequest: true}, Logger: log})
+	auth := adminapi.NewAuthenticator(adminapi.AuthenticatorOptions{ServiceAuth: &serviceauth.Verifier{Directory: dir},
+		Cookies: sessioncookie.NewCodec(make([]byte, 32), nil), Admins: svc, Logger: log})
 	u := storage.AdminUser{ID: storage.NewID(), DID: acct.DID.String(), IsSuper: true, Permissions: admins.NewSet(admins.All()).Sorted(), CreatedAt: time.Now()}
 	if ok, err := store.BootstrapSuperUser(context.Background(), u); !ok || err != nil {
 		b.Fatalf("bootstrap: %v %v", ok, err)

@@ -44,7 +44,7 @@ type World struct {
 	// Runtime stands in for the script runtime; nil means the instance
 	// runs no script machinery.
 	Runtime *Runtime
-	Log     *slog.Logger
+	Logger  *slog.Logger
 }
 
 // runtime is Runtime as an interface value: nil when there is none.
@@ -61,26 +61,17 @@ func (w *World) runtime() interface {
 
 // Scripts is the scripts service of the world.
 func (w *World) Scripts() *scripts.Service {
-	if rt := w.runtime(); rt != nil {
-		return scripts.New(w.Store, rt, w.Events, w.Log)
-	}
-	return scripts.New(w.Store, nil, w.Events, w.Log)
+	return scripts.New(scripts.Options{Store: w.Store, Runtime: w.runtime(), Events: w.Events, Logger: w.Logger})
 }
 
 // Variables is the script-variables service of the world.
 func (w *World) Variables() *scripts.Variables {
-	if rt := w.runtime(); rt != nil {
-		return scripts.NewVariables(w.Store, w.Sealer, rt, w.Events, time.Now)
-	}
-	return scripts.NewVariables(w.Store, w.Sealer, nil, w.Events, time.Now)
+	return scripts.NewVariables(scripts.VariablesOptions{Store: w.Store, Sealer: w.Sealer, Runtime: w.runtime(), Events: w.Events})
 }
 
 // DeadLetters is the dead-letter service of the world.
 func (w *World) DeadLetters() *deadletters.Service {
-	if rt := w.runtime(); rt != nil {
-		return deadletters.New(w.Store, rt, w.Events, time.Now, w.Log)
-	}
-	return deadletters.New(w.Store, nil, w.Events, time.Now, w.Log)
+	return deadletters.New(deadletters.Options{Store: w.Store, Runtime: w.runtime(), Events: w.Events, Logger: w.Logger})
 }
 
 // New serves the modules mounted by mount on store. configure, when not
@@ -97,12 +88,13 @@ func New(t testing.TB, store storage.Store, mount func(*adminapi.Mux, *World), c
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := eventlog.New(store, time.Now, log)
-	w := &World{Store: store, Events: events, Sealer: sealer, Runtime: &Runtime{}, Log: log}
+	events := eventlog.New(eventlog.Options{Store: store, Logger: log})
+	w := &World{Store: store, Events: events, Sealer: sealer, Runtime: &Runtime{}, Logger: log}
 	if configure != nil {
 		configure(w)
 	}
-	m := adminapi.NewMux(adminapi.NewAuthenticator(nil, nil, nil, admins.New(store, events, time.Now, log, admins.ClaimPolicy{FirstRequest: true}), log), log)
+	svc := admins.New(admins.Options{Store: store, Events: events, Claim: admins.ClaimPolicy{FirstRequest: true}, Logger: log})
+	m := adminapi.NewMux(adminapi.NewAuthenticator(adminapi.AuthenticatorOptions{Admins: svc, Logger: log}), log)
 	mount(m, w)
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
