@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lexview/lexview/internal/netguard"
 )
 
 // Defaults of ClientOptions.
@@ -103,8 +105,10 @@ type SessionSource interface {
 // default.
 type ClientOptions struct {
 	// HTTPClient sends every request; its Timeout applies. Redirects are
-	// never followed (a DPoP proof is bound to one URL). Default: a client
-	// with a 30-second timeout.
+	// never followed (a DPoP proof is bound to one URL). Default: a
+	// guarded client (no private or loopback addresses: PDS and
+	// authorization-server URLs come from the network) with a 30-second
+	// timeout.
 	HTTPClient *http.Client
 	// Now is the clock for proofs and token expiry; default time.Now.
 	Now func() time.Time
@@ -140,7 +144,7 @@ type Client struct {
 
 // NewClient returns a Client working on the sessions of src.
 func NewClient(src SessionSource, opts ClientOptions) *Client {
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := netguard.NewClient(netguard.Options{}, 30*time.Second)
 	if opts.HTTPClient != nil {
 		c := *opts.HTTPClient
 		hc = &c

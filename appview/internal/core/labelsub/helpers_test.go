@@ -42,7 +42,8 @@ func newHarness(t testing.TB, store storage.LabelStore) *harness {
 	base := &identity.BaseDirectory{PLCURL: h.plc.URL, HTTPClient: *http.DefaultClient, SkipHandleVerification: true}
 	h.cfg = labelsub.Options{
 		Store: h.store, Directory: identity.NewCacheDirectory(base, 1000, time.Hour, time.Minute, time.Minute),
-		AllowHTTP: true, Events: h.events, Metrics: h.metrics,
+		// The stand-ins listen on 127.0.0.1, which the default client refuses.
+		HTTPClient: http.DefaultClient, AllowHTTP: true, Events: h.events, Metrics: h.metrics,
 		Logger:     slog.New(slog.NewTextHandler(logOut(), nil)),
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Reconcile: time.Hour,
 	}

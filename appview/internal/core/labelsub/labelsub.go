@@ -25,6 +25,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
+	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -68,7 +69,9 @@ type Options struct {
 	Store     Store
 	Directory identity.Directory
 	// HTTPClient dials the labelers (its Timeout bounds the handshake
-	// only); default http.DefaultClient.
+	// only); default a guarded client (internal/netguard: labeler
+	// endpoints come from DID documents, so no private or loopback
+	// addresses).
 	HTTPClient *http.Client
 	// AllowHTTP accepts labeler endpoints over plain http (ws://); only
 	// https (wss://) otherwise.
@@ -106,7 +109,7 @@ type Options struct {
 
 func (c Options) withDefaults() Options {
 	if c.HTTPClient == nil {
-		c.HTTPClient = http.DefaultClient
+		c.HTTPClient = netguard.NewClient(netguard.Options{}, 0)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

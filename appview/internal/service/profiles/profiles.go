@@ -19,6 +19,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/internal/netguard"
 )
 
 // profileCollection and profileRKey locate an account's profile record.
@@ -54,8 +55,8 @@ type Service struct {
 type Options struct {
 	// Directory resolves actors.
 	Directory Directory
-	// HTTPClient reads public records from PDSes; it must be the guarded
-	// outbound client.
+	// HTTPClient reads public records from PDSes; it must be a guarded
+	// outbound client (default: one of internal/netguard's).
 	HTTPClient *http.Client
 	// Timeout bounds the look-up on the PDS (default DefaultTimeout);
 	// MaxResponse bounds its answer (default DefaultMaxResponse).
@@ -67,6 +68,9 @@ type Options struct {
 // New returns the service.
 func New(opts Options) *Service {
 	s := &Service{dir: opts.Directory, http: opts.HTTPClient, timeout: opts.Timeout, maxResponse: opts.MaxResponse, log: opts.Logger}
+	if s.http == nil {
+		s.http = netguard.NewClient(netguard.Options{}, 0) // Timeout bounds each look-up
+	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
