@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/internal/oauthtest"
@@ -105,7 +106,7 @@ func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
 		if got := listNotes(t, env, client.Key); len(got) != 1 || got["at://did:plc:dan/app.test.note/3kgood"] != "fine 日本 😀" {
 			t.Fatalf("list: %v", got)
 		}
-		if v, _ := metricValue(t, reg, "lexview_records_rejected_total", map[string]string{"source": "jetstream", "collection": "app.test.note"}); v != 7 {
+		if v, _ := metricstest.Value(t, reg, "lexview_records_rejected_total", map[string]string{"source": "jetstream", "collection": "app.test.note"}); v != 7 {
 			t.Fatalf("lexview_records_rejected_total = %v, want 7", v)
 		}
 	})
@@ -142,10 +143,10 @@ func TestCustomSourceRefusesInvalidChanges(t *testing.T) {
 	if _, err := store.GetRecord(ctx, "at://did:plc:src/app.test.note/3kok"); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := metricValue(t, reg, "lexview_records_rejected_total", map[string]string{"source": "custom", "collection": "(invalid)"}); v != 1 {
+	if v, _ := metricstest.Value(t, reg, "lexview_records_rejected_total", map[string]string{"source": "custom", "collection": "(invalid)"}); v != 1 {
 		t.Fatalf("rejected (invalid) = %v", v)
 	}
-	if v, _ := metricValue(t, reg, "lexview_records_rejected_total", map[string]string{"source": "custom", "collection": "app.test.note"}); v != 3 {
+	if v, _ := metricstest.Value(t, reg, "lexview_records_rejected_total", map[string]string{"source": "custom", "collection": "app.test.note"}); v != 3 {
 		t.Fatalf("rejected app.test.note = %v", v)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -139,32 +140,6 @@ func putNoteLexicon(t *testing.T, app *appview.App) {
 	}
 }
 
-// metricValue finds a metric by name and labels in a registry; ok is false
-// when there is none.
-func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue metrics
-				}
-			}
-			// The getters answer zero for the kinds a metric is not.
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
-
 // TestCustomSourceHasItsOwnCursor: a source given through
 // Config.EventSource resumes only from positions it stored itself (never
 // from Jetstream's, under either name Jetstream's cursor had), stores its
@@ -223,19 +198,19 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 		}
 
 		// Metrics carry the source's name.
-		if v, ok := metricValue(t, reg, "lexview_source_connected", map[string]string{"source": "labeler-test"}); !ok || v != 1 {
+		if v, ok := metricstest.Value(t, reg, "lexview_source_connected", map[string]string{"source": "labeler-test"}); !ok || v != 1 {
 			t.Fatalf("lexview_source_connected = %v, %v", v, ok)
 		}
 		for state, want := range map[string]float64{"connected": 1, "waiting": 0, "connecting": 0, "idle": 0} {
 			labels := map[string]string{"source": "labeler-test", "host": "stream.test:443", "state": state}
-			if v, ok := metricValue(t, reg, "lexview_source_host_state", labels); !ok || v != want {
+			if v, ok := metricstest.Value(t, reg, "lexview_source_host_state", labels); !ok || v != want {
 				t.Fatalf("lexview_source_host_state %v = %v, %v; want %v", labels, v, ok, want)
 			}
 		}
-		if v, ok := metricValue(t, reg, "lexview_source_lag_seconds", map[string]string{"source": "labeler-test"}); !ok || v != 1.5 {
+		if v, ok := metricstest.Value(t, reg, "lexview_source_lag_seconds", map[string]string{"source": "labeler-test"}); !ok || v != 1.5 {
 			t.Fatalf("lexview_source_lag_seconds = %v, %v", v, ok)
 		}
-		if v, ok := metricValue(t, reg, "lexview_records_indexed_total", map[string]string{"source": "labeler-test", "collection": "app.test.note"}); !ok || v != 1 {
+		if v, ok := metricstest.Value(t, reg, "lexview_records_indexed_total", map[string]string{"source": "labeler-test", "collection": "app.test.note"}); !ok || v != 1 {
 			t.Fatalf("lexview_records_indexed_total = %v, %v", v, ok)
 		}
 
@@ -257,7 +232,7 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 		if len(events) != 2 || types["source.connected"] != 1 || types["source.disconnected"] != 1 {
 			t.Fatalf("event log: %v", types)
 		}
-		if _, ok := metricValue(t, reg, "lexview_source_connected", nil); ok {
+		if _, ok := metricstest.Value(t, reg, "lexview_source_connected", nil); ok {
 			t.Fatal("metrics still registered after Shutdown")
 		}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -100,13 +101,13 @@ func TestMetricsRegisterer(t *testing.T) {
 		if err != nil || res.Accepted != 1 {
 			t.Fatalf("Write: %+v %v", res, err)
 		}
-		if v, ok := metricValue(t, reg, "lexview_records_indexed_total", map[string]string{"source": "embedder", "collection": "app.test.note"}); !ok || v != 1 {
+		if v, ok := metricstest.Value(t, reg, "lexview_records_indexed_total", map[string]string{"source": "embedder", "collection": "app.test.note"}); !ok || v != 1 {
 			t.Fatalf("lexview_records_indexed_total = %v, %v", v, ok)
 		}
-		if v, ok := metricValue(t, reg, "lexview_batch_size", nil); !ok || v != 1 {
+		if v, ok := metricstest.Value(t, reg, "lexview_batch_size", nil); !ok || v != 1 {
 			t.Fatalf("lexview_batch_size count = %v, %v", v, ok)
 		}
-		if _, ok := metricValue(t, reg, "go_goroutines", nil); ok {
+		if _, ok := metricstest.Value(t, reg, "go_goroutines", nil); ok {
 			t.Fatal("Go runtime metrics registered in the embedder's registry")
 		}
 		if _, err := appview.New(appview.Config{Store: store, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey,
@@ -151,7 +152,7 @@ func TestMetricsListener(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if _, ok := metricValue(t, reg, "lexview_write_queue_depth", nil); !ok {
+	if _, ok := metricstest.Value(t, reg, "lexview_write_queue_depth", nil); !ok {
 		t.Error("the registerer lacks lexview_write_queue_depth")
 	}
 	if err := env.App.Shutdown(context.Background()); err != nil {

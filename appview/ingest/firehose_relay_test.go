@@ -11,6 +11,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/refpds"
 	"github.com/lexview/lexview/appview/internal/testing/refrelay"
 	"github.com/lexview/lexview/storage"
@@ -105,7 +106,7 @@ func TestFirehoseThroughRelay(t *testing.T) {
 		// The relay's sequence numbers have no gaps: the new run was sent
 		// exactly the events after the stored cursor, and applied each
 		// commit once.
-		if v, ok := metricValue(t, reg, "lexview_commits_verified_total", map[string]string{"source": ingest.FirehoseName}); !ok || v != commitsWhileDown+1 {
+		if v, ok := metricstest.Value(t, reg, "lexview_commits_verified_total", map[string]string{"source": ingest.FirehoseName}); !ok || v != commitsWhileDown+1 {
 			t.Errorf("commits verified after the restart: %v (%v), want %d", v, ok, commitsWhileDown+1)
 		}
 
@@ -142,29 +143,4 @@ func waitEqual(t *testing.T, what string, values func() (int64, int64)) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// metricValue is the value of the first series of name whose labels
-// include labels.
-func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -52,25 +53,7 @@ func skips(t *testing.T, store storage.Store) []skipEntry {
 // skipped reads lexview_events_skipped_total for Jetstream and reason.
 func skipped(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "lexview_events_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				labels[lp.GetName()] = lp.GetValue()
-			}
-			if labels["source"] == "jetstream" && labels["reason"] == reason {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
+	n, _ := metricstest.Value(t, reg, "lexview_events_skipped_total", map[string]string{"source": "jetstream", "reason": reason})
 	return n
 }
 
