@@ -47,29 +47,44 @@ type detail struct {
 	IndexHook   *string         `json:"index_hook"`
 }
 
-// uploaded is the answer to an upload. Three additions to the
-// specification's {id, revision}, each present only when it has something
-// to say: ScriptErrors, the compile error of each attached source that does
-// not compile, by field; BackfillJob, the network backfill job of a record
-// lexicon uploaded with backfill true (started by this upload, or already
-// unfinished); Warnings, sentences for the uploader (a whole-network crawl
-// started, no job because backfill defaulted to false, a job that could not
-// be created).
+// uploaded is the answer to an upload: the specification's {id,
+// revision}, then the Outcome.
 type uploaded struct {
-	ID           string            `json:"id"`
-	Revision     int               `json:"revision"`
+	ID       string `json:"id"`
+	Revision int    `json:"revision"`
+	Outcome
+}
+
+// Outcome is what an upload adds to the specification's answer, each part
+// present only when it has something to say: ScriptErrors, the compile
+// error of each attached source that does not compile, by field;
+// BackfillJob, the network backfill job of a record lexicon uploaded with
+// backfill true (started by this upload, or already unfinished); Warnings,
+// sentences for the uploader (a whole-network crawl started, no job
+// because backfill defaulted to false, a job that could not be created).
+// Adding a network lexicon answers with it too.
+type Outcome struct {
 	ScriptErrors map[string]string `json:"script_errors,omitempty"`
-	BackfillJob  *backfillJob      `json:"backfill_job,omitempty"`
+	BackfillJob  *BackfillJob      `json:"backfill_job,omitempty"`
 	Warnings     []string          `json:"warnings,omitempty"`
 }
 
-// backfillJob names the backfill job of an upload: its id, scope
+// BackfillJob names the backfill job of an upload: its id, scope
 // (network), status, and whether this upload created it.
-type backfillJob struct {
+type BackfillJob struct {
 	ID      string `json:"id"`
 	Scope   string `json:"scope"`
 	Status  string `json:"status"`
 	Created bool   `json:"created"`
+}
+
+// NewOutcome renders what the upload res did.
+func NewOutcome(res lexicons.Result) Outcome {
+	out := Outcome{ScriptErrors: res.ScriptErrors, Warnings: res.Warnings}
+	if j := res.Backfill; j != nil {
+		out.BackfillJob = &BackfillJob{ID: j.Job.ID, Scope: j.Job.Scope, Status: j.Job.Status, Created: j.Created}
+	}
+	return out
 }
 
 func optional(s string) *string {
@@ -125,11 +140,7 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Princ
 	if res.Created {
 		status = http.StatusCreated
 	}
-	out := uploaded{ID: res.Lexicon.ID, Revision: res.Lexicon.Revision, ScriptErrors: res.ScriptErrors, Warnings: res.Warnings}
-	if j := res.Backfill; j != nil {
-		out.BackfillJob = &backfillJob{ID: j.Job.ID, Scope: j.Job.Scope, Status: j.Job.Status, Created: j.Created}
-	}
-	respond.JSON(w, status, out)
+	respond.JSON(w, status, uploaded{ID: res.Lexicon.ID, Revision: res.Lexicon.Revision, Outcome: NewOutcome(res)})
 	return nil
 }
 

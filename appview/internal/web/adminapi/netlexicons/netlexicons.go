@@ -11,6 +11,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/netlexicons"
 	"github.com/lexview/lexview/appview/internal/web/adminapi"
+	adminlexicons "github.com/lexview/lexview/appview/internal/web/adminapi/lexicons"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/storage"
 )
@@ -56,19 +57,10 @@ func toRow(n storage.NetworkLexicon) row {
 // authority_did, revision}, then, as for an upload, the backfill job of a
 // record lexicon and warnings when there is something to say.
 type added struct {
-	NSID         string            `json:"nsid"`
-	AuthorityDID string            `json:"authority_did"`
-	Revision     int               `json:"revision"`
-	ScriptErrors map[string]string `json:"script_errors,omitempty"`
-	BackfillJob  *backfillJob      `json:"backfill_job,omitempty"`
-	Warnings     []string          `json:"warnings,omitempty"`
-}
-
-type backfillJob struct {
-	ID      string `json:"id"`
-	Scope   string `json:"scope"`
-	Status  string `json:"status"`
-	Created bool   `json:"created"`
+	NSID         string `json:"nsid"`
+	AuthorityDID string `json:"authority_did"`
+	Revision     int    `json:"revision"`
+	adminlexicons.Outcome
 }
 
 func (h handlers) add(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
@@ -91,10 +83,7 @@ func (h handlers) add(w http.ResponseWriter, r *http.Request, p *admins.Principa
 		return err
 	}
 	out := added{NSID: res.Row.NSID, AuthorityDID: res.Row.AuthorityDID, Revision: res.Lexicon.Revision,
-		ScriptErrors: res.Upload.ScriptErrors, Warnings: res.Upload.Warnings}
-	if j := res.Upload.Backfill; j != nil {
-		out.BackfillJob = &backfillJob{ID: j.Job.ID, Scope: j.Job.Scope, Status: j.Job.Status, Created: j.Created}
-	}
+		Outcome: adminlexicons.NewOutcome(res.Upload)}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
