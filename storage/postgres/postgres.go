@@ -131,13 +131,7 @@ const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
 		AS t(u, d, c, k, ci, rv, rec, us, cus)
 	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
-	ON CONFLICT (uri) DO UPDATE SET
-		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
-		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
-		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
-		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
-	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
-		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
+	` + sqlstore.RecordUpsertConflict
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	n := len(recs)
@@ -160,8 +154,7 @@ const (
 		WHERE r.uri = d.u AND (d.rv = '' OR r.rev = '' OR r.rev <= d.rv)`
 	putTombstones = `INSERT INTO record_tombstones (uri, rev, deleted_at)
 		SELECT u, rv, $3 FROM unnest($1::text[], $2::text[]) AS d(u, rv) WHERE rv <> ''
-		ON CONFLICT (uri) DO UPDATE SET rev = excluded.rev, deleted_at = excluded.deleted_at
-		WHERE excluded.rev > record_tombstones.rev`
+		` + sqlstore.TombstoneConflict
 )
 
 func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error {

@@ -217,13 +217,7 @@ func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
 	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
-	ON CONFLICT (uri) DO UPDATE SET
-		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
-		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
-		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
-		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
-	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
-		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
+	` + sqlstore.RecordUpsertConflict
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
 	stmt, err := tx.PrepareContext(ctx, upsertRecord)
@@ -243,8 +237,7 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 const (
 	deleteRecord = `DELETE FROM records WHERE uri = ?1 AND (?2 = '' OR rev = '' OR rev <= ?2)`
 	putTombstone = `INSERT INTO record_tombstones (uri, rev, deleted_at) VALUES (?1, ?2, ?3)
-		ON CONFLICT (uri) DO UPDATE SET rev = excluded.rev, deleted_at = excluded.deleted_at
-		WHERE excluded.rev > record_tombstones.rev`
+		` + sqlstore.TombstoneConflict
 )
 
 func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error {

@@ -14,6 +14,24 @@ import (
 
 const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at, created_at`
 
+// RecordUpsertConflict ends each dialect's record upsert (Dialect.UpsertRecords:
+// INSERT INTO records (recordColumns) SELECT ...) with the revision rule:
+// a stored row with a newer non-empty rev is kept, a row at the same rev
+// and CID is left as it is, and a row with the same CID keeps its
+// indexed_at and created_at.
+const RecordUpsertConflict = `ON CONFLICT (uri) DO UPDATE SET
+		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
+		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
+		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
+	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
+		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
+
+// TombstoneConflict ends each dialect's tombstone insert
+// (Dialect.DeleteRecords): a tombstone only moves to a newer rev.
+const TombstoneConflict = `ON CONFLICT (uri) DO UPDATE SET rev = excluded.rev, deleted_at = excluded.deleted_at
+		WHERE excluded.rev > record_tombstones.rev`
+
 // afterPosition is the keyset condition of a newest-first listing
 // continued after a position (its time twice, then its URI): the bare <=
 // bounds the index range.
