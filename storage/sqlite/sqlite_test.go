@@ -50,7 +50,6 @@ func TestPragmas(t *testing.T) {
 
 func TestQueryPlansUseIndexes(t *testing.T) {
 	s := storagetest.SQLite(t).(*sqlite.Store)
-	ctx := context.Background()
 	cases := map[string]string{
 		"collection page":              "SELECT uri FROM records WHERE collection = ? ORDER BY created_at DESC, uri DESC LIMIT 21",
 		"collection deep page":         "SELECT uri FROM records WHERE collection = ? AND created_at <= ? AND (created_at < ? OR uri < ?) ORDER BY created_at DESC, uri DESC LIMIT 21",
@@ -63,21 +62,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		"unresolved dead letters":      "SELECT id FROM dead_letters WHERE resolved_at IS NULL ORDER BY created_at, id LIMIT 100",
 	}
 	for name, q := range cases {
-		rows, err := s.Reader().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "c", "d", 1, 1, "u")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "; ")
+		joined := queryPlan(t, s, name, q, "c", "d", 1, 1, "u")
 		if strings.Contains(joined, "SCAN records") || strings.Contains(joined, "TEMP B-TREE") {
 			t.Errorf("%s: plan scans or sorts: %s", name, joined)
 		}
@@ -94,25 +79,35 @@ func TestEveryCollectionPlans(t *testing.T) {
 		"merged heads": sqlstore.MergedHeadsQuery(2, true),
 	}
 	for name, q := range queries {
-		rows, err := s.Reader().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "c", 1, 1, "u", 3, "d", 1, 1, "u", 3, 4)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "; ")
+		joined := queryPlan(t, s, name, q, "c", 1, 1, "u", 3, "d", 1, 1, "u", 3, 4)
 		if strings.Contains(joined, "SCAN records") || !strings.Contains(joined, "SEARCH records USING COVERING INDEX records_collection_created") {
 			t.Errorf("%s: plan scans records or misses the index: %s", name, joined)
 		}
 	}
+}
+
+// queryPlan is SQLite's plan of the query q (named name) with args, its
+// steps joined by "; ".
+func queryPlan(t *testing.T, s *sqlite.Store, name, q string, args ...any) string {
+	t.Helper()
+	rows, err := s.Reader().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return strings.Join(plan, "; ")
 }
 
 // A new database and its directory are private to the service's user
