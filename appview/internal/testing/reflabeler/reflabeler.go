@@ -121,13 +121,7 @@ type Labeler struct {
 // Require first saves starting a reference PDS for a test that would skip.
 func Require(t testing.TB) {
 	t.Helper()
-	if os.Getenv(DirEnv) != "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not set: the reference labeler is required in CI (see scripts/lib/labeler.sh)", DirEnv)
-	}
-	t.Skipf("%s not set; skipping reference labeler test (scripts/test provisions it)", DirEnv)
+	testproc.RequireEnv(t, DirEnv, "the reference labeler", "scripts/lib/labeler.sh")
 }
 
 // Start runs a labeler with a new did:plc registered in n's PLC directory,

@@ -98,13 +98,7 @@ type readyLine struct {
 // Start runs a reference PDS and PLC directory for the rest of the test.
 func Start(t testing.TB) *Network {
 	t.Helper()
-	dir := os.Getenv(DevenvDirEnv)
-	if dir == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: the reference PDS is required in CI (see scripts/lib/devenv.sh)", DevenvDirEnv)
-		}
-		t.Skipf("%s not set; skipping reference PDS test (scripts/test provisions it)", DevenvDirEnv)
-	}
+	dir := testproc.RequireEnv(t, DevenvDirEnv, "the reference PDS", "scripts/lib/devenv.sh")
 	root, err := testproc.RepoRoot(script)
 	if err != nil {
 		t.Fatalf("refpds: %v", err)

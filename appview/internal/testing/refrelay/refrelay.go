@@ -68,6 +68,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the relay's database, written while it is stopped
 
 	"github.com/lexview/lexview/appview/internal/testing/refpds"
+	"github.com/lexview/lexview/appview/internal/testing/testproc"
 )
 
 // BinEnv names the variable holding the path of the relay binary (set by
@@ -111,13 +112,7 @@ type Relay struct {
 // Require first saves starting a reference PDS for a test that would skip.
 func Require(t testing.TB) {
 	t.Helper()
-	if os.Getenv(BinEnv) != "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not set: indigo's relay is required in CI (see scripts/lib/relay.sh)", BinEnv)
-	}
-	t.Skipf("%s not set; skipping relay test (scripts/test provisions it)", BinEnv)
+	testproc.RequireEnv(t, BinEnv, "indigo's relay", "scripts/lib/relay.sh")
 }
 
 // Start runs the relay with its state in a temporary directory, makes it

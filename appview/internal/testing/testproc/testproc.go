@@ -1,6 +1,7 @@
 // Package testproc holds what tests that run reference servers as child
-// processes share: finding the repository's root, and keeping the tail of
-// a process's output for failure messages.
+// processes share: requiring what provisions them, finding the
+// repository's root, and keeping the tail of a process's output for
+// failure messages.
 package testproc
 
 import (
@@ -10,7 +11,25 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
+
+// RequireEnv returns the value of the environment variable env, which
+// points at what, provisioned by script (for example scripts/lib/relay.sh,
+// run by scripts/test). When env is unset the test is skipped, and fails
+// under CI=true: there a skipped test would hide a defect.
+func RequireEnv(t testing.TB, env, what, script string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not set: %s is required in CI (see %s)", env, what, script)
+	}
+	t.Skipf("%s not set; skipping the test of %s (scripts/test provisions it)", env, what)
+	return ""
+}
 
 // RepoRoot returns the nearest directory above the working directory that
 // holds go.mod; marker, a path relative to it, must exist there too (the
