@@ -271,11 +271,8 @@ func (w *Writer) stopAccepting() state {
 func (w *Writer) enqueue(ctx context.Context, queue chan<- *item, it *item) error {
 	w.gate.RLock()
 	defer w.gate.RUnlock()
-	switch w.state {
-	case idle:
-		return ErrNotStarted
-	case stopped:
-		return ErrStopped
+	if err := w.stateErr(); err != nil {
+		return err
 	}
 	select {
 	case queue <- it:
@@ -369,6 +366,12 @@ func (w *Writer) submit(ctx context.Context, source string, changes []storage.Ch
 func (w *Writer) accepting() error {
 	w.gate.RLock()
 	defer w.gate.RUnlock()
+	return w.stateErr()
+}
+
+// stateErr is why the writer takes no changes in its state (nil while it
+// is running); the caller holds gate.
+func (w *Writer) stateErr() error {
 	switch w.state {
 	case idle:
 		return ErrNotStarted
