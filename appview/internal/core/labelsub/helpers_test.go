@@ -109,6 +109,17 @@ func (h *harness) labels(uri string) []storage.Label {
 	return h.labelsAt(uri, time.Now())
 }
 
+// requireOneLabelEach fails the test unless posts 0 to n-1 each have one
+// label that applies.
+func (h *harness) requireOneLabelEach(n int) {
+	h.t.Helper()
+	for i := range n {
+		if got := len(h.labels(post(i))); got != 1 {
+			h.t.Fatalf("post %d has %d labels, want 1", i, got)
+		}
+	}
+}
+
 func (h *harness) labelsAt(uri string, at time.Time) []storage.Label {
 	h.t.Helper()
 	got, err := h.store.LabelsFor(context.Background(), []string{uri}, at)

@@ -198,11 +198,7 @@ func TestRestartResumesFromCursor(t *testing.T) {
 			t.Fatalf("cursors = %v, want [0 5]", got)
 		}
 		h.store.storedOnce(t, lab.DID, 10, 10)
-		for i := range 10 {
-			if len(h.labels(post(i))) != 1 {
-				t.Fatalf("post %d has no label", i)
-			}
-		}
+		h.requireOneLabelEach(10)
 	})
 }
 
@@ -453,11 +449,7 @@ func TestBackfillCoalescesEvents(t *testing.T) {
 		if n := h.store.transactions(lab.DID); n >= 200 {
 			t.Fatalf("%d transactions for 200 queued events", n)
 		}
-		for i := range 200 {
-			if len(h.labels(post(i))) != 1 {
-				t.Fatalf("post %d has no label", i)
-			}
-		}
+		h.requireOneLabelEach(200)
 	})
 }
 
