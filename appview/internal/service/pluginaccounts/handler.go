@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/web/respond"
@@ -46,9 +47,9 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 
 // user wraps f like an XRPC route (client identification, then user
 // authentication) and refuses anonymous callers.
-func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *userauth.Caller)) http.Handler {
+func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *caller.User)) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := userauth.FromContext(r.Context())
+		c := caller.UserFrom(r.Context())
 		if c == nil {
 			respond.Fail(w, r, h.log, fail.New(fail.Unauthenticated, "authentication required"))
 			return
@@ -58,7 +59,7 @@ func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *userauth.Call
 	return h.clientMW(xrpc.UserMiddleware(h.users, h.log, inner))
 }
 
-func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	clientID := ""
 	if cl, ok := apiclients.FromContext(r.Context()); ok {
 		clientID = cl.ID
@@ -81,12 +82,12 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
-	caller, err := h.users.Authenticate(r, p.ClientID)
+	user, err := h.users.Authenticate(r, p.ClientID)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
-	out, err := h.svc.Finish(r.Context(), p, caller, q)
+	out, err := h.svc.Finish(r.Context(), p, user, q)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
@@ -94,7 +95,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	res, err := h.svc.Sync(r.Context(), r.PathValue("id"), c)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
@@ -103,7 +104,7 @@ func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *userauth.Calle
 	respond.JSON(w, http.StatusOK, res)
 }
 
-func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	a, err := h.svc.Get(r.Context(), r.PathValue("id"), c.DID)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
@@ -112,7 +113,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *userauth.Ca
 	respond.JSON(w, http.StatusOK, a)
 }
 
-func (h *Handler) disconnect(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) disconnect(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	if err := h.svc.Disconnect(r.Context(), r.PathValue("id"), c.DID); err != nil {
 		respond.Fail(w, r, h.log, err)
 		return

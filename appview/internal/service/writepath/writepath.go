@@ -19,10 +19,10 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
@@ -78,7 +78,7 @@ var (
 	errNoSession     = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
 	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
 	errBadBody       = fail.New(fail.Invalid, "invalid request body")
-	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
+	errTokenExpired  = fail.New(fail.Unauthenticated, caller.MsgTokenExpired)
 	errUpstreamWrite = fail.New(fail.Upstream, "upstream PDS failure")
 
 	// The refusals of a body's `uri` that names no record to replace, on
@@ -99,8 +99,8 @@ var (
 // reaches the PDS. It returns the PDS's answer; a PDS that answers with an
 // error status is an Answer too, not an error. A write the PDS accepts is
 // audited (record.created, record.updated).
-func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (Answer, error) {
-	if caller == nil || caller.Session == nil {
+func (s *Service) Write(ctx context.Context, user *caller.User, collection string, body []byte) (Answer, error) {
+	if user == nil || user.SessionID == "" {
 		return Answer{}, errNoSession
 	}
 	if collection == "" {
@@ -113,14 +113,14 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if lexicon.CheckRecordText(body) != nil {
 		return Answer{}, errBadBody // not storable text: refused before the PDS sees it
 	}
-	rkey, err := s.target(fields, caller.DID, collection)
+	rkey, err := s.target(fields, user.DID, collection)
 	if err != nil {
 		return Answer{}, err
 	}
 	if rkey != "" {
 		delete(fields, "uri")
 	}
-	return s.write(ctx, caller, collection, rkey, fields, viaProcedure)
+	return s.write(ctx, user, collection, rkey, fields, viaProcedure)
 }
 
 // WriteRecord writes record (a JSON object) as the record collection/rkey
@@ -128,8 +128,8 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 // created or replaced at rkey (putRecord). Unlike Write, a `uri` field is
 // a field like any other. It validates, writes and indexes like Write,
 // and is not audited (the plugin syncs calling it audit themselves).
-func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (Answer, error) {
-	if caller == nil || caller.Session == nil {
+func (s *Service) WriteRecord(ctx context.Context, user *caller.User, collection, rkey string, record json.RawMessage) (Answer, error) {
+	if user == nil || user.SessionID == "" {
 		return Answer{}, errNoSession
 	}
 	if collection == "" {
@@ -147,7 +147,7 @@ func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, coll
 			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
 		}
 	}
-	return s.write(ctx, caller, collection, rkey, fields, viaPlugin)
+	return s.write(ctx, user, collection, rkey, fields, viaPlugin)
 }
 
 // What made a write, as its audit entries say (`via`). Only procedures'
@@ -159,7 +159,7 @@ const (
 
 // write validates fields as a record of collection and writes it on
 // behalf of via.
-func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage, via string) (Answer, error) {
+func (s *Service) write(ctx context.Context, user *caller.User, collection, rkey string, fields map[string]json.RawMessage, via string) (Answer, error) {
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
 	if err := s.opt.Indexer.CheckRecord(collection, record); err != nil {
@@ -175,9 +175,9 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 	op := storage.OpCreate
 	if rkey != "" {
 		op = storage.OpUpdate
-		status, resp, res, err = s.opt.PDS.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
+		status, resp, res, err = s.opt.PDS.PutRecord(ctx, user.SessionID, user.DID, collection, rkey, record, "")
 	} else {
-		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, caller.Session.ID, collection, record, "")
+		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, user.SessionID, collection, record, "")
 	}
 	if err != nil {
 		var re *oauth.RefreshError
@@ -192,16 +192,16 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 		return ans, nil
 	}
 	if op == storage.OpUpdate && res.NoCommit() {
-		uri := "at://" + caller.DID + "/" + collection + "/" + rkey
+		uri := "at://" + user.DID + "/" + collection + "/" + rkey
 		if s.indexed(ctx, uri, res.CID) {
-			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, via))
+			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(user.DID, uri, res.CID, via))
 			return ans, nil
 		}
 	}
 	if via == viaProcedure {
-		s.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, via))
+		s.opt.Events.Record(ctx, eventlog.RecordOp(op, user.DID, res.URI, res.CID, res.Rev, via))
 	}
-	ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
+	ans.NotIndexed = s.index(ctx, user.DID, collection, rkey, op, res, record)
 	return ans, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -107,14 +108,14 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 // authenticated caller (any method): the profile of `actor` (a DID or a
 // handle; default the caller).
 func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	caller := userauth.FromContext(r.Context())
-	if caller == nil {
+	user := caller.UserFrom(r.Context())
+	if user == nil {
 		respond.Error(w, http.StatusUnauthorized, "authentication required")
 		return
 	}
 	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
 	if actor == "" {
-		actor = caller.DID
+		actor = user.DID
 	}
 	p, err := h.profiles.Get(r.Context(), actor)
 	if err != nil {

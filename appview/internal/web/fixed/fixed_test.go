@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
@@ -272,8 +273,8 @@ func TestUploadLimit(t *testing.T) {
 	pds := &fakePDS{}
 	asUser := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c := &userauth.Caller{DID: "did:plc:alice", Via: userauth.ViaDPoP, Session: &storage.DeviceSession{ID: "s1"}}
-			next.ServeHTTP(w, r.WithContext(userauth.WithCaller(r.Context(), c)))
+			c := &caller.User{DID: "did:plc:alice", Via: caller.ViaDPoP, SessionID: "s1"}
+			next.ServeHTTP(w, r.WithContext(caller.WithUser(r.Context(), c)))
 		})
 	}
 	mux := http.NewServeMux()

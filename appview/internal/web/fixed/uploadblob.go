@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -32,8 +33,8 @@ var errUpstream = fail.New(fail.Upstream, "upstream PDS failure")
 // PDS's status, content type and body come back unchanged.
 func (h *Handler) uploadBlob(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	caller := userauth.FromContext(ctx)
-	if caller == nil || caller.Session == nil {
+	user := caller.UserFrom(ctx)
+	if user == nil || user.SessionID == "" {
 		respond.Error(w, http.StatusUnauthorized, userauth.MsgNeedsDPoP)
 		return
 	}
@@ -46,7 +47,7 @@ func (h *Handler) uploadBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := &overLimitReader{r: http.MaxBytesReader(w, r.Body, h.maxBlob)}
-	resp, err := h.pds.Do(ctx, caller.Session.ID, http.MethodPost, UploadBlobPath, nil, body,
+	resp, err := h.pds.Do(ctx, user.SessionID, http.MethodPost, UploadBlobPath, nil, body,
 		r.Header.Get("Content-Type"), r.ContentLength)
 	if body.over.Load() {
 		// Whatever the PDS made of the truncated stream, the upload was
@@ -60,7 +61,7 @@ func (h *Handler) uploadBlob(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var re *oauth.RefreshError
 		if errors.As(err, &re) {
-			respond.Error(w, http.StatusUnauthorized, userauth.MsgTokenExpired)
+			respond.Error(w, http.StatusUnauthorized, caller.MsgTokenExpired)
 			return
 		}
 		if ctx.Err() != nil {

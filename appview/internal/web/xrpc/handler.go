@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/reads"
 	"github.com/lexview/lexview/appview/internal/web/respond"
@@ -144,13 +145,13 @@ func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.H
 		if c, ok := apiclients.FromContext(r.Context()); ok {
 			clientID = c.ID
 		}
-		caller, err := users.Authenticate(r, clientID)
+		user, err := users.Authenticate(r, clientID)
 		if err != nil {
 			respond.Fail(w, r, log, err)
 			return
 		}
-		if caller != nil {
-			r = r.WithContext(userauth.WithCaller(r.Context(), caller))
+		if user != nil {
+			r = r.WithContext(caller.WithUser(r.Context(), user))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -160,7 +161,7 @@ func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.H
 // through gate, for the routed method. Other callers pass.
 func proxiedMiddleware(gate ProxiedGate, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := userauth.FromContext(r.Context()); c != nil && c.Via == userauth.ViaServiceAuth {
+		if c := caller.UserFrom(r.Context()); c != nil && c.Via == caller.ViaServiceAuth {
 			lex, _ := LexiconFromContext(r.Context())
 			if err := gate.Admit(r.Context(), lex.ID, c.DID, c.Audience); err != nil {
 				respond.Fail(w, r, log, err)
@@ -186,7 +187,7 @@ func routable(kind lexicon.Kind, method string) bool {
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
 	lex, _ := LexiconFromContext(r.Context())
 	if lex.Kind == lexicon.KindProcedure {
-		if userauth.FromContext(r.Context()) == nil {
+		if caller.UserFrom(r.Context()) == nil {
 			// Nothing can be proxied without the user's session.
 			respond.Error(w, http.StatusUnauthorized, "authentication required")
 			return

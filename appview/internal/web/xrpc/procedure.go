@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/appview/internal/web/respond"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 )
 
 // MaxProcedureBody bounds a procedure's JSON body.
@@ -22,7 +22,7 @@ const NotIndexedHeader = "Lexview-Not-Indexed"
 // Writer writes a procedure's record to the caller's PDS (the write-path
 // service).
 type Writer interface {
-	Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (writepath.Answer, error)
+	Write(ctx context.Context, user *caller.User, collection string, body []byte) (writepath.Answer, error)
 }
 
 // Proxy is the default procedure behaviour: it reads the body and hands it
@@ -40,7 +40,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	}
-	ans, err := p.Writer.Write(r.Context(), userauth.FromContext(r.Context()), lex.TargetCollection, body)
+	ans, err := p.Writer.Write(r.Context(), caller.UserFrom(r.Context()), lex.TargetCollection, body)
 	if err != nil {
 		respond.Fail(w, r, p.log(), err)
 		return

@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/web/respond"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/script"
 )
@@ -71,14 +71,11 @@ func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, lex *lexic
 
 // scriptCaller is the script's view of the authenticated request.
 func scriptCaller(ctx context.Context) *script.Caller {
-	u := userauth.FromContext(ctx)
+	u := caller.UserFrom(ctx)
 	if u == nil {
 		return nil
 	}
-	c := &script.Caller{DID: u.DID}
-	if u.Session != nil {
-		c.SessionID = u.Session.ID
-	}
+	c := &script.Caller{DID: u.DID, SessionID: u.SessionID}
 	if cl, ok := apiclients.FromContext(ctx); ok {
 		c.ClientID = cl.ID
 	}
