@@ -52,6 +52,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/adminapi/scriptvars"
 	adminserviceid "github.com/lexview/lexview/appview/internal/web/adminapi/serviceid"
 	"github.com/lexview/lexview/appview/internal/web/adminapi/users"
+	"github.com/lexview/lexview/appview/internal/web/clientauth"
 	"github.com/lexview/lexview/appview/internal/web/dashboard"
 	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/appview/internal/web/invitepage"
@@ -108,7 +109,7 @@ type Parts struct {
 	Lexicons *lexicon.Registry
 	// ClientIdentifier and ClientRegistry identify API clients and hold
 	// their rate-limit buckets for the XRPC middleware.
-	ClientIdentifier apiclients.Identifier
+	ClientIdentifier clientauth.Identifier
 	ClientRegistry   *apiclients.Registry
 	// Users authenticates users; its service-auth verifier and cookie
 	// codec serve the admin API too.
@@ -179,7 +180,7 @@ func New(svc Services, p Parts) *Surfaces {
 		}
 		respond.JSON(w, status, report)
 	})
-	clientMW := apiclients.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
+	clientMW := clientauth.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
 	var forward http.Handler
 	if p.Proxy.Resolver != nil {
 		po := p.Proxy
