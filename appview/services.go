@@ -78,7 +78,7 @@ func (a *App) newServices() *server.Services {
 		}),
 		// Grants are authorized on the primary domain through the
 		// instance's OAuth client, which is built after the services.
-		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now,
+		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, Logger: a.log,
 			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			Authorizer: linkedrepos.OAuthAuthorizer{
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },

@@ -57,6 +57,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/appview/internal/web/invitepage"
 	"github.com/lexview/lexview/appview/internal/web/oauthapi"
+	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/signin"
 	"github.com/lexview/lexview/appview/internal/web/site"
@@ -212,9 +213,9 @@ func New(svc Services, p Parts) *Surfaces {
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
 	// dispatched by the flow's purpose.
-	pub.Handle("GET "+domains.CallbackPath, p.OAuthClient.CallbackHandler(map[string]oauthclient.Finisher{
+	pub.Handle("GET "+domains.CallbackPath, oauthcallback.Handler(p.OAuthClient, map[string]oauthcallback.Finisher{
 		signin.PurposeAdminSignIn:     si.Finisher(),
-		linkedrepos.PurposeLinkedRepo: svc.LinkedRepos.Finisher(p.OAuthClient, p.Handles, log),
+		linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo(svc.LinkedRepos, p.OAuthClient, p.Handles, log),
 	}, log))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pluginaccounts.NewHandler(svc.PluginAccounts, p.Users, clientMW, log).Mount(pub)

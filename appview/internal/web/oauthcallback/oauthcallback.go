@@ -1,0 +1,84 @@
+// Package oauthcallback serves GET /oauth/callback, where every OAuth flow
+// the instance runs as a client comes back: the instance's OAuth client
+// (service/oauthclient) finishes the flow, and the Finisher of the flow's
+// purpose answers the browser (the dashboard sign-in sets its cookie, a
+// linked repo grant is bound).
+package oauthcallback
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/service/oauthclient"
+	"github.com/lexview/lexview/appview/internal/web/respond"
+)
+
+// Finisher completes the flows of one purpose once the callback has
+// exchanged the code: it answers the browser (sets a cookie, binds a
+// grant, ...).
+type Finisher interface {
+	Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
+}
+
+// FinisherFunc adapts a function to Finisher.
+type FinisherFunc func(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
+
+// Finish calls f.
+func (f FinisherFunc) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+	f(w, r, res)
+}
+
+// Flows is the instance's OAuth client as the callback uses it
+// (*oauthclient.Client).
+type Flows interface {
+	Callback(ctx context.Context, host string, params url.Values) (oauthclient.Result, error)
+	EndSession(ctx context.Context, did syntax.DID, sessionID string) error
+}
+
+var errUnknownPurpose = fail.New(fail.Invalid, "invalid OAuth callback: the flow has no handler on this instance")
+
+// Handler serves GET /oauth/callback: it finishes the flow
+// (Flows.Callback) and hands the result to the Finisher of the flow's
+// purpose. A refused callback is answered with the error and nothing is
+// stored; a session of a purpose with no Finisher is ended.
+func Handler(flows Flows, finishers map[string]Finisher, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		res, err := flows.Callback(r.Context(), r.Host, r.URL.Query())
+		if err != nil {
+			log.InfoContext(r.Context(), "OAuth callback refused", "err", err)
+			respond.Fail(w, r, log, err)
+			return
+		}
+		f, ok := finishers[res.Purpose]
+		if !ok {
+			if err := flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
+				log.WarnContext(r.Context(), "ending an OAuth session failed", "did", res.DID, "err", err)
+			}
+			respond.Fail(w, r, log, errUnknownPurpose)
+			return
+		}
+		f.Finish(w, r, res)
+	})
+}
+
+// LinkedRepo finishes the flows of linked repo grants
+// (linkedrepos.PurposeLinkedRepo): the grant is bound to the account
+// (linkedrepos.Service.CompleteAuthorization) and the answer is
+// {grant_id, did, status}.
+func LinkedRepo(svc *linkedrepos.Service, flows linkedrepos.Flows, handles linkedrepos.Handles, log *slog.Logger) Finisher {
+	return FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+		out, err := svc.CompleteAuthorization(r.Context(), res, flows, handles)
+		if err != nil {
+			respond.Fail(w, r, log, err)
+			return
+		}
+		respond.JSON(w, http.StatusOK, out)
+	})
+}
