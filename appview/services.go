@@ -87,7 +87,7 @@ func (a *App) newServices() *server.Services {
 		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, OnChange: a.labelSubs.Changed}),
 		Plugins:  a.plugins,
 		PluginAccounts: pluginaccounts.New(pluginaccounts.Options{Plugins: a.plugins, Store: a.store, Writer: writes,
-			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Log: a.log}),
+			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log}),
 	}
 }
 

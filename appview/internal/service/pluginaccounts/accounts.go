@@ -69,7 +69,7 @@ type Options struct {
 	PublicURL string
 	StateTTL  time.Duration
 	Now       func() time.Time
-	Log       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Service connects external accounts and syncs them.
@@ -83,8 +83,8 @@ func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Log == nil {
-		opt.Log = slog.Default()
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
 	}
 	return &Service{opt: opt}
 }

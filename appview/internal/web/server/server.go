@@ -58,6 +58,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/invitepage"
 	"github.com/lexview/lexview/appview/internal/web/oauthapi"
 	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
+	"github.com/lexview/lexview/appview/internal/web/pluginroutes"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/signin"
 	"github.com/lexview/lexview/appview/internal/web/site"
@@ -218,7 +219,7 @@ func New(svc Services, p Parts) *Surfaces {
 		linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo(svc.LinkedRepos, p.OAuthClient, p.Handles, log),
 	}, log))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
-	pluginaccounts.NewHandler(svc.PluginAccounts, p.Users, clientMW, log).Mount(pub)
+	pluginroutes.New(pluginroutes.Options{Service: svc.PluginAccounts, Users: p.Users, ClientMiddleware: clientMW, Logger: log}).Mount(pub)
 	// The dashboard, and GET / redirecting to it.
 	dashboard.New(log).Mount(pub)
 	pub.HandleFunc("/", notFound)

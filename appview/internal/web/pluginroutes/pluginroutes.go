@@ -1,4 +1,6 @@
-package pluginaccounts
+// Package pluginroutes serves the public routes of external-account
+// plugins, /plugins/{id}/*, over the pluginaccounts service.
+package pluginroutes
 
 import (
 	"log/slog"
@@ -7,6 +9,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
@@ -21,19 +24,32 @@ import (
 //	GET    /plugins/{id}/account   the caller's connection
 //	DELETE /plugins/{id}/account   disconnect: the tokens are deleted
 type Handler struct {
-	svc      *Service
+	svc      *pluginaccounts.Service
 	users    *userauth.Authenticator
 	clientMW func(http.Handler) http.Handler
 	log      *slog.Logger
 }
 
-// NewHandler returns the handler. clientMW identifies the API client (as
-// on XRPC routes); users authenticates the user.
-func NewHandler(svc *Service, users *userauth.Authenticator, clientMW func(http.Handler) http.Handler, log *slog.Logger) *Handler {
-	if clientMW == nil {
-		clientMW = func(h http.Handler) http.Handler { return h }
+// Options configure a Handler.
+type Options struct {
+	Service *pluginaccounts.Service
+	// Users authenticates the user.
+	Users *userauth.Authenticator
+	// ClientMiddleware identifies the API client (as on XRPC routes); nil
+	// identifies none.
+	ClientMiddleware func(http.Handler) http.Handler
+	Logger           *slog.Logger
+}
+
+// New returns the handler.
+func New(o Options) *Handler {
+	if o.ClientMiddleware == nil {
+		o.ClientMiddleware = func(h http.Handler) http.Handler { return h }
 	}
-	return &Handler{svc: svc, users: users, clientMW: clientMW, log: log}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Handler{svc: o.Service, users: o.Users, clientMW: o.ClientMiddleware, log: o.Logger}
 }
 
 // Mount adds the routes to mux.
