@@ -7,7 +7,6 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/domains"
-	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
 	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/script"
 )
@@ -42,9 +41,7 @@ func (a *App) routes() *server.Surfaces {
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
 		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
 		OAuthStore: a.store, OAuthClient: a.oauthClient, Handles: a.cfg.Directory, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
-		Labels: a.store, Ready: a.readiness,
-		Proxy: xrpcproxy.Options{Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient,
-			Events: a.events, Metrics: a.metrics, Self: a.isSelf, UserAgent: "lexview/" + Version},
+		Labels: a.store, Ready: a.readiness, HTTPClient: a.cfg.HTTPClient, UserAgent: "lexview/" + Version,
 		Now: a.cfg.Now, Logger: a.log,
 	})
 }

@@ -39,6 +39,12 @@ func (a *App) newServices() *server.Services {
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
 		Events: a.events, Logger: a.log, Now: a.cfg.Now})
+	policies := xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now)
+	var proxy *xrpcproxy.Router
+	if a.cfg.LexiconResolver != nil {
+		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory,
+			Events: a.events, Metrics: a.metrics, Self: a.isSelf, Logger: a.log})
+	}
 	return &server.Services{
 		Clients:  a.clientManager,
 		Events:   a.events,
@@ -46,7 +52,8 @@ func (a *App) newServices() *server.Services {
 		Lexicons: lexSvc,
 		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.LexiconResolver,
 			Events: a.events, Metrics: a.metrics, Now: a.cfg.Now, Logger: a.log}),
-		ProxyPolicies: xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now),
+		ProxyPolicies: policies,
+		Proxy:         proxy,
 		Scripts:       scripts.New(a.store, a.scripts, a.events, a.log),
 		Variables:     scripts.NewVariables(a.store, a.sealer, a.scripts, a.events, a.cfg.Now),
 		DeadLetters:   deadletters.New(a.store, a.scripts, a.events, a.cfg.Now, a.log),

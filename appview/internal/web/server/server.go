@@ -65,6 +65,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/thirdparty"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
+	"github.com/lexview/lexview/appview/internal/web/xrpcforward"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 )
@@ -103,6 +104,9 @@ type Services struct {
 	NetworkLexicons *netlexicons.Service
 	// ProxyPolicies holds the XRPC proxy's policy.
 	ProxyPolicies *xrpcproxy.Policies
+	// Proxy routes calls for NSIDs without a local lexicon; nil: no
+	// proxy, such calls answer 404.
+	Proxy *xrpcproxy.Router
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -133,9 +137,9 @@ type Parts struct {
 	Labels    xrpc.LabelSource
 	Sealer    *oauth.Sealer
 	PublicURL string
-	// Proxy configures the XRPC proxy (its policies and client middleware
-	// are set here); nil Resolver: no proxy, unknown NSIDs answer 404.
-	Proxy xrpcproxy.Options
+	// HTTPClient makes the XRPC proxy's forwarded calls, with UserAgent.
+	HTTPClient *http.Client
+	UserAgent  string
 	// Ready reports readiness for GET /ready: whether the instance can
 	// serve, and what it knows of itself (nil: always ready).
 	Ready func(ctx context.Context) (bool, map[string]any)
@@ -184,10 +188,9 @@ func New(svc Services, p Parts) *Surfaces {
 	})
 	clientMW := clientauth.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
 	var forward http.Handler
-	if p.Proxy.Resolver != nil {
-		po := p.Proxy
-		po.Policies, po.ClientMiddleware, po.Logger = svc.ProxyPolicies, clientMW, log
-		forward = xrpcproxy.New(po)
+	if svc.Proxy != nil {
+		forward = xrpcforward.New(xrpcforward.Options{Router: svc.Proxy, HTTP: p.HTTPClient, ClientMiddleware: clientMW,
+			UserAgent: p.UserAgent, Logger: log})
 	}
 	xh := xrpc.New(xrpc.Options{
 		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
