@@ -39,7 +39,7 @@ func (a *App) AdminRoutes() []string { return slices.Clone(a.surfaces.AdminRoute
 func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
-		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
+		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory},
 		OAuthStore: a.store, OAuthClient: a.oauthClient, Handles: a.cfg.Directory, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, StreamKeepalive: a.cfg.StreamKeepalive,
 		Labels: a.store, Ready: a.readiness, HTTPClient: a.cfg.HTTPClient, UserAgent: "lexview/" + Version,
 		Now: a.cfg.Now, Logger: a.log,

@@ -12,9 +12,12 @@ const (
 	ViaSession     = "session"      // the dashboard session cookie
 )
 
-// MsgTokenExpired is the error string the specification fixes for a
-// user's session whose tokens expired.
-const MsgTokenExpired = "token_expired"
+// Error strings the specification fixes: for a user's session whose
+// tokens expired, and for an operation only a DPoP session can do.
+const (
+	MsgTokenExpired = "token_expired"
+	MsgNeedsDPoP    = "requires DPoP authentication"
+)
 
 // User is an authenticated user.
 type User struct {

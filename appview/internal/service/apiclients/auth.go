@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/storage"
 )
@@ -27,7 +28,7 @@ var (
 	ErrMissingClient  = fail.New(fail.Unauthenticated, "Missing client identification")
 	ErrNeedsClientKey = fail.New(fail.Unauthenticated, "requires an API client key")
 	ErrBadClient      = fail.New(fail.Unauthenticated, "Invalid client")
-	ErrNeedsDPoP      = fail.New(fail.Unauthenticated, "requires DPoP authentication")
+	ErrNeedsDPoP      = fail.New(fail.Unauthenticated, caller.MsgNeedsDPoP)
 	errBadOrigin      = fail.New(fail.Unauthenticated, "Origin is not allowed for this client")
 )
 

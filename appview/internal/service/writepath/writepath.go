@@ -1,10 +1,13 @@
-// Package writepath is the service behind procedures' default behaviour:
-// a procedure's body becomes a record of its lexicon's target collection,
-// written to the caller's PDS through their device session (createRecord,
-// or putRecord when the body names the record's `uri`), then indexed
-// locally through the batch writer, so that a read right after the write
-// sees it, and audited (record.created, record.updated). It also gives the
-// PDS write client the device sessions it acts with (SessionSource).
+// Package writepath is the service that writes to users' PDSes through
+// their device sessions. Behind procedures' default behaviour, a
+// procedure's body becomes a record of its lexicon's target collection,
+// written to the caller's PDS (createRecord, or putRecord when the body
+// names the record's `uri`), then indexed locally through the batch
+// writer, so that a read right after the write sees it, and audited
+// (record.created, record.updated); uploadBlob streams a blob to the
+// caller's PDS (UploadBlob). It also gives the PDS write client the device
+// sessions it acts with (SessionSource), and it is the one place where a
+// PDS client's failure becomes an answer (PDSError).
 package writepath
 
 import (
@@ -13,8 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
@@ -28,10 +33,13 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// PDSWriter writes records to a user's PDS through their session.
-type PDSWriter interface {
+// PDS writes to a user's PDS through their session (*oauth.Client).
+type PDS interface {
 	CreateRecord(ctx context.Context, sessionID, collection string, record json.RawMessage, rkey string) (int, []byte, *oauth.WriteResult, error)
 	PutRecord(ctx context.Context, sessionID, repo, collection, rkey string, record json.RawMessage, swapRecord string) (int, []byte, *oauth.WriteResult, error)
+	// Do sends a request and returns the PDS's response with its body
+	// unread, streaming a body larger than it buffers.
+	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
 }
 
 // Indexer commits a change and waits for it (the batch writer), and says
@@ -41,10 +49,12 @@ type Indexer interface {
 	CheckRecord(collection string, record json.RawMessage) error
 }
 
-// Options are what the service works with.
+// Options are what the service works with; PDS and Indexer are required.
 type Options struct {
-	PDS     PDSWriter
+	PDS     PDS
 	Indexer Indexer
+	// MaxBlobSize bounds UploadBlob's blobs; default DefaultMaxBlobSize.
+	MaxBlobSize int64
 	// Lexicons tells whether a collection's record declares `uri`.
 	Lexicons interface{ Snapshot() *lexicon.Snapshot }
 	// Records reads the index: a put the PDS made no commit for (the
@@ -57,13 +67,24 @@ type Options struct {
 	Now    func() time.Time
 }
 
-// Service writes procedure records to users' PDSes.
+// Service writes to users' PDSes.
 type Service struct {
 	opt Options
 }
 
-// New returns the service.
-func New(opt Options) *Service { return &Service{opt: opt} }
+// New returns the service with unset options at their defaults.
+func New(opt Options) *Service {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.MaxBlobSize <= 0 {
+		opt.MaxBlobSize = DefaultMaxBlobSize
+	}
+	return &Service{opt: opt}
+}
 
 // Answer is the PDS's answer to a write, passed on unchanged.
 type Answer struct {
@@ -75,11 +96,10 @@ type Answer struct {
 }
 
 var (
-	errNoSession     = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
-	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
-	errBadBody       = fail.New(fail.Invalid, "invalid request body")
-	errTokenExpired  = fail.New(fail.Unauthenticated, caller.MsgTokenExpired)
-	errUpstreamWrite = fail.New(fail.Upstream, "upstream PDS failure")
+	errNoSession = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
+	errNoTarget  = fail.New(fail.Invalid, "this procedure has no target_collection")
+	errBadBody   = fail.New(fail.Invalid, "invalid request body")
+	errUpstream  = fail.New(fail.Upstream, "upstream PDS failure")
 
 	// The refusals of a body's `uri` that names no record to replace, on
 	// a collection whose record has no `uri` field (see target).
@@ -89,6 +109,25 @@ var (
 	errURIOtherRepo    = fail.New(fail.Forbidden, "cannot write to another account's repository")
 	errURIOtherCollect = fail.New(fail.Invalid, "uri names a record of another collection")
 )
+
+// ErrSessionExpired answers a write whose device session's tokens could
+// not be refreshed: 401 `token_expired`, the user must sign in again.
+var ErrSessionExpired = fail.New(fail.Unauthenticated, caller.MsgTokenExpired)
+
+// PDSError is the one place where a failure of the PDS client becomes an
+// answer: a refused token refresh (*oauth.RefreshError: the session
+// expired) is ErrSessionExpired, anything else an upstream PDS failure
+// (err kept as the cause). A nil err is nil.
+func PDSError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *oauth.RefreshError
+	if errors.As(err, &re) {
+		return ErrSessionExpired
+	}
+	return fail.Wrap(errUpstream.Kind, errUpstream.Message, err)
+}
 
 // Write makes body (a JSON object) a record of collection in the caller's
 // repository: created, or replaced when body's `uri` is the AT URI of a
@@ -180,12 +219,11 @@ func (s *Service) write(ctx context.Context, user *caller.User, collection, rkey
 		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, user.SessionID, collection, record, "")
 	}
 	if err != nil {
-		var re *oauth.RefreshError
-		if errors.As(err, &re) {
-			return Answer{}, errTokenExpired
+		err = PDSError(err)
+		if !errors.Is(err, ErrSessionExpired) {
+			s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
 		}
-		s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
-		return Answer{}, fail.Wrap(fail.Upstream, errUpstreamWrite.Message, err)
+		return Answer{}, err
 	}
 	ans := Answer{Status: status, Body: resp}
 	if status != http.StatusOK || res == nil {

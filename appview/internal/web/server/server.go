@@ -123,9 +123,8 @@ type Parts struct {
 	// Scripts runs methods' Lua scripts; Methods are Go method handlers.
 	Scripts xrpc.Scripts
 	Methods map[string]http.Handler
-	// Identities resolve the PDS hosting blobs; PDS proxies uploads.
+	// Identities resolve the PDS hosting blobs.
 	Identities xrpc.Identities
-	PDS        *oauth.Client
 	// The /oauth/* endpoints' store, sealer and public URL.
 	OAuthStore oauthapi.Store
 	// OAuthClient is the instance as an OAuth client: dashboard sign-in
@@ -198,7 +197,7 @@ func New(svc Services, p Parts) *Surfaces {
 		Proxied: svc.Entries, Labels: p.Labels, Forward: forward,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
-	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
+	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}).Mount(pub)
 	oauthapi.New(oauthapi.Options{Store: p.OAuthStore, Clients: svc.Clients, Sealer: p.Sealer, PublicURL: p.PublicURL,
 		Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys, Now: p.Now, Logger: log}).Mount(pub)
 	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)

@@ -28,7 +28,7 @@ func unauthorized(msg string) error { return fail.New(fail.Unauthenticated, msg)
 
 // Error messages.
 const (
-	MsgNeedsDPoP      = "requires DPoP authentication"
+	MsgNeedsDPoP      = caller.MsgNeedsDPoP
 	msgMissingProof   = "missing DPoP proof"
 	msgInvalidProof   = "invalid DPoP proof"
 	msgReplayedProof  = "DPoP proof has already been used"
