@@ -24,6 +24,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/serviceentries"
 	"github.com/lexview/lexview/appview/internal/service/serviceid"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
 	"github.com/lexview/lexview/appview/internal/web/server"
 )
@@ -71,7 +72,10 @@ func (a *App) newServices() *server.Services {
 		Records:  records.New(a.store, a.events, a.store),
 		Sessions: devicesessions.New(a.store, a.sealer, &devicesessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
 		Writes:   writes,
-		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
+		Calls: xrpcmethods.New(xrpcmethods.Options{
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Directory}), Writes: writes, Scripts: a.scripts,
+			Identities: directoryIdentities{a.cfg.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
+		}),
 		Profiles: profiles.New(a.cfg.Directory, a.cfg.HTTPClient, 0, 0, a.log),
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,

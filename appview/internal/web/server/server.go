@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/plugins"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	adminplugins "github.com/lexview/lexview/appview/internal/web/adminapi/plugins"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
@@ -29,7 +30,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
 	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
-	"github.com/lexview/lexview/appview/internal/service/reads"
 	"github.com/lexview/lexview/appview/internal/service/records"
 	"github.com/lexview/lexview/appview/internal/service/scripts"
 	"github.com/lexview/lexview/appview/internal/service/serviceentries"
@@ -83,7 +83,6 @@ type Services struct {
 	Records     *records.Service
 	Sessions    *devicesessions.Service
 	Writes      *writepath.Service
-	Reads       *reads.Service
 	Profiles    *profiles.Service
 	Clients     *apiclients.Manager
 	Events      *eventlog.Log
@@ -107,6 +106,9 @@ type Services struct {
 	// Proxy routes calls for NSIDs without a local lexicon; nil: no
 	// proxy, such calls answer 404.
 	Proxy *xrpcproxy.Router
+	// Calls runs XRPC methods (scripts and the default behaviour), for
+	// HTTP calls and scripts' in-process calls alike.
+	Calls *xrpcmethods.Dispatcher
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -120,20 +122,15 @@ type Parts struct {
 	// Users authenticates users; its service-auth verifier and cookie
 	// codec serve the admin API too.
 	Users *userauth.Authenticator
-	// Scripts runs methods' Lua scripts; Methods are Go method handlers.
-	Scripts xrpc.Scripts
+	// Methods are Go method handlers.
 	Methods map[string]http.Handler
-	// Identities resolve the PDS hosting blobs.
-	Identities xrpc.Identities
 	// The /oauth/* endpoints' store, sealer and public URL.
 	OAuthStore oauthapi.Store
 	// OAuthClient is the instance as an OAuth client: dashboard sign-in
 	// and the /oauth/callback every flow comes back on.
 	OAuthClient *oauthclient.Client
 	// Handles resolves the handles linked repo grants are pinned to.
-	Handles linkedrepos.Handles
-	// Labels lets default XRPC answers carry labels.
-	Labels    xrpc.LabelSource
+	Handles   linkedrepos.Handles
 	Sealer    *oauth.Sealer
 	PublicURL string
 	// HTTPClient makes the XRPC proxy's forwarded calls, with UserAgent.
@@ -158,9 +155,10 @@ type Surfaces struct {
 	xrpc        *xrpc.Handler
 }
 
-// Call runs a local XRPC method in-process, for scripts' xrpc.* calls.
-func (s *Surfaces) Call(ctx context.Context, method, nsid string, query map[string][]string, body []byte) (int, []byte) {
-	return s.xrpc.Call(ctx, method, nsid, query, body)
+// Call runs a local XRPC method in-process, for scripts' xrpc.* calls
+// (xrpc.Handler.Call).
+func (s *Surfaces) Call(ctx context.Context, c xrpc.LocalCall) (int, []byte) {
+	return s.xrpc.Call(ctx, c)
 }
 
 // New assembles the front ends.
@@ -192,9 +190,8 @@ func New(svc Services, p Parts) *Surfaces {
 			UserAgent: p.UserAgent, Logger: log})
 	}
 	xh := xrpc.New(xrpc.Options{
-		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
-		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
-		Proxied: svc.Entries, Labels: p.Labels, Forward: forward,
+		Lexicons: p.Lexicons, Calls: svc.Calls, ClientMiddleware: clientMW, Users: p.Users, Methods: p.Methods, Logger: log,
+		Proxied: svc.Entries, Forward: forward,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
 	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}).Mount(pub)
