@@ -69,7 +69,7 @@ func (a *App) newServices() *server.Services {
 			},
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
-		Records:  records.New(a.store, a.events, a.store),
+		Records:  records.New(records.Options{Store: a.store, Writer: a.writer, Events: a.events, Labels: a.store}),
 		Sessions: devicesessions.New(a.store, a.sealer, &devicesessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, a.events, a.cfg.Now),
 		Writes:   writes,
 		Calls: xrpcmethods.New(xrpcmethods.Options{
