@@ -43,22 +43,34 @@ type Flows interface {
 
 var errUnknownPurpose = fail.New(fail.Invalid, "invalid OAuth callback: the flow has no handler on this instance")
 
-// Handler serves GET /oauth/callback: it finishes the flow
+// Options configure the callback; Flows is required.
+type Options struct {
+	Flows Flows
+	// Finishers finish the flows, by purpose.
+	Finishers map[string]Finisher
+	Logger    *slog.Logger
+}
+
+// New returns the handler of GET /oauth/callback: it finishes the flow
 // (Flows.Callback) and hands the result to the Finisher of the flow's
 // purpose. A refused callback is answered with the error and nothing is
 // stored; a session of a purpose with no Finisher is ended.
-func Handler(flows Flows, finishers map[string]Finisher, log *slog.Logger) http.Handler {
+func New(o Options) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		res, err := flows.Callback(r.Context(), r.Host, r.URL.Query())
+		res, err := o.Flows.Callback(r.Context(), r.Host, r.URL.Query())
 		if err != nil {
 			log.InfoContext(r.Context(), "OAuth callback refused", "err", err)
 			respond.Fail(w, r, log, err)
 			return
 		}
-		f, ok := finishers[res.Purpose]
+		f, ok := o.Finishers[res.Purpose]
 		if !ok {
-			if err := flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
+			if err := o.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
 				log.WarnContext(r.Context(), "ending an OAuth session failed", "did", res.DID, "err", err)
 			}
 			respond.Fail(w, r, log, errUnknownPurpose)
@@ -72,13 +84,21 @@ func Handler(flows Flows, finishers map[string]Finisher, log *slog.Logger) http.
 // (linkedrepos.PurposeLinkedRepo): the grant is bound to the account
 // (linkedrepos.Service.CompleteAuthorization) and the answer is
 // {grant_id, did, status}.
-func LinkedRepo(svc *linkedrepos.Service, flows linkedrepos.Flows, handles linkedrepos.Handles, log *slog.Logger) Finisher {
-	return FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
-		out, err := svc.CompleteAuthorization(r.Context(), res, flows, handles)
-		if err != nil {
-			respond.Fail(w, r, log, err)
-			return
-		}
-		respond.JSON(w, http.StatusOK, out)
-	})
+type LinkedRepo struct {
+	Service *linkedrepos.Service
+	// Flows ends the session of a refused binding.
+	Flows linkedrepos.Flows
+	// Handles resolves the handles grants are pinned to.
+	Handles linkedrepos.Handles
+	Logger  *slog.Logger
+}
+
+// Finish implements Finisher.
+func (l LinkedRepo) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+	out, err := l.Service.CompleteAuthorization(r.Context(), res, l.Flows, l.Handles)
+	if err != nil {
+		respond.Fail(w, r, l.Logger, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, out)
 }

@@ -213,10 +213,12 @@ func New(svc Services, p Parts) *Surfaces {
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
 	// dispatched by the flow's purpose.
-	pub.Handle("GET "+domains.CallbackPath, oauthcallback.Handler(p.OAuthClient, map[string]oauthcallback.Finisher{
-		signin.PurposeAdminSignIn:     si.Finisher(),
-		linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo(svc.LinkedRepos, p.OAuthClient, p.Handles, log),
-	}, log))
+	pub.Handle("GET "+domains.CallbackPath, oauthcallback.New(oauthcallback.Options{Flows: p.OAuthClient, Logger: log,
+		Finishers: map[string]oauthcallback.Finisher{
+			signin.PurposeAdminSignIn: si.Finisher(),
+			linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo{Service: svc.LinkedRepos, Flows: p.OAuthClient,
+				Handles: p.Handles, Logger: log},
+		}}))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pluginroutes.New(pluginroutes.Options{Service: svc.PluginAccounts, Users: p.Users, ClientMiddleware: clientMW, Logger: log}).Mount(pub)
 	// The dashboard, and GET / redirecting to it.
