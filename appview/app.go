@@ -35,6 +35,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/plugins"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
+	"github.com/lexview/lexview/appview/internal/web/clientauth"
 	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -178,7 +179,7 @@ func (a *App) build(ctx context.Context) error {
 		_, _ = rand.Read(sessionSecret)
 		a.log.Info("SESSION_SECRET is not set: session cookies are signed with a random per-process secret and end at restart")
 	}
-	if _, ok := cfg.ClientIdentifier.(apiclients.Unverified); ok {
+	if _, ok := cfg.ClientIdentifier.(clientauth.Unverified); ok {
 		a.log.Warn("API client keys are not verified: any non-empty X-Client-Key is accepted")
 	}
 	a.metrics = newMetrics(cfg)
@@ -249,7 +250,7 @@ func (a *App) build(ctx context.Context) error {
 	a.clients.SetInstances(a.leadership.Live)
 	a.clientManager = apiclients.NewManager(a.store, a.clients, a.events, cfg.Now)
 	if cfg.ClientIdentifier == nil {
-		a.cfg.ClientIdentifier = a.clients
+		a.cfg.ClientIdentifier = clientauth.Stored(a.clients)
 	}
 	if cfg.AdminClaim == ClaimWithToken {
 		a.claimToken = newClaimToken()

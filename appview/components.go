@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 )
@@ -178,7 +180,7 @@ func (m *metricsListener) Start(context.Context) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.app.metrics.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.app.metrics.Gatherer(), promhttp.HandlerOpts{}))
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	m.done = make(chan struct{})
 	m.app.log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -23,7 +23,7 @@ type RecordHook func(ctx context.Context, c *storage.Change) (keep bool)
 // (a DPoP session, a service-auth JWT or the session cookie), for Go
 // method handlers (Config.XRPCMethods); ok is false for an anonymous call.
 func CallerDID(r *http.Request) (did string, ok bool) {
-	if c := userauth.FromContext(r.Context()); c != nil {
+	if c := caller.UserFrom(r.Context()); c != nil {
 		return c.DID, true
 	}
 	return "", false

@@ -5,10 +5,11 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/domains"
-	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
 	"github.com/lexview/lexview/appview/internal/web/server"
+	"github.com/lexview/lexview/appview/internal/web/xrpc"
 	"github.com/lexview/lexview/script"
 )
 
@@ -40,11 +41,9 @@ func (a *App) AdminRoutes() []string { return slices.Clone(a.surfaces.AdminRoute
 func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
 		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
-		Scripts: a.scripts, Methods: a.cfg.XRPCMethods, Identities: directoryIdentities{a.cfg.Directory}, PDS: a.pds,
+		Methods:     a.cfg.XRPCMethods,
 		OAuthClient: a.oauthClient, Handles: a.cfg.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
-		Labels: a.store, Ready: a.readiness,
-		Proxy: xrpcproxy.Options{Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient,
-			Events: a.events, Metrics: a.metrics, Self: a.isSelf, UserAgent: "lexview/" + Version},
+		Ready: a.readiness, HTTPClient: a.cfg.HTTPClient, UserAgent: "lexview/" + Version,
 		Now: a.cfg.Now, Logger: a.log,
 	})
 }
@@ -60,9 +59,16 @@ func (a *App) isSelf(ctx context.Context, host string) bool {
 	return ok
 }
 
-// localXRPC serves scripts' in-process XRPC calls (script.Invocation's
-// xrpc.call) with the App's XRPC handler, one level deeper.
+// localXRPC serves scripts' in-process XRPC calls (xrpc.query and
+// xrpc.procedure), one level deeper, as the invocation's caller: the
+// XRPC front end hands them to the same dispatcher as HTTP calls, as plain
+// values.
 func (a *App) localXRPC(ctx context.Context, inv *script.Invocation, method, nsid string, query map[string][]string, body []byte) (int, []byte, error) {
-	status, out := a.surfaces.Call(scripthost.WithDepth(ctx, inv.Depth+1), method, nsid, query, body)
+	c := xrpc.LocalCall{Method: method, NSID: nsid, Params: query, Input: body}
+	if inv.Caller != nil {
+		c.User = &caller.User{DID: inv.Caller.DID, SessionID: inv.Caller.SessionID}
+		c.ClientID = inv.Caller.ClientID
+	}
+	status, out := a.surfaces.Call(scripthost.WithDepth(ctx, inv.Depth+1), c)
 	return status, out, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/serviceentries"
 	"github.com/lexview/lexview/appview/internal/service/serviceid"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
 	"github.com/lexview/lexview/appview/internal/web/server"
 )
@@ -39,6 +40,12 @@ func (a *App) newServices() *server.Services {
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
 		Events: a.events, Logger: a.log, Now: a.cfg.Now})
+	policies := xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now)
+	var proxy *xrpcproxy.Router
+	if a.cfg.LexiconResolver != nil {
+		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory,
+			Events: a.events, Metrics: a.metrics, Self: a.isSelf, Logger: a.log})
+	}
 	return &server.Services{
 		Clients: a.clientManager,
 		Events:  a.events,
@@ -47,7 +54,8 @@ func (a *App) newServices() *server.Services {
 		Lexicons: lexSvc,
 		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.LexiconResolver,
 			Events: a.events, Metrics: a.metrics, Now: a.cfg.Now, Logger: a.log}),
-		ProxyPolicies: xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now),
+		ProxyPolicies: policies,
+		Proxy:         proxy,
 		Scripts:       scripts.New(scripts.Options{Store: a.store, Runtime: a.scripts, Events: a.events, Logger: a.log}),
 		Variables: scripts.NewVariables(scripts.VariablesOptions{Store: a.store, Sealer: a.sealer, Runtime: a.scripts,
 			Events: a.events, Now: a.cfg.Now}),
@@ -64,11 +72,14 @@ func (a *App) newServices() *server.Services {
 			},
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
-		Records:  records.New(a.store, a.events, a.store),
+		Records:  records.New(records.Options{Store: a.store, Writer: a.writer, Events: a.events, Labels: a.store}),
 		Sessions: devicesessions.New(devicesessions.Options{Store: a.store, Sealer: a.sealer,
 			Verifier: &devicesessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, Events: a.events, Now: a.cfg.Now}),
-		Writes:   writes,
-		Reads:    reads.New(a.store, directoryIdentities{a.cfg.Directory}),
+		Writes: writes,
+		Calls: xrpcmethods.New(xrpcmethods.Options{
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Directory}), Writes: writes, Scripts: a.scripts,
+			Identities: directoryIdentities{a.cfg.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
+		}),
 		Profiles: profiles.New(profiles.Options{Directory: a.cfg.Directory, HTTPClient: a.cfg.HTTPClient, Logger: a.log}),
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
@@ -82,7 +93,7 @@ func (a *App) newServices() *server.Services {
 		}),
 		// Grants are authorized on the primary domain through the
 		// instance's OAuth client, which is built after the services.
-		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now,
+		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, Logger: a.log,
 			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			Authorizer: linkedrepos.OAuthAuthorizer{
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },
@@ -91,7 +102,7 @@ func (a *App) newServices() *server.Services {
 		Labelers: labelers.New(labelers.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, OnChange: a.labelSubs.Changed}),
 		Plugins:  a.plugins,
 		PluginAccounts: pluginaccounts.New(pluginaccounts.Options{Plugins: a.plugins, Store: a.store, Writer: writes,
-			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Log: a.log}),
+			Sealer: a.sealer, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log}),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/web/clientauth"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -32,10 +33,10 @@ func FullClientPatch(c storage.APIClient) ClientPatch { return apiclients.FullPa
 
 // ClientIdentifier identifies the API client of an XRPC request from its
 // client key (Config.ClientIdentifier).
-type ClientIdentifier = apiclients.Identifier
+type ClientIdentifier = clientauth.Identifier
 
 // ClientIdentifierFunc adapts a function to ClientIdentifier.
-type ClientIdentifierFunc = apiclients.IdentifierFunc
+type ClientIdentifierFunc = clientauth.IdentifierFunc
 
 // Client is an identified API client.
 type Client = apiclients.Client

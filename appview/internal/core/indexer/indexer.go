@@ -345,7 +345,7 @@ func (w *Writer) submit(ctx context.Context, source string, changes []storage.Ch
 			return nil, Result{}, ErrFenced
 		}
 	}
-	it, res := w.prepare(source, changes, cursor)
+	it, res := w.prepare(source, changes, cursor, w.validate)
 	if it == nil && len(repos) > 0 {
 		it = &item{source: source, done: make(chan struct{})}
 	}
@@ -383,21 +383,33 @@ func (w *Writer) stateErr() error {
 
 // Write is Submit that waits until the changes are committed.
 func (w *Writer) Write(ctx context.Context, source string, changes []storage.Change) (Result, error) {
-	return w.write(ctx, w.queue, source, changes)
+	return w.write(ctx, w.queue, source, changes, w.validate)
 }
 
 // WriteBulk is Write for bulk work (backfill): its submissions wait in a
 // short queue of their own and fill batches after live changes, so that a
 // running backfill adds at most about one batch to live ingestion's lag.
 func (w *Writer) WriteBulk(ctx context.Context, source string, changes []storage.Change) (Result, error) {
-	return w.write(ctx, w.bulk, source, changes)
+	return w.write(ctx, w.bulk, source, changes, w.validate)
 }
 
-func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, changes []storage.Change) (Result, error) {
+// Remove is Write for an operator's removal of indexed records: every
+// change must be a delete (storage.OpDelete), and, unlike Write, its
+// collection needs no record lexicon, so that whatever is indexed can be
+// removed whatever lexicons remain. Identifiers are checked as for every
+// change; record-event hooks run, and the metrics count the changes under
+// source, like any other submission. Like every submission without a
+// stream cursor it is not fenced (Options.Fence): any instance may
+// commit it.
+func (w *Writer) Remove(ctx context.Context, source string, changes []storage.Change) (Result, error) {
+	return w.write(ctx, w.queue, source, changes, validateRemoval)
+}
+
+func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, changes []storage.Change, valid check) (Result, error) {
 	if err := w.accepting(); err != nil {
 		return Result{}, err
 	}
-	it, res := w.prepare(source, changes, nil)
+	it, res := w.prepare(source, changes, nil, valid)
 	if it == nil {
 		return res, nil
 	}

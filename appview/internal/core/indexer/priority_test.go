@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
 	"github.com/lexview/lexview/lexicon"
@@ -113,7 +115,7 @@ func TestLiveChangesOvertakeBulkWork(t *testing.T) {
 
 	// Operators see lag per source, commit times and counts per source.
 	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promhttp.HandlerFor(m.Gatherer(), promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{
 		fmt.Sprintf(`lexview_commit_lag_seconds_count{source="backfill"} %d`, len(store.batches)),
 		`lexview_commit_lag_seconds_count{source="jetstream"} 1`,

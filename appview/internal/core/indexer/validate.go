@@ -10,31 +10,34 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// prepare validates changes into a queue item (nil when nothing is left to
-// write).
-func (w *Writer) prepare(source string, changes []storage.Change, cursor *storage.StreamCursor) (*item, Result) {
+// check is a validation of one change against a lexicon snapshot.
+type check func(snap *lexicon.Snapshot, c storage.Change) error
+
+// prepare validates changes with valid into a queue item (nil when nothing
+// is left to write).
+func (w *Writer) prepare(source string, changes []storage.Change, cursor *storage.StreamCursor, valid check) (*item, Result) {
 	snap := w.lexicons.Snapshot()
 	now := w.opt.Now()
 	var res Result
-	valid := make([]storage.Change, 0, len(changes))
+	kept := make([]storage.Change, 0, len(changes))
 	for _, c := range changes {
 		label := collectionLabel(snap, c.Collection)
 		w.opt.Metrics.Received(source, label)
 		if c.Received.IsZero() {
 			c.Received = now
 		}
-		if err := w.validate(snap, c); err != nil {
+		if err := valid(snap, c); err != nil {
 			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
 			w.reject(source, label, c, err)
 			continue
 		}
-		valid = append(valid, c)
+		kept = append(kept, c)
 	}
-	res.Accepted = len(valid)
-	if len(valid) == 0 && cursor == nil {
+	res.Accepted = len(kept)
+	if len(kept) == 0 && cursor == nil {
 		return nil, res
 	}
-	return &item{source: source, changes: valid, cursor: cursor, done: make(chan struct{})}, res
+	return &item{source: source, changes: kept, cursor: cursor, done: make(chan struct{})}, res
 }
 
 // ErrMalformed is wrapped by the rejection of a change whose identifiers
@@ -88,6 +91,15 @@ func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
 		return malformed("%w", err)
 	}
 	return w.checkRecord(snap, c.Collection, c.Record)
+}
+
+// validateRemoval checks a removal (Writer.Remove): a delete with valid
+// identifiers, of any collection.
+func validateRemoval(_ *lexicon.Snapshot, c storage.Change) error {
+	if c.Op != storage.OpDelete {
+		return fmt.Errorf("a removal must be a delete, not %q", c.Op)
+	}
+	return checkIdentifiers(c)
 }
 
 // CheckRecord reports why a record of collection would be refused when

@@ -4,12 +4,10 @@
 package metrics
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics holds every collector. Its recording methods do nothing on a nil
@@ -45,7 +43,7 @@ type Metrics struct {
 }
 
 // New creates the collectors, and a registry of its own holding them with
-// Go runtime and process metrics (served by Handler).
+// Go runtime and process metrics (Gatherer).
 func New() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -164,11 +162,9 @@ func (m *Metrics) Unregister(r prometheus.Registerer) {
 	}
 }
 
-// Handler serves the metrics of New's own registry in the Prometheus text
-// format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-}
+// Gatherer is New's own registry, for the listener serving it
+// (METRICS_ADDR) in the Prometheus text format.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.registry }
 
 // Received counts events arriving from source.
 func (m *Metrics) Received(source, collection string) {

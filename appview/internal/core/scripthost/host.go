@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/service/scripts"
+	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
@@ -242,9 +243,11 @@ func (h host) Labels(ctx context.Context, subjects []string) (map[string][]stora
 	return h.r.opt.Labels.LabelsFor(ctx, subjects, h.r.opt.Now())
 }
 
+// wrapWriteErr is the script's error for a PDS write that failed: the
+// write path decides what a PDS client's failure means (an expired
+// session, or an upstream failure).
 func wrapWriteErr(err error) error {
-	var re *oauth.RefreshError
-	if errors.As(err, &re) {
+	if errors.Is(writepath.PDSError(err), writepath.ErrSessionExpired) {
 		return errors.New("the caller's PDS session has expired")
 	}
 	return fmt.Errorf("writing to the PDS failed: %w", err)

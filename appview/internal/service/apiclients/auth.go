@@ -8,7 +8,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/storage"
 )
@@ -22,11 +24,20 @@ type Credentials struct {
 
 // Refusals of client authentication, as the specification words them.
 var (
+	// ErrMissingClient refuses an XRPC call without a client key.
+	ErrMissingClient  = fail.New(fail.Unauthenticated, "Missing client identification")
 	ErrNeedsClientKey = fail.New(fail.Unauthenticated, "requires an API client key")
 	ErrBadClient      = fail.New(fail.Unauthenticated, "Invalid client")
-	ErrNeedsDPoP      = fail.New(fail.Unauthenticated, "requires DPoP authentication")
+	ErrNeedsDPoP      = fail.New(fail.Unauthenticated, caller.MsgNeedsDPoP)
 	errBadOrigin      = fail.New(fail.Unauthenticated, "Origin is not allowed for this client")
 )
+
+// msgRateLimited answers a call whose client's bucket is empty.
+const msgRateLimited = "rate limit exceeded"
+
+// RateLimited refuses a call whose client's bucket is empty (RateLimited,
+// with the wait before a retry): every rate-limited endpoint answers it.
+func RateLimited(wait time.Duration) error { return fail.RateLimit(msgRateLimited, wait) }
 
 // TakeToken identifies key (Unauthenticated when it is missing, unknown
 // or inactive) and takes a token from its client's bucket (RateLimited,
@@ -35,7 +46,7 @@ func (m *Manager) TakeToken(ctx context.Context, key string) (*Client, error) {
 	if key == "" {
 		return nil, ErrNeedsClientKey
 	}
-	id, err := m.reg.Identify(ctx, key, nil)
+	id, err := m.reg.Identify(ctx, Credentials{Key: key})
 	if errors.Is(err, ErrInvalidClient) {
 		return nil, ErrBadClient
 	}
@@ -43,7 +54,7 @@ func (m *Manager) TakeToken(ctx context.Context, key string) (*Client, error) {
 		return nil, err
 	}
 	if ok, wait := m.reg.Allow(id); !ok {
-		return nil, fail.RateLimit(msgRateLimited, wait)
+		return nil, RateLimited(wait)
 	}
 	return id, nil
 }

@@ -33,7 +33,7 @@ func BenchmarkAllowPerInstance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cl, err := reg.Identify(context.Background(), c.Key, nil)
+	cl, err := reg.Identify(context.Background(), apiclients.Credentials{Key: c.Key})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -37,8 +36,7 @@ const negativeTTL = 10 * time.Second
 const maxEntries = 100_000
 
 // Registry identifies API clients from the store, caches them, and keeps
-// one rate-limit bucket per client key. It implements Identifier and
-// Limiter. Its buckets are this instance's: when several instances share
+// one rate-limit bucket per client key. Its buckets are this instance's: when several instances share
 // the traffic, SetInstances divides each client's limits among them.
 type Registry struct {
 	store Store
@@ -94,9 +92,13 @@ func (reg *Registry) liveInstances() int {
 	return max(1, (*f)())
 }
 
-// Identify implements Identifier. A known, active client is served from
+// Identify returns the client holding cred's key, or ErrInvalidClient
+// when the key is unknown or the client inactive; any other error is a
+// server failure. Its origin, else its secret, is checked best effort: a
+// mismatch is logged, not refused. A known, active client is served from
 // memory without allocating.
-func (reg *Registry) Identify(ctx context.Context, key string, r *http.Request) (*Client, error) {
+func (reg *Registry) Identify(ctx context.Context, cred Credentials) (*Client, error) {
+	key := cred.Key
 	reg.mu.RLock()
 	e := reg.entries[key]
 	reload := e == nil || e.stale || (e.client == nil && reg.now().Sub(e.checkedAt) > negativeTTL)
@@ -110,9 +112,7 @@ func (reg *Registry) Identify(ctx context.Context, key string, r *http.Request) 
 	if e.client == nil {
 		return nil, ErrInvalidClient
 	}
-	if r != nil {
-		reg.checkCredentials(ctx, e, r)
-	}
+	reg.checkCredentials(ctx, e, cred)
 	return e.client, nil
 }
 
@@ -182,31 +182,22 @@ func (reg *Registry) limitsOf(row storage.APIClient) Limits {
 	return l
 }
 
-// checkCredentials validates the Origin, else the secret, best effort: a
+// checkCredentials validates the origin, else the secret, best effort: a
 // mismatch is logged, not refused.
-func (reg *Registry) checkCredentials(ctx context.Context, e *entry, r *http.Request) {
-	if origin := header(r.Header, "Origin"); origin != "" {
+func (reg *Registry) checkCredentials(ctx context.Context, e *entry, cred Credentials) {
+	if origin := cred.Origin; origin != "" {
 		if !originAllowed(e.row, origin) {
 			reg.log.WarnContext(ctx, "API client origin mismatch", "client_id", e.row.ID, "origin", origin)
 		}
 		return
 	}
-	if secret := header(r.Header, "X-Client-Secret"); secret != "" {
+	if secret := cred.Secret; secret != "" {
 		sum := sha256.Sum256([]byte(secret))
 		want, _ := hex.DecodeString(e.row.SecretHash)
 		if subtle.ConstantTimeCompare(sum[:], want) != 1 {
 			reg.log.WarnContext(ctx, "API client secret mismatch", "client_id", e.row.ID)
 		}
 	}
-}
-
-// header is h.Get(key) for a key already in canonical form, without
-// canonicalising it again (this is on every XRPC request).
-func header(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // originAllowed matches an Origin against the client's home URL and, for
@@ -226,7 +217,7 @@ func sameOrigin(origin, u string) bool {
 	return strings.EqualFold(origin, pu.Scheme+"://"+pu.Host)
 }
 
-// Allow implements Limiter: it takes a token from c's bucket, or reports
+// Allow takes a token from c's bucket, or reports
 // how long until one is available. The bucket is first re-sized if the
 // number of live instances changed (see SetInstances).
 func (reg *Registry) Allow(c *Client) (bool, time.Duration) {

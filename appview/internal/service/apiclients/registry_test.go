@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +78,7 @@ func (f *fixture) create(t testing.TB, capacity *int, refill *float64, parent st
 
 func (f *fixture) identify(t testing.TB, key string) (*apiclients.Client, error) {
 	t.Helper()
-	return f.reg.Identify(context.Background(), key, nil)
+	return f.reg.Identify(context.Background(), apiclients.Credentials{Key: key})
 }
 
 // calls counts how many of n calls the client's bucket allows.
@@ -337,14 +336,13 @@ func BenchmarkIdentifyAndAllow(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := httptest.NewRequest("GET", "/xrpc/app.test.ping", nil)
-	req.Header.Set("X-Client-Key", c.Key)
+	cred := apiclients.Credentials{Key: c.Key}
 	ctx := context.Background()
-	if _, err := reg.Identify(ctx, c.Key, req); err != nil { // warm the cache
+	if _, err := reg.Identify(ctx, cred); err != nil { // warm the cache
 		b.Fatal(err)
 	}
 	step := func(b *testing.B) {
-		cl, err := reg.Identify(ctx, apiclients.KeyFromRequest(req), req)
+		cl, err := reg.Identify(ctx, cred)
 		if err != nil {
 			b.Error(err)
 			return

@@ -21,7 +21,6 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -221,7 +220,7 @@ func (s *Service) newSession(ctx context.Context, c storage.APIClient, p storage
 	sess := storage.DeviceSession{ID: storage.NewID(), ClientID: c.ID, DID: req.DID, DPoPKeyID: p.ID, JKT: p.JKT,
 		ExpiresAt: expires, Scopes: strings.Join(strings.Fields(req.Scopes), " "), PDSURL: req.PDSURL,
 		Issuer: req.Issuer, CreatedAt: now, UpdatedAt: now,
-		AppTokenHash: userauth.TokenHash(req.AccessToken), AppExpiresAt: expires}
+		AppTokenHash: TokenHash(req.AccessToken), AppExpiresAt: expires}
 	if k, err := s.store.GetCurrentClientAuthKey(ctx, c.ID); err == nil {
 		sess.AuthKID = k.KID
 	}
@@ -231,9 +230,9 @@ func (s *Service) newSession(ctx context.Context, c storage.APIClient, p storage
 		purpose string
 		value   []byte
 	}{
-		{&sess.SealedDPoPKey, userauth.DPoPKeyPurpose(sess.ID), key},
-		{&sess.SealedAccessToken, userauth.AccessTokenPurpose(sess.ID), []byte(req.AccessToken)},
-		{&sess.SealedRefreshToken, userauth.RefreshTokenPurpose(sess.ID), []byte(req.RefreshToken)},
+		{&sess.SealedDPoPKey, DPoPKeyPurpose(sess.ID), key},
+		{&sess.SealedAccessToken, AccessTokenPurpose(sess.ID), []byte(req.AccessToken)},
+		{&sess.SealedRefreshToken, RefreshTokenPurpose(sess.ID), []byte(req.RefreshToken)},
 	} {
 		if *f.dst, err = s.sealer.Seal(f.purpose, f.value); err != nil {
 			return storage.DeviceSession{}, err

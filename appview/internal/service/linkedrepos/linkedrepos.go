@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 	"unicode/utf8"
 
@@ -53,7 +54,8 @@ type Options struct {
 	BaseURL func(ctx context.Context) string
 	Now     func() time.Time
 	// Rand is the source of invite tokens; nil means crypto/rand.
-	Rand io.Reader
+	Rand   io.Reader
+	Logger *slog.Logger
 }
 
 // Service manages linked repo grants and their invites.
@@ -63,6 +65,9 @@ type Service struct{ opt Options }
 func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
 	}
 	return &Service{opt: opt}
 }

@@ -2,8 +2,6 @@ package linkedrepos
 
 import (
 	"context"
-	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -11,11 +9,10 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
-	"github.com/lexview/lexview/appview/internal/web/respond"
 )
 
 // PurposeLinkedRepo names the OAuth flows that authorize a grant, so that
-// the instance's callback hands them to Finisher.
+// the instance's callback hands them to CompleteAuthorization.
 const PurposeLinkedRepo = "linked_repo"
 
 // Flows is the instance's OAuth client as linked repos use it
@@ -27,8 +24,8 @@ type Flows interface {
 
 // OAuthAuthorizer is the Authorizer over the instance's OAuth client: a
 // grant's flow runs on the domain Origin names (the primary domain), asks
-// for the grant's scopes, and comes back to the Finisher of
-// PurposeLinkedRepo.
+// for the grant's scopes, and comes back to the instance's callback as a
+// flow of PurposeLinkedRepo.
 type OAuthAuthorizer struct {
 	// Flows returns the client (it may be built after the service).
 	Flows  func() Flows
@@ -57,49 +54,46 @@ type Handles interface {
 	LookupHandle(ctx context.Context, h syntax.Handle) (*identity.Identity, error)
 }
 
-// linked is the answer of a finished authorization.
-type linked struct {
+// Authorized is a grant bound by a finished authorization.
+type Authorized struct {
 	GrantID string `json:"grant_id"`
 	DID     string `json:"did"`
 	Status  string `json:"status"`
 }
 
-// Finisher binds a grant to the account that finished its authorization
-// (MarkAuthorized, or RedeemInvite for a flow started from an invite) and
-// keeps the OAuth session's reference (the session itself stays, sealed,
-// in the OAuth client's store). A grant pinned to a handle binds only an
-// account that handle resolves to now. A refused binding ends the new
-// session and answers the error.
-func (s *Service) Finisher(flows Flows, handles Handles, log *slog.Logger) oauthclient.Finisher {
-	return oauthclient.FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
-		ctx := r.Context()
-		grantID, inviteID, _ := strings.Cut(res.Subject, " ")
-		acct := Account{DID: res.DID.String()}
-		g, err := s.Get(ctx, grantID)
-		if err == nil && g.DID == "" && g.Handle != "" {
-			if h, perr := syntax.ParseHandle(g.Handle); perr == nil {
-				if id, lerr := handles.LookupHandle(ctx, h); lerr == nil && id.DID == res.DID {
-					acct.Handle = g.Handle
-				}
+// CompleteAuthorization binds the grant a finished authorization flow
+// (res, of PurposeLinkedRepo) was started for to the account that
+// finished it (MarkAuthorized, or RedeemInvite for a flow started from an
+// invite), keeping the OAuth session's reference (the session itself
+// stays, sealed, in the OAuth client's store). A grant pinned to a handle
+// binds only an account that handle resolves to now (handles). A refused
+// binding ends the new session (flows) and returns why.
+func (s *Service) CompleteAuthorization(ctx context.Context, res oauthclient.Result, flows Flows, handles Handles) (Authorized, error) {
+	grantID, inviteID, _ := strings.Cut(res.Subject, " ")
+	acct := Account{DID: res.DID.String()}
+	g, err := s.Get(ctx, grantID)
+	if err == nil && g.DID == "" && g.Handle != "" {
+		if h, perr := syntax.ParseHandle(g.Handle); perr == nil {
+			if id, lerr := handles.LookupHandle(ctx, h); lerr == nil && id.DID == res.DID {
+				acct.Handle = g.Handle
 			}
 		}
-		sess := Session{Sealed: res.SessionID}
-		if err == nil {
-			if inviteID != "" {
-				err = s.RedeemInvite(ctx, grantID, inviteID, acct, sess)
-			} else {
-				err = s.MarkAuthorized(ctx, grantID, acct, sess)
-			}
+	}
+	sess := Session{Sealed: res.SessionID}
+	if err == nil {
+		if inviteID != "" {
+			err = s.RedeemInvite(ctx, grantID, inviteID, acct, sess)
+		} else {
+			err = s.MarkAuthorized(ctx, grantID, acct, sess)
 		}
-		if err != nil {
-			if eerr := flows.EndSession(ctx, res.DID, res.SessionID); eerr != nil {
-				log.WarnContext(ctx, "ending a refused linked-repo session failed", "did", res.DID, "err", eerr)
-			}
-			respond.Fail(w, r, log, err)
-			return
+	}
+	if err != nil {
+		if eerr := flows.EndSession(ctx, res.DID, res.SessionID); eerr != nil {
+			s.opt.Logger.WarnContext(ctx, "ending a refused linked-repo session failed", "did", res.DID, "err", eerr)
 		}
-		respond.JSON(w, http.StatusOK, linked{GrantID: grantID, DID: acct.DID, Status: "active"})
-	})
+		return Authorized{}, err
+	}
+	return Authorized{GrantID: grantID, DID: acct.DID, Status: "active"}, nil
 }
 
 // Scopes lists every scope the grants ask for, each once: the instance's

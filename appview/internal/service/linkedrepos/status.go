@@ -12,8 +12,9 @@ import (
 
 // Session is a grant's OAuth session as the OAuth client hands it over,
 // opaque here: what finds the session again, and the expiry of its
-// tokens when known. The instance's client (Finisher) hands over the
-// session's ID; the tokens stay sealed in the client's own store.
+// tokens when known. A finished authorization (CompleteAuthorization)
+// hands over the session's ID; the tokens stay sealed in the client's own
+// store.
 type Session struct {
 	Sealed    string
 	ExpiresAt time.Time

@@ -8,7 +8,7 @@
 //
 // A flow has a purpose (an admin sign-in, a linked-repo grant): it is
 // stored with the pending request, and the callback hands it back so the
-// caller can dispatch the result (see CallbackHandler).
+// caller can dispatch the result (web/oauthcallback does).
 package oauthclient
 
 import (

@@ -22,11 +22,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/plugins"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -53,7 +53,7 @@ type Store interface {
 // RecordWriter writes records to a user's repository and indexes them
 // (*writepath.Service).
 type RecordWriter interface {
-	WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (writepath.Answer, error)
+	WriteRecord(ctx context.Context, user *caller.User, collection, rkey string, record json.RawMessage) (writepath.Answer, error)
 }
 
 // Options configure a Service.
@@ -69,7 +69,7 @@ type Options struct {
 	PublicURL string
 	StateTTL  time.Duration
 	Now       func() time.Time
-	Log       *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Service connects external accounts and syncs them.
@@ -83,8 +83,8 @@ func New(opt Options) *Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Log == nil {
-		opt.Log = slog.Default()
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
 	}
 	return &Service{opt: opt}
 }
@@ -116,11 +116,11 @@ func sessionPurpose(state string) string { return "plugin-state:" + state }
 // tokensPurpose seals a connection's tokens, bound to plugin and user.
 func tokensPurpose(pluginID, did string) string { return "plugin:" + pluginID + ":" + did + ":tokens" }
 
-// Connect starts connecting plugin id's external account for caller (a
+// Connect starts connecting plugin id's external account for user (a
 // DPoP caller: syncs write with their device session): a fresh state is
 // stored and the plugin builds the authorize URL.
-func (s *Service) Connect(ctx context.Context, caller *userauth.Caller, clientID, id string) (Start, error) {
-	if caller == nil || caller.Session == nil {
+func (s *Service) Connect(ctx context.Context, user *caller.User, clientID, id string) (Start, error) {
+	if user == nil || user.SessionID == "" {
 		return Start{}, fail.New(fail.Unauthenticated, "connecting an account needs a DPoP session")
 	}
 	if s.opt.Sealer == nil {
@@ -138,13 +138,13 @@ func (s *Service) Connect(ctx context.Context, caller *userauth.Caller, clientID
 	if err := json.Unmarshal(out, &a); err != nil || !isHTTPURL(a.URL) {
 		return Start{}, fail.Newf(fail.Upstream, "plugin %s returned no valid authorize URL", id)
 	}
-	sealed, err := s.opt.Sealer.SealString(sessionPurpose(state), caller.Session.ID)
+	sealed, err := s.opt.Sealer.SealString(sessionPurpose(state), user.SessionID)
 	if err != nil {
 		return Start{}, err
 	}
 	now := s.opt.Now()
 	req := storage.OAuthAuthRequest{State: state, Purpose: Purpose, Subject: id, DomainOrigin: s.opt.PublicURL,
-		ClientID: clientID, AccountDID: caller.DID, SealedData: sealed, CreatedAt: now, ExpiresAt: now.Add(s.opt.StateTTL)}
+		ClientID: clientID, AccountDID: user.DID, SealedData: sealed, CreatedAt: now, ExpiresAt: now.Add(s.opt.StateTTL)}
 	if err := s.opt.Store.CreateOAuthAuthRequest(ctx, req); err != nil {
 		return Start{}, fmt.Errorf("storing the connection state: %w", err)
 	}
@@ -206,11 +206,11 @@ type Connected struct {
 
 // Finish completes pending with the callback's query params: the plugin
 // exchanges them for tokens and reads the profile, the tokens are sealed
-// and stored, and a first sync runs. caller is whoever authenticated the
-// callback request (nil when anonymous); a caller other than the user
+// and stored, and a first sync runs. user is whoever authenticated the
+// callback request (nil when anonymous); a user other than the one
 // the state was issued to is refused.
-func (s *Service) Finish(ctx context.Context, p Pending, caller *userauth.Caller, params url.Values) (Connected, error) {
-	if caller != nil && caller.DID != p.DID {
+func (s *Service) Finish(ctx context.Context, p Pending, user *caller.User, params url.Values) (Connected, error) {
+	if user != nil && user.DID != p.DID {
 		return Connected{}, fail.New(fail.Forbidden, "this connection was started by another user")
 	}
 	if e := params.Get("error"); e != "" {
@@ -256,7 +256,7 @@ func (s *Service) Finish(ctx context.Context, p Pending, caller *userauth.Caller
 		out.Sync.Error = "the device session that started the connection is gone; sync on demand"
 		return out, nil
 	}
-	out.Sync, _ = s.Sync(ctx, p.PluginID, &userauth.Caller{DID: p.DID, Via: userauth.ViaDPoP, Session: &sess})
+	out.Sync, _ = s.Sync(ctx, p.PluginID, &caller.User{DID: p.DID, Via: caller.ViaDPoP, SessionID: sess.ID})
 	return out, nil
 }
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/plugins"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -71,29 +71,29 @@ func parseTokens(raw json.RawMessage) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// Sync runs plugin id's sync export for caller's connection and writes
-// the records it returns into caller's repository through caller's
+// Sync runs plugin id's sync export for user's connection and writes
+// the records it returns into user's repository through user's
 // device session. Tokens about to expire are refreshed first; a plugin
 // that answers needs_refresh gets fresh tokens and one more try. The
 // cursor advances only when every record was written or refused; a
 // record the instance has no lexicon for, or that does not validate, is
 // refused (not written). The Result is returned with the error too.
-func (s *Service) Sync(ctx context.Context, id string, caller *userauth.Caller) (Result, error) {
+func (s *Service) Sync(ctx context.Context, id string, user *caller.User) (Result, error) {
 	res := Result{Refused: []Refusal{}}
-	if caller == nil || caller.Session == nil {
+	if user == nil || user.SessionID == "" {
 		return res, fail.New(fail.Unauthenticated, "syncing needs a DPoP session")
 	}
 	if s.opt.Sealer == nil {
 		return res, fail.New(fail.Unavailable, "external accounts need TOKEN_ENCRYPTION_KEY")
 	}
-	acct, err := s.opt.Store.GetPluginAccount(ctx, id, caller.DID)
+	acct, err := s.opt.Store.GetPluginAccount(ctx, id, user.DID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return res, fail.Newf(fail.NotFound, "no account connected through plugin %s", id)
 	}
 	if err != nil {
 		return res, err
 	}
-	err = s.sync(ctx, &acct, caller, &res)
+	err = s.sync(ctx, &acct, user, &res)
 	detail := map[string]any{"written": res.Written, "not_indexed": res.NotIndexed, "refused": len(res.Refused),
 		"refreshed": res.Refreshed}
 	severity := eventlog.Info
@@ -102,11 +102,11 @@ func (s *Service) Sync(ctx context.Context, id string, caller *userauth.Caller) 
 		detail["error"] = res.Error
 		severity = eventlog.Warn
 	}
-	s.event(ctx, "plugin.sync", severity, caller.DID, id, detail)
+	s.event(ctx, "plugin.sync", severity, user.DID, id, detail)
 	return res, err
 }
 
-func (s *Service) sync(ctx context.Context, acct *storage.PluginAccount, caller *userauth.Caller, res *Result) error {
+func (s *Service) sync(ctx context.Context, acct *storage.PluginAccount, user *caller.User, res *Result) error {
 	id := acct.PluginID
 	tok, err := s.opt.Sealer.Open(tokensPurpose(id, acct.DID), acct.SealedTokens)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Service) sync(ctx context.Context, acct *storage.PluginAccount, caller 
 		return fail.Newf(fail.Upstream, "plugin %s still needs a refresh after one", id)
 	}
 	for _, r := range out.Records {
-		ans, err := s.opt.Writer.WriteRecord(ctx, caller, r.Collection, r.RKey, r.Record)
+		ans, err := s.opt.Writer.WriteRecord(ctx, user, r.Collection, r.RKey, r.Record)
 		var fe *fail.Error
 		switch {
 		case errors.As(err, &fe) && fe.Kind == fail.Invalid:

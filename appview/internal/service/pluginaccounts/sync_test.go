@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/service/plugins"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -45,7 +45,7 @@ type fakeWriter struct {
 	down    bool
 }
 
-func (w *fakeWriter) WriteRecord(_ context.Context, c *userauth.Caller, collection, rkey string, _ json.RawMessage) (writepath.Answer, error) {
+func (w *fakeWriter) WriteRecord(_ context.Context, c *caller.User, collection, rkey string, _ json.RawMessage) (writepath.Answer, error) {
 	switch {
 	case w.down:
 		return writepath.Answer{}, errors.New("connection refused")
@@ -70,7 +70,7 @@ func TestSyncAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caller := &userauth.Caller{DID: "did:plc:ann", Via: userauth.ViaDPoP, Session: &storage.DeviceSession{ID: "s1", DID: "did:plc:ann"}}
+	caller := &caller.User{DID: "did:plc:ann", Via: caller.ViaDPoP, SessionID: "s1"}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)

@@ -1,6 +1,7 @@
 // Package records is the service for browsing and removing indexed
 // records as an operator: the admin listing (one collection or all, one
-// account or all), deleting records by AT URI and deleting a collection.
+// account or all), deleting records by AT URI (through the batch writer,
+// like every other record change) and deleting a collection.
 package records
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -36,17 +38,37 @@ type LabelReader interface {
 	LabelsFor(ctx context.Context, subjects []string, now time.Time) (map[string][]storage.Label, error)
 }
 
+// Writer removes records through the batch writer (*indexer.Writer).
+type Writer interface {
+	Remove(ctx context.Context, source string, changes []storage.Change) (indexer.Result, error)
+}
+
+// Source names operator deletions in the writer's metrics and logs.
+const Source = "operator"
+
+// Options configure a Service; Store and Writer are required.
+type Options struct {
+	Store  Store
+	Writer Writer
+	Events *eventlog.Log
+	// Labels shows records' labels; nil: records show none.
+	Labels LabelReader
+}
+
 // Service browses and removes records.
 type Service struct {
 	store  Store
+	writer Writer
 	events *eventlog.Log
 	labels LabelReader
 }
 
-// New returns the service; labels may be nil (records then show none).
-func New(store Store, events *eventlog.Log, labels LabelReader) *Service {
-	return &Service{store: store, events: events, labels: labels}
+// New returns the service.
+func New(o Options) *Service {
+	return &Service{store: o.Store, writer: o.Writer, events: o.Events, labels: o.Labels}
 }
+
+var errWriterDown = fail.New(fail.Unavailable, "the record writer is not running")
 
 // Labels returns the labels that apply now to each record of uris and to
 // its author, keyed by subject (the record's AT URI, the author's DID).
@@ -112,36 +134,51 @@ func (s *Service) List(ctx context.Context, in Query) ([]storage.Record, string,
 }
 
 // Delete removes records by AT URI on behalf of actor and returns how
-// many of them were indexed (record.deleted).
+// many indexed records are gone (record.deleted). The deletions go
+// through the batch writer (Writer.Remove) like every record change: the
+// record-event hooks see them (a hook that keeps a record keeps it
+// indexed, and it is not counted) and the writer's metrics count them
+// under Source.
 func (s *Service) Delete(ctx context.Context, actor string, uris []string) (int, error) {
 	if len(uris) == 0 || len(uris) > MaxDelete {
 		return 0, fail.Invalidf("uris must hold 1 to %d AT URIs", MaxDelete)
 	}
 	seen := make(map[string]bool, len(uris))
-	var distinct []string
+	var changes []storage.Change
 	for _, raw := range uris {
-		if err := validRecordURI(raw); err != nil {
+		u, err := recordURI(raw)
+		if err != nil {
 			return 0, err
 		}
-		if !seen[raw] {
-			seen[raw] = true
-			distinct = append(distinct, raw)
+		c := storage.Change{Op: storage.OpDelete, DID: u.Authority().String(), Collection: u.Collection().String(),
+			RKey: u.RecordKey().String()}
+		if !seen[c.URI()] {
+			seen[c.URI()] = true
+			changes = append(changes, c)
 		}
+	}
+	indexed, err := s.indexed(ctx, changes)
+	if err != nil {
+		return 0, err
+	}
+	res, err := s.writer.Remove(ctx, Source, changes)
+	switch {
+	case errors.Is(err, indexer.ErrNotStarted) || errors.Is(err, indexer.ErrStopped):
+		return 0, fail.Wrap(errWriterDown.Kind, errWriterDown.Message, err)
+	case err != nil:
+		return 0, err
+	case len(res.Rejected) > 0:
+		r := res.Rejected[0]
+		return 0, fail.Wrap(fail.Invalid, fmt.Sprintf("invalid AT URI %q: %v", r.URI, r.Err), r.Err)
 	}
 	var deleted []string
-	ops := make([]storage.RecordOp, len(distinct))
-	for i, uri := range distinct {
-		_, err := s.store.GetRecord(ctx, uri)
-		switch {
-		case err == nil:
+	for _, uri := range indexed {
+		switch _, err := s.store.GetRecord(ctx, uri); {
+		case errors.Is(err, storage.ErrNotFound):
 			deleted = append(deleted, uri)
-		case !errors.Is(err, storage.ErrNotFound):
+		case err != nil:
 			return 0, err
 		}
-		ops[i] = storage.RecordOp{Delete: true, Record: storage.Record{URI: uri}}
-	}
-	if err := s.store.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
-		return 0, err
 	}
 	if len(deleted) > 0 {
 		subject := ""
@@ -157,17 +194,31 @@ func (s *Service) Delete(ctx context.Context, actor string, uris []string) (int,
 	return len(deleted), nil
 }
 
-// validRecordURI accepts at://DID/collection/rkey, the form records are
+// indexed returns the URIs of the changes' records that are indexed.
+func (s *Service) indexed(ctx context.Context, changes []storage.Change) ([]string, error) {
+	var out []string
+	for _, c := range changes {
+		switch _, err := s.store.GetRecord(ctx, c.URI()); {
+		case err == nil:
+			out = append(out, c.URI())
+		case !errors.Is(err, storage.ErrNotFound):
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// recordURI parses at://DID/collection/rkey, the form records are
 // indexed under.
-func validRecordURI(raw string) error {
+func recordURI(raw string) (syntax.ATURI, error) {
 	u, err := syntax.ParseATURI(raw)
 	if err != nil {
-		return fail.New(fail.Invalid, fmt.Sprintf("invalid AT URI %q", raw))
+		return "", fail.New(fail.Invalid, fmt.Sprintf("invalid AT URI %q", raw))
 	}
 	if _, err := u.Authority().AsDID(); err != nil || u.Collection() == "" || u.RecordKey() == "" {
-		return fail.New(fail.Invalid, fmt.Sprintf("invalid AT URI %q: want at://DID/collection/rkey", raw))
+		return "", fail.New(fail.Invalid, fmt.Sprintf("invalid AT URI %q: want at://DID/collection/rkey", raw))
 	}
-	return nil
+	return u, nil
 }
 
 // DeleteCollection removes every record of a collection on behalf of

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
+	"github.com/lexview/lexview/appview/internal/service/devicesessions"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -42,15 +42,15 @@ func (s *SessionSource) Load(ctx context.Context, id string) (*oauth.UserSession
 	if err != nil {
 		return nil, fmt.Errorf("load session client: %w", err)
 	}
-	access, err := s.sealer.OpenString(userauth.AccessTokenPurpose(ds.ID), ds.SealedAccessToken)
+	access, err := s.sealer.OpenString(devicesessions.AccessTokenPurpose(ds.ID), ds.SealedAccessToken)
 	if err != nil {
 		return nil, err
 	}
-	refresh, err := s.sealer.OpenString(userauth.RefreshTokenPurpose(ds.ID), ds.SealedRefreshToken)
+	refresh, err := s.sealer.OpenString(devicesessions.RefreshTokenPurpose(ds.ID), ds.SealedRefreshToken)
 	if err != nil {
 		return nil, err
 	}
-	rawKey, err := s.sealer.Open(userauth.DPoPKeyPurpose(ds.ID), ds.SealedDPoPKey)
+	rawKey, err := s.sealer.Open(devicesessions.DPoPKeyPurpose(ds.ID), ds.SealedDPoPKey)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +92,11 @@ func (s *SessionSource) assertion(clientID, kid, clientIDURL string) func(contex
 
 // SaveTokens implements oauth.SessionSource.
 func (s *SessionSource) SaveTokens(ctx context.Context, us *oauth.UserSession, t oauth.Tokens) (*oauth.UserSession, error) {
-	access, err := s.sealer.SealString(userauth.AccessTokenPurpose(us.ID), t.AccessToken)
+	access, err := s.sealer.SealString(devicesessions.AccessTokenPurpose(us.ID), t.AccessToken)
 	if err != nil {
 		return nil, err
 	}
-	refresh, err := s.sealer.SealString(userauth.RefreshTokenPurpose(us.ID), t.RefreshToken)
+	refresh, err := s.sealer.SealString(devicesessions.RefreshTokenPurpose(us.ID), t.RefreshToken)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,13 @@
-// Package writepath is the service behind procedures' default behaviour:
-// a procedure's body becomes a record of its lexicon's target collection,
-// written to the caller's PDS through their device session (createRecord,
-// or putRecord when the body names the record's `uri`), then indexed
-// locally through the batch writer, so that a read right after the write
-// sees it, and audited (record.created, record.updated). It also gives the
-// PDS write client the device sessions it acts with (SessionSource).
+// Package writepath is the service that writes to users' PDSes through
+// their device sessions. Behind procedures' default behaviour, a
+// procedure's body becomes a record of its lexicon's target collection,
+// written to the caller's PDS (createRecord, or putRecord when the body
+// names the record's `uri`), then indexed locally through the batch
+// writer, so that a read right after the write sees it, and audited
+// (record.created, record.updated); uploadBlob streams a blob to the
+// caller's PDS (UploadBlob). It also gives the PDS write client the device
+// sessions it acts with (SessionSource), and it is the one place where a
+// PDS client's failure becomes an answer (PDSError).
 package writepath
 
 import (
@@ -13,25 +16,30 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
-	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
 
-// PDSWriter writes records to a user's PDS through their session.
-type PDSWriter interface {
+// PDS writes to a user's PDS through their session (*oauth.Client).
+type PDS interface {
 	CreateRecord(ctx context.Context, sessionID, collection string, record json.RawMessage, rkey string) (int, []byte, *oauth.WriteResult, error)
 	PutRecord(ctx context.Context, sessionID, repo, collection, rkey string, record json.RawMessage, swapRecord string) (int, []byte, *oauth.WriteResult, error)
+	// Do sends a request and returns the PDS's response with its body
+	// unread, streaming a body larger than it buffers.
+	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
 }
 
 // Indexer commits a change and waits for it (the batch writer), and says
@@ -41,10 +49,12 @@ type Indexer interface {
 	CheckRecord(collection string, record json.RawMessage) error
 }
 
-// Options are what the service works with.
+// Options are what the service works with; PDS and Indexer are required.
 type Options struct {
-	PDS     PDSWriter
+	PDS     PDS
 	Indexer Indexer
+	// MaxBlobSize bounds UploadBlob's blobs; default DefaultMaxBlobSize.
+	MaxBlobSize int64
 	// Lexicons tells whether a collection's record declares `uri`.
 	Lexicons interface{ Snapshot() *lexicon.Snapshot }
 	// Records reads the index: a put the PDS made no commit for (the
@@ -57,13 +67,24 @@ type Options struct {
 	Now    func() time.Time
 }
 
-// Service writes procedure records to users' PDSes.
+// Service writes to users' PDSes.
 type Service struct {
 	opt Options
 }
 
-// New returns the service.
-func New(opt Options) *Service { return &Service{opt: opt} }
+// New returns the service with unset options at their defaults.
+func New(opt Options) *Service {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.MaxBlobSize <= 0 {
+		opt.MaxBlobSize = DefaultMaxBlobSize
+	}
+	return &Service{opt: opt}
+}
 
 // Answer is the PDS's answer to a write, passed on unchanged.
 type Answer struct {
@@ -75,11 +96,10 @@ type Answer struct {
 }
 
 var (
-	errNoSession     = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
-	errNoTarget      = fail.New(fail.Invalid, "this procedure has no target_collection")
-	errBadBody       = fail.New(fail.Invalid, "invalid request body")
-	errTokenExpired  = fail.New(fail.Unauthenticated, userauth.MsgTokenExpired)
-	errUpstreamWrite = fail.New(fail.Upstream, "upstream PDS failure")
+	errNoSession = fail.New(fail.Unauthenticated, "procedures need a DPoP session to write to the PDS")
+	errNoTarget  = fail.New(fail.Invalid, "this procedure has no target_collection")
+	errBadBody   = fail.New(fail.Invalid, "invalid request body")
+	errUpstream  = fail.New(fail.Upstream, "upstream PDS failure")
 
 	// The refusals of a body's `uri` that names no record to replace, on
 	// a collection whose record has no `uri` field (see target).
@@ -90,6 +110,25 @@ var (
 	errURIOtherCollect = fail.New(fail.Invalid, "uri names a record of another collection")
 )
 
+// ErrSessionExpired answers a write whose device session's tokens could
+// not be refreshed: 401 `token_expired`, the user must sign in again.
+var ErrSessionExpired = fail.New(fail.Unauthenticated, caller.MsgTokenExpired)
+
+// PDSError is the one place where a failure of the PDS client becomes an
+// answer: a refused token refresh (*oauth.RefreshError: the session
+// expired) is ErrSessionExpired, anything else an upstream PDS failure
+// (err kept as the cause). A nil err is nil.
+func PDSError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *oauth.RefreshError
+	if errors.As(err, &re) {
+		return ErrSessionExpired
+	}
+	return fail.Wrap(errUpstream.Kind, errUpstream.Message, err)
+}
+
 // Write makes body (a JSON object) a record of collection in the caller's
 // repository: created, or replaced when body's `uri` is the AT URI of a
 // record of collection in the caller's repository. Any other `uri` is a
@@ -99,8 +138,8 @@ var (
 // reaches the PDS. It returns the PDS's answer; a PDS that answers with an
 // error status is an Answer too, not an error. A write the PDS accepts is
 // audited (record.created, record.updated).
-func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection string, body []byte) (Answer, error) {
-	if caller == nil || caller.Session == nil {
+func (s *Service) Write(ctx context.Context, user *caller.User, collection string, body []byte) (Answer, error) {
+	if user == nil || user.SessionID == "" {
 		return Answer{}, errNoSession
 	}
 	if collection == "" {
@@ -113,14 +152,14 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 	if lexicon.CheckRecordText(body) != nil {
 		return Answer{}, errBadBody // not storable text: refused before the PDS sees it
 	}
-	rkey, err := s.target(fields, caller.DID, collection)
+	rkey, err := s.target(fields, user.DID, collection)
 	if err != nil {
 		return Answer{}, err
 	}
 	if rkey != "" {
 		delete(fields, "uri")
 	}
-	return s.write(ctx, caller, collection, rkey, fields, viaProcedure)
+	return s.write(ctx, user, collection, rkey, fields, viaProcedure)
 }
 
 // WriteRecord writes record (a JSON object) as the record collection/rkey
@@ -128,8 +167,8 @@ func (s *Service) Write(ctx context.Context, caller *userauth.Caller, collection
 // created or replaced at rkey (putRecord). Unlike Write, a `uri` field is
 // a field like any other. It validates, writes and indexes like Write,
 // and is not audited (the plugin syncs calling it audit themselves).
-func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, collection, rkey string, record json.RawMessage) (Answer, error) {
-	if caller == nil || caller.Session == nil {
+func (s *Service) WriteRecord(ctx context.Context, user *caller.User, collection, rkey string, record json.RawMessage) (Answer, error) {
+	if user == nil || user.SessionID == "" {
 		return Answer{}, errNoSession
 	}
 	if collection == "" {
@@ -147,7 +186,7 @@ func (s *Service) WriteRecord(ctx context.Context, caller *userauth.Caller, coll
 			return Answer{}, fail.Newf(fail.Invalid, "invalid record key %q", rkey)
 		}
 	}
-	return s.write(ctx, caller, collection, rkey, fields, viaPlugin)
+	return s.write(ctx, user, collection, rkey, fields, viaPlugin)
 }
 
 // What made a write, as its audit entries say (`via`). Only procedures'
@@ -159,7 +198,7 @@ const (
 
 // write validates fields as a record of collection and writes it on
 // behalf of via.
-func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection, rkey string, fields map[string]json.RawMessage, via string) (Answer, error) {
+func (s *Service) write(ctx context.Context, user *caller.User, collection, rkey string, fields map[string]json.RawMessage, via string) (Answer, error) {
 	fields["$type"], _ = json.Marshal(collection)
 	record, _ := json.Marshal(fields)
 	if err := s.opt.Indexer.CheckRecord(collection, record); err != nil {
@@ -175,33 +214,32 @@ func (s *Service) write(ctx context.Context, caller *userauth.Caller, collection
 	op := storage.OpCreate
 	if rkey != "" {
 		op = storage.OpUpdate
-		status, resp, res, err = s.opt.PDS.PutRecord(ctx, caller.Session.ID, caller.DID, collection, rkey, record, "")
+		status, resp, res, err = s.opt.PDS.PutRecord(ctx, user.SessionID, user.DID, collection, rkey, record, "")
 	} else {
-		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, caller.Session.ID, collection, record, "")
+		status, resp, res, err = s.opt.PDS.CreateRecord(ctx, user.SessionID, collection, record, "")
 	}
 	if err != nil {
-		var re *oauth.RefreshError
-		if errors.As(err, &re) {
-			return Answer{}, errTokenExpired
+		err = PDSError(err)
+		if !errors.Is(err, ErrSessionExpired) {
+			s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
 		}
-		s.opt.Logger.ErrorContext(ctx, "proxying a procedure failed", "err", err)
-		return Answer{}, fail.Wrap(fail.Upstream, errUpstreamWrite.Message, err)
+		return Answer{}, err
 	}
 	ans := Answer{Status: status, Body: resp}
 	if status != http.StatusOK || res == nil {
 		return ans, nil
 	}
 	if op == storage.OpUpdate && res.NoCommit() {
-		uri := "at://" + caller.DID + "/" + collection + "/" + rkey
+		uri := "at://" + user.DID + "/" + collection + "/" + rkey
 		if s.indexed(ctx, uri, res.CID) {
-			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(caller.DID, uri, res.CID, via))
+			s.opt.Events.RecordVerbose(ctx, eventlog.PutSkipped(user.DID, uri, res.CID, via))
 			return ans, nil
 		}
 	}
 	if via == viaProcedure {
-		s.opt.Events.Record(ctx, eventlog.RecordOp(op, caller.DID, res.URI, res.CID, res.Rev, via))
+		s.opt.Events.Record(ctx, eventlog.RecordOp(op, user.DID, res.URI, res.CID, res.Rev, via))
 	}
-	ans.NotIndexed = s.index(ctx, caller.DID, collection, rkey, op, res, record)
+	ans.NotIndexed = s.index(ctx, user.DID, collection, rkey, op, res, record)
 	return ans, nil
 }
 

@@ -2,7 +2,7 @@
 // from a lexicon:
 //
 //   - POST /xrpc/com.atproto.repo.uploadBlob streams the body to the
-//     caller's PDS through their DPoP session;
+//     caller's PDS through their DPoP session (the write path);
 //   - GET /xrpc/app.social.actor.getProfile resolves an actor through the
 //     identity directory (PLC) and reads their profile record from their
 //     PDS.
@@ -14,13 +14,13 @@ package fixed
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
+	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
@@ -28,22 +28,13 @@ import (
 
 // Paths of the fixed endpoints.
 const (
-	UploadBlobPath = "/xrpc/com.atproto.repo.uploadBlob"
+	UploadBlobPath = writepath.UploadBlobPath
 	GetProfilePath = "/xrpc/app.social.actor.getProfile"
 )
 
-// Defaults of Options.
-const (
-	// DefaultMaxBlobSize is the largest blob uploadBlob accepts: 50 MB
-	// (50 MiB, 52,428,800 bytes, like the PDS stand-in's default).
-	DefaultMaxBlobSize = 50 << 20
-)
-
-// PDSClient sends requests to a user's PDS through their DPoP session;
-// *oauth.Client implements it. Do returns the PDS's response with its body
-// unread, and streams bodies larger than it buffers.
-type PDSClient interface {
-	Do(ctx context.Context, sessionID, method, path string, query url.Values, body io.Reader, contentType string, contentLength int64) (*http.Response, error)
+// Blobs uploads blobs to users' PDSes (*writepath.Service).
+type Blobs interface {
+	UploadBlob(ctx context.Context, user *caller.User, b writepath.Blob) (writepath.BlobAnswer, error)
 }
 
 // Options configure a Handler.
@@ -54,32 +45,24 @@ type Options struct {
 	// Users authenticates the user behind a request; nil treats every
 	// caller as anonymous (so both endpoints answer 401).
 	Users *userauth.Authenticator
-	// PDS proxies uploads with the caller's DPoP session.
-	PDS PDSClient
+	// Blobs uploads blobs with the caller's DPoP session.
+	Blobs Blobs
 	// Profiles looks profiles up for getProfile.
 	Profiles *profiles.Service
-	// MaxBlobSize: see DefaultMaxBlobSize.
-	MaxBlobSize int64
-	Logger      *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Handler serves the fixed endpoints.
 type Handler struct {
-	pds      PDSClient
+	blobs    Blobs
 	profiles *profiles.Service
-	maxBlob  int64
 	log      *slog.Logger
 	wrap     func(http.Handler) http.Handler
 }
 
 // New returns a Handler with unset options at their defaults.
 func New(o Options) *Handler {
-	h := &Handler{
-		pds: o.PDS, profiles: o.Profiles, maxBlob: o.MaxBlobSize, log: o.Logger,
-	}
-	if h.maxBlob <= 0 {
-		h.maxBlob = DefaultMaxBlobSize
-	}
+	h := &Handler{blobs: o.Blobs, profiles: o.Profiles, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -107,14 +90,14 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 // authenticated caller (any method): the profile of `actor` (a DID or a
 // handle; default the caller).
 func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	caller := userauth.FromContext(r.Context())
-	if caller == nil {
+	user := caller.UserFrom(r.Context())
+	if user == nil {
 		respond.Error(w, http.StatusUnauthorized, "authentication required")
 		return
 	}
 	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
 	if actor == "" {
-		actor = caller.DID
+		actor = user.DID
 	}
 	p, err := h.profiles.Get(r.Context(), actor)
 	if err != nil {

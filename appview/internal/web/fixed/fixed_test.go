@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
+	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -145,7 +147,7 @@ func TestUploadBlob(t *testing.T) {
 		}
 
 		// Without a declared length the body is cut off past 50 MB.
-		over := &countingReader{n: fixed.DefaultMaxBlobSize + 64<<10}
+		over := &countingReader{n: writepath.DefaultMaxBlobSize + 64<<10}
 		if r := upload(t, d, nil, over, -1, "application/octet-stream"); r.Status != 413 {
 			t.Fatalf("undeclared oversized body: %d %s", r.Status, r.Raw)
 		}
@@ -254,8 +256,11 @@ func TestGetProfile(t *testing.T) {
 }
 
 // fakePDS reads whatever body it is given, as a transport would, and
-// answers 200.
-type fakePDS struct{ calls atomic.Int64 }
+// answers 200; it writes no records.
+type fakePDS struct {
+	writepath.PDS
+	calls atomic.Int64
+}
 
 func (f *fakePDS) Do(_ context.Context, _, _, _ string, _ url.Values, body io.Reader, _ string, _ int64) (*http.Response, error) {
 	f.calls.Add(1)
@@ -272,12 +277,13 @@ func TestUploadLimit(t *testing.T) {
 	pds := &fakePDS{}
 	asUser := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c := &userauth.Caller{DID: "did:plc:alice", Via: userauth.ViaDPoP, Session: &storage.DeviceSession{ID: "s1"}}
-			next.ServeHTTP(w, r.WithContext(userauth.WithCaller(r.Context(), c)))
+			c := &caller.User{DID: "did:plc:alice", Via: caller.ViaDPoP, SessionID: "s1"}
+			next.ServeHTTP(w, r.WithContext(caller.WithUser(r.Context(), c)))
 		})
 	}
 	mux := http.NewServeMux()
-	fixed.New(fixed.Options{ClientMiddleware: asUser, PDS: pds, MaxBlobSize: 1000}).Mount(mux)
+	blobs := writepath.New(writepath.Options{PDS: pds, MaxBlobSize: 1000})
+	fixed.New(fixed.Options{ClientMiddleware: asUser, Blobs: blobs}).Mount(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -42,8 +42,13 @@ type errorBody struct {
 
 // Error writes {"error": msg} with status.
 func Error(w http.ResponseWriter, status int, msg string) {
+	Raw(w, status, ErrorBody(msg))
+}
+
+// ErrorBody is the body of every error answer: {"error": msg}.
+func ErrorBody(msg string) []byte {
 	body, _ := json.Marshal(errorBody{Error: msg})
-	Raw(w, status, body)
+	return body
 }
 
 // statusOf maps a failure kind to its HTTP status: the one place where a

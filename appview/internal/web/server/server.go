@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/plugins"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	adminplugins "github.com/lexview/lexview/appview/internal/web/adminapi/plugins"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
@@ -29,7 +30,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
 	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/service/profiles"
-	"github.com/lexview/lexview/appview/internal/service/reads"
 	"github.com/lexview/lexview/appview/internal/service/records"
 	"github.com/lexview/lexview/appview/internal/service/scripts"
 	"github.com/lexview/lexview/appview/internal/service/serviceentries"
@@ -52,18 +52,21 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/adminapi/scriptvars"
 	adminserviceid "github.com/lexview/lexview/appview/internal/web/adminapi/serviceid"
 	"github.com/lexview/lexview/appview/internal/web/adminapi/users"
+	"github.com/lexview/lexview/appview/internal/web/clientauth"
 	"github.com/lexview/lexview/appview/internal/web/dashboard"
 	"github.com/lexview/lexview/appview/internal/web/fixed"
 	"github.com/lexview/lexview/appview/internal/web/invitepage"
 	"github.com/lexview/lexview/appview/internal/web/oauthapi"
+	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
+	"github.com/lexview/lexview/appview/internal/web/pluginroutes"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/signin"
 	"github.com/lexview/lexview/appview/internal/web/site"
 	"github.com/lexview/lexview/appview/internal/web/thirdparty"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
+	"github.com/lexview/lexview/appview/internal/web/xrpcforward"
 	"github.com/lexview/lexview/lexicon"
-	"github.com/lexview/lexview/oauth"
 )
 
 // Services are the services the front ends call.
@@ -79,7 +82,6 @@ type Services struct {
 	Records     *records.Service
 	Sessions    *devicesessions.Service
 	Writes      *writepath.Service
-	Reads       *reads.Service
 	Profiles    *profiles.Service
 	Clients     *apiclients.Manager
 	Events      *eventlog.Log
@@ -100,6 +102,12 @@ type Services struct {
 	NetworkLexicons *netlexicons.Service
 	// ProxyPolicies holds the XRPC proxy's policy.
 	ProxyPolicies *xrpcproxy.Policies
+	// Proxy routes calls for NSIDs without a local lexicon; nil: no
+	// proxy, such calls answer 404.
+	Proxy *xrpcproxy.Router
+	// Calls runs XRPC methods (scripts and the default behaviour), for
+	// HTTP calls and scripts' in-process calls alike.
+	Calls *xrpcmethods.Dispatcher
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -108,27 +116,21 @@ type Parts struct {
 	Lexicons *lexicon.Registry
 	// ClientIdentifier and ClientRegistry identify API clients and hold
 	// their rate-limit buckets for the XRPC middleware.
-	ClientIdentifier apiclients.Identifier
+	ClientIdentifier clientauth.Identifier
 	ClientRegistry   *apiclients.Registry
 	// Users authenticates users; its service-auth verifier and cookie
 	// codec serve the admin API too.
 	Users *userauth.Authenticator
-	// Scripts runs methods' Lua scripts; Methods are Go method handlers.
-	Scripts xrpc.Scripts
+	// Methods are Go method handlers.
 	Methods map[string]http.Handler
-	// Identities resolve the PDS hosting blobs; PDS proxies uploads.
-	Identities xrpc.Identities
-	PDS        *oauth.Client
 	// OAuthClient is the instance as an OAuth client: dashboard sign-in
 	// and the /oauth/callback every flow comes back on.
 	OAuthClient *oauthclient.Client
 	// Handles resolves the handles linked repo grants are pinned to.
 	Handles linkedrepos.Handles
-	// Labels lets default XRPC answers carry labels.
-	Labels xrpc.LabelSource
-	// Proxy configures the XRPC proxy (its policies and client middleware
-	// are set here); nil Resolver: no proxy, unknown NSIDs answer 404.
-	Proxy xrpcproxy.Options
+	// HTTPClient makes the XRPC proxy's forwarded calls, with UserAgent.
+	HTTPClient *http.Client
+	UserAgent  string
 	// Ready reports readiness for GET /ready: whether the instance can
 	// serve, and what it knows of itself (nil: always ready).
 	Ready func(ctx context.Context) (bool, map[string]any)
@@ -148,9 +150,10 @@ type Surfaces struct {
 	xrpc        *xrpc.Handler
 }
 
-// Call runs a local XRPC method in-process, for scripts' xrpc.* calls.
-func (s *Surfaces) Call(ctx context.Context, method, nsid string, query map[string][]string, body []byte) (int, []byte) {
-	return s.xrpc.Call(ctx, method, nsid, query, body)
+// Call runs a local XRPC method in-process, for scripts' xrpc.* calls
+// (xrpc.Handler.Call).
+func (s *Surfaces) Call(ctx context.Context, c xrpc.LocalCall) (int, []byte) {
+	return s.xrpc.Call(ctx, c)
 }
 
 // New assembles the front ends.
@@ -175,20 +178,18 @@ func New(svc Services, p Parts) *Surfaces {
 		}
 		respond.JSON(w, status, report)
 	})
-	clientMW := apiclients.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
+	clientMW := clientauth.Middleware(p.ClientIdentifier, p.ClientRegistry, log)
 	var forward http.Handler
-	if p.Proxy.Resolver != nil {
-		po := p.Proxy
-		po.Policies, po.ClientMiddleware, po.Logger = svc.ProxyPolicies, clientMW, log
-		forward = xrpcproxy.New(po)
+	if svc.Proxy != nil {
+		forward = xrpcforward.New(xrpcforward.Options{Router: svc.Proxy, HTTP: p.HTTPClient, ClientMiddleware: clientMW,
+			UserAgent: p.UserAgent, Logger: log})
 	}
 	xh := xrpc.New(xrpc.Options{
-		Lexicons: p.Lexicons, Reads: svc.Reads, Identities: p.Identities, ClientMiddleware: clientMW, Users: p.Users,
-		Procedures: &xrpc.Proxy{Writer: svc.Writes, Logger: log}, Scripts: p.Scripts, Methods: p.Methods, Logger: log,
-		Proxied: svc.Entries, Labels: p.Labels, Forward: forward,
+		Lexicons: p.Lexicons, Calls: svc.Calls, ClientMiddleware: clientMW, Users: p.Users, Methods: p.Methods, Logger: log,
+		Proxied: svc.Entries, Forward: forward,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
-	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, PDS: p.PDS, Profiles: svc.Profiles, Logger: log}).Mount(pub)
+	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}).Mount(pub)
 	oauthapi.New(oauthapi.Options{Clients: svc.Clients, Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys,
 		Logger: log}).Mount(pub)
 	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)
@@ -207,12 +208,14 @@ func New(svc Services, p Parts) *Surfaces {
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
 	// dispatched by the flow's purpose.
-	pub.Handle("GET "+domains.CallbackPath, p.OAuthClient.CallbackHandler(map[string]oauthclient.Finisher{
-		signin.PurposeAdminSignIn:     si.Finisher(),
-		linkedrepos.PurposeLinkedRepo: svc.LinkedRepos.Finisher(p.OAuthClient, p.Handles, log),
-	}, log))
+	pub.Handle("GET "+domains.CallbackPath, oauthcallback.New(oauthcallback.Options{Flows: p.OAuthClient, Logger: log,
+		Finishers: map[string]oauthcallback.Finisher{
+			signin.PurposeAdminSignIn: si.Finisher(),
+			linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo{Service: svc.LinkedRepos, Flows: p.OAuthClient,
+				Handles: p.Handles, Logger: log},
+		}}))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
-	pluginaccounts.NewHandler(svc.PluginAccounts, p.Users, clientMW, log).Mount(pub)
+	pluginroutes.New(pluginroutes.Options{Service: svc.PluginAccounts, Users: p.Users, ClientMiddleware: clientMW, Logger: log}).Mount(pub)
 	// The dashboard, and GET / redirecting to it.
 	dashboard.New(log).Mount(pub)
 	pub.HandleFunc("/", notFound)

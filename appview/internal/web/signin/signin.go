@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
+	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 )
@@ -141,8 +142,8 @@ type signedIn struct {
 // Finisher sets the session cookie for the account a sign-in flow
 // authenticated. The OAuth session itself is not kept: the cookie is the
 // dashboard's credential, so the tokens are revoked and deleted.
-func (h *Handler) Finisher() oauthclient.Finisher {
-	return oauthclient.FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+func (h *Handler) Finisher() oauthcallback.Finisher {
+	return oauthcallback.FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
 		if err := h.opt.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
 			h.opt.Logger.WarnContext(r.Context(), "ending the sign-in's OAuth session failed", "did", res.DID, "err", err)
 		}

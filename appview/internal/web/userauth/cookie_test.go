@@ -8,6 +8,7 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/storage"
@@ -65,7 +66,7 @@ func TestCookieStep(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.kind < 0 && tc.anonymous && c != nil:
 			t.Errorf("%s: caller %+v, want anonymous", tc.name, c)
-		case tc.kind < 0 && !tc.anonymous && (c == nil || c.DID != did.String() || c.Via != ViaSession):
+		case tc.kind < 0 && !tc.anonymous && (c == nil || c.DID != did.String() || c.Via != caller.ViaSession):
 			t.Errorf("%s: caller %+v", tc.name, c)
 		}
 	}

@@ -6,49 +6,29 @@ package userauth
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/serviceauth"
+	"github.com/lexview/lexview/appview/internal/service/devicesessions"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
 
-// Ways a caller was identified.
-const (
-	ViaDPoP        = "dpop"
-	ViaServiceAuth = "service_auth"
-	ViaSession     = "session"
-)
-
-// Caller is an authenticated user.
-type Caller struct {
-	DID string
-	Via string
-	// Audience is the `aud` of a service-auth caller's token: this
-	// service's DID, bare or with a service fragment.
-	Audience string
-	// Session is the device session of a DPoP caller.
-	Session *storage.DeviceSession
-}
-
 // unauthorized is an authentication failure: an Unauthenticated service
 // error whose message the specification fixes.
 func unauthorized(msg string) error { return fail.New(fail.Unauthenticated, msg) }
 
-// Error messages. TokenExpired is the exact string the specification
-// fixes.
+// Error messages.
 const (
-	MsgTokenExpired   = "token_expired"
-	MsgNeedsDPoP      = "requires DPoP authentication"
+	MsgNeedsDPoP      = caller.MsgNeedsDPoP
 	msgMissingProof   = "missing DPoP proof"
 	msgInvalidProof   = "invalid DPoP proof"
 	msgReplayedProof  = "DPoP proof has already been used"
@@ -82,19 +62,10 @@ type Authenticator struct {
 	Now     func() time.Time
 }
 
-// AccessTokenPurpose is the sealing purpose of a session's access token.
-func AccessTokenPurpose(sessionID string) string { return "session:" + sessionID + ":access_token" }
-
-// RefreshTokenPurpose is the sealing purpose of a session's refresh token.
-func RefreshTokenPurpose(sessionID string) string { return "session:" + sessionID + ":refresh_token" }
-
-// DPoPKeyPurpose is the sealing purpose of a session's DPoP private key.
-func DPoPKeyPurpose(sessionID string) string { return "session:" + sessionID + ":dpop_key" }
-
 // Authenticate identifies the user of r, an XRPC request of the API client
 // clientID. It returns (nil, nil) for an anonymous request and an *Error
 // for refused credentials. Admin API keys are refused.
-func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller, error) {
+func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*caller.User, error) {
 	authz := r.Header.Get("Authorization")
 	scheme, cred, _ := strings.Cut(authz, " ")
 	switch {
@@ -105,7 +76,7 @@ func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller,
 		if err != nil {
 			return nil, err
 		}
-		return &Caller{DID: s.DID, Via: ViaDPoP, Session: s}, nil
+		return &caller.User{DID: s.DID, Via: caller.ViaDPoP, SessionID: s.ID}, nil
 	case strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(cred, "hv_"):
 		return nil, unauthorized(msgAdminKey)
 	case strings.EqualFold(scheme, "Bearer"):
@@ -116,12 +87,12 @@ func (a *Authenticator) Authenticate(r *http.Request, clientID string) (*Caller,
 		if method := strings.TrimPrefix(r.URL.Path, "/xrpc/"); claims.Method != "" && claims.Method != method {
 			return nil, unauthorized(msgBadServiceAuth + ": the token is bound to another method (lxm " + claims.Method + ")")
 		}
-		return &Caller{DID: claims.Issuer.String(), Via: ViaServiceAuth, Audience: claims.Audience}, nil
+		return &caller.User{DID: claims.Issuer.String(), Via: caller.ViaServiceAuth, Audience: claims.Audience}, nil
 	}
 	return nil, unauthorized("unsupported authorization scheme")
 }
 
-func (a *Authenticator) cookie(r *http.Request) (*Caller, error) {
+func (a *Authenticator) cookie(r *http.Request) (*caller.User, error) {
 	if a.Cookies == nil {
 		return nil, nil
 	}
@@ -135,7 +106,7 @@ func (a *Authenticator) cookie(r *http.Request) (*Caller, error) {
 	if !sessioncookie.Safe(r.Method) && (a.Domains == nil || !sessioncookie.SameSite(r, a.Domains)) {
 		return nil, fail.New(fail.Forbidden, msgCrossSite)
 	}
-	return &Caller{DID: did.String(), Via: ViaSession}, nil
+	return &caller.User{DID: did.String(), Via: caller.ViaSession}, nil
 }
 
 // DomainMatcher finds the registered domain a request's Host names.
@@ -162,12 +133,6 @@ func (a *Authenticator) RequestURL(r *http.Request) string {
 func underOrigin(rawURL, origin string) bool {
 	rest, ok := strings.CutPrefix(strings.ToLower(rawURL), origin)
 	return ok && (rest == "" || rest[0] == '/')
-}
-
-// TokenHash is the stored form (hex SHA-256) of an app's access token.
-func TokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // DPoPSession checks DPoP authentication (`Authorization: DPoP <token>`
@@ -207,16 +172,16 @@ func (a *Authenticator) DPoPSession(r *http.Request, clientID string) (*storage.
 	// The app presents the token it registered; after Lexview refreshed the
 	// PDS tokens itself, the current one is accepted too.
 	expires := s.ExpiresAt
-	if s.AppTokenHash != "" && subtle.ConstantTimeCompare([]byte(TokenHash(token)), []byte(s.AppTokenHash)) == 1 {
+	if s.AppTokenHash != "" && subtle.ConstantTimeCompare([]byte(devicesessions.TokenHash(token)), []byte(s.AppTokenHash)) == 1 {
 		expires = s.AppExpiresAt
 	} else {
-		stored, err := a.Sealer.OpenString(AccessTokenPurpose(s.ID), s.SealedAccessToken)
+		stored, err := a.Sealer.OpenString(devicesessions.AccessTokenPurpose(s.ID), s.SealedAccessToken)
 		if err != nil || subtle.ConstantTimeCompare([]byte(stored), []byte(token)) != 1 {
 			return nil, unauthorized(msgBadAccessToken)
 		}
 	}
 	if !a.now().Before(expires) {
-		return nil, unauthorized(MsgTokenExpired)
+		return nil, unauthorized(caller.MsgTokenExpired)
 	}
 	return &s, nil
 }
@@ -226,17 +191,4 @@ func (a *Authenticator) now() time.Time {
 		return a.Now()
 	}
 	return time.Now()
-}
-
-type ctxKey struct{}
-
-// WithCaller returns a context carrying c.
-func WithCaller(ctx context.Context, c *Caller) context.Context {
-	return context.WithValue(ctx, ctxKey{}, c)
-}
-
-// FromContext returns the authenticated caller, or nil when anonymous.
-func FromContext(ctx context.Context) *Caller {
-	c, _ := ctx.Value(ctxKey{}).(*Caller)
-	return c
 }

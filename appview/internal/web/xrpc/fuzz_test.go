@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/reads"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -33,7 +34,8 @@ func newQueryMux(t testing.TB) http.Handler {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{Lexicons: reg, Reads: reads.New(store, nil)}))
+	calls := xrpcmethods.New(xrpcmethods.Options{Reads: reads.New(store, nil)})
+	mux.Handle("/xrpc/{nsid}", xrpc.New(xrpc.Options{Lexicons: reg, Calls: calls}))
 	return mux
 }
 

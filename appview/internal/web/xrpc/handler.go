@@ -1,23 +1,41 @@
 // Package xrpc serves the dynamic XRPC surface: GET /xrpc/{nsid} for query
 // lexicons and POST /xrpc/{nsid} for procedure lexicons, routed through the
-// lexicon registry's current snapshot.
+// lexicon registry's current snapshot. It reads a call from the request
+// (after API client identification and user authentication), runs it
+// through the xrpcmethods dispatcher, and renders the answer; Go method
+// handlers (Options.Methods) answer their methods themselves.
 package xrpc
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
+	"unicode/utf8"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
+	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
-	"github.com/lexview/lexview/appview/internal/service/reads"
+	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/lexicon"
 )
 
 const msgMethodNotFound = "method not found"
+
+// NotIndexedHeader, on a procedure's successful answer, says why the
+// record the PDS accepted is not indexed yet (it is absent when it is).
+const NotIndexedHeader = "Lexview-Not-Indexed"
+
+// Header names of atproto's label negotiation.
+const (
+	headerAcceptLabelers  = "Atproto-Accept-Labelers"
+	headerContentLabelers = "Atproto-Content-Labelers"
+)
 
 // Snapshotter hands out the current lexicon snapshot.
 type Snapshotter interface {
@@ -27,10 +45,8 @@ type Snapshotter interface {
 // Options configures a Handler.
 type Options struct {
 	Lexicons Snapshotter
-	// Reads serves the default query behaviour (list and get).
-	Reads *reads.Service
-	// Identities resolves the PDS hosting blobs.
-	Identities Identities
+	// Calls runs the methods (scripts and the default behaviour).
+	Calls *xrpcmethods.Dispatcher
 	// ClientMiddleware identifies the API client; it wraps every routed
 	// request, after the method lookup.
 	ClientMiddleware func(http.Handler) http.Handler
@@ -38,13 +54,6 @@ type Options struct {
 	// service-auth JWT, session cookie); nil treats every caller as
 	// anonymous.
 	Users *userauth.Authenticator
-	// Procedures serves POST requests routed to procedure lexicons from an
-	// authenticated user. When nil, authenticated procedure calls answer
-	// 501.
-	Procedures http.Handler
-	// Scripts runs methods that have a script bound; nil runs every
-	// method with the default behaviour.
-	Scripts Scripts
 	// Methods are Go handlers by method NSID: one answers its method
 	// instead of a script or the default behaviour (the method still
 	// needs its lexicon, which gives it its route).
@@ -52,9 +61,6 @@ type Options struct {
 	// Proxied admits or refuses calls proxied by a PDS (service-auth
 	// callers) by the service entries of their method; nil admits them all.
 	Proxied ProxiedGate
-	// Labels lets default answers carry labels (see selectLabelers); nil:
-	// they never do.
-	Labels LabelSource
 	// Forward answers calls for NSIDs without a local lexicon (the XRPC
 	// proxy); nil answers them 404 `method not found`.
 	Forward http.Handler
@@ -71,31 +77,19 @@ type ProxiedGate interface {
 // Handler serves /xrpc/{nsid}.
 type Handler struct {
 	lexicons Snapshotter
-	reads    *reads.Service
-	blobs    *blobLinker
+	calls    *xrpcmethods.Dispatcher
 	bodies   bodies
 	routed   http.Handler
-	procs    http.Handler
-	scripts  Scripts
 	methods  map[string]http.Handler
-	labels   LabelSource
 	forward  http.Handler
 	log      *slog.Logger
 }
 
 // New builds a Handler.
 func New(o Options) *Handler {
-	h := &Handler{
-		lexicons: o.Lexicons, reads: o.Reads,
-		blobs: &blobLinker{ids: o.Identities}, procs: o.Procedures, scripts: o.Scripts, methods: o.Methods, labels: o.Labels, forward: o.Forward, log: o.Logger,
-	}
+	h := &Handler{lexicons: o.Lexicons, calls: o.Calls, methods: o.Methods, forward: o.Forward, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
-	}
-	if h.procs == nil {
-		h.procs = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			respond.Error(w, http.StatusNotImplemented, "procedure proxying is not configured")
-		})
 	}
 	h.routed = http.HandlerFunc(h.dispatch)
 	if o.Proxied != nil {
@@ -140,27 +134,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every XRPC route authenticates users the same way.
 func UserMiddleware(users *userauth.Authenticator, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		clientID := ""
-		if c, ok := apiclients.FromContext(r.Context()); ok {
-			clientID = c.ID
-		}
-		caller, err := users.Authenticate(r, clientID)
+		user, err := users.Authenticate(r, clientID(r.Context()))
 		if err != nil {
 			respond.Fail(w, r, log, err)
 			return
 		}
-		if caller != nil {
-			r = r.WithContext(userauth.WithCaller(r.Context(), caller))
+		if user != nil {
+			r = r.WithContext(caller.WithUser(r.Context(), user))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// clientID is the ID of the API client identified for a request, "" when
+// none was.
+func clientID(ctx context.Context) string {
+	if c, ok := apiclients.FromContext(ctx); ok {
+		return c.ID
+	}
+	return ""
 }
 
 // proxiedMiddleware puts service-auth callers (calls proxied by a PDS)
 // through gate, for the routed method. Other callers pass.
 func proxiedMiddleware(gate ProxiedGate, log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := userauth.FromContext(r.Context()); c != nil && c.Via == userauth.ViaServiceAuth {
+		if c := caller.UserFrom(r.Context()); c != nil && c.Via == caller.ViaServiceAuth {
 			lex, _ := LexiconFromContext(r.Context())
 			if err := gate.Admit(r.Context(), lex.ID, c.DID, c.Audience); err != nil {
 				respond.Fail(w, r, log, err)
@@ -183,71 +182,106 @@ func routable(kind lexicon.Kind, method string) bool {
 	return false
 }
 
+// dispatch answers a routed request: a Go method handler, else the
+// dispatcher with the call read from the request.
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request) {
-	lex, _ := LexiconFromContext(r.Context())
-	if lex.Kind == lexicon.KindProcedure {
-		if userauth.FromContext(r.Context()) == nil {
-			// Nothing can be proxied without the user's session.
-			respond.Error(w, http.StatusUnauthorized, "authentication required")
-			return
-		}
+	ctx := r.Context()
+	lex, _ := LexiconFromContext(ctx)
+	user := caller.UserFrom(ctx)
+	if err := xrpcmethods.Admit(lex, user); err != nil {
+		respond.Fail(w, r, h.log, err)
+		return
 	}
 	if m, ok := h.methods[lex.ID]; ok {
 		m.ServeHTTP(w, r)
 		return
 	}
-	if h.serveScript(w, r, lex) {
-		return
-	}
-	if lex.Kind == lexicon.KindProcedure {
-		h.procs.ServeHTTP(w, r)
-		return
-	}
-	h.query(w, r, lex)
-}
-
-// Call runs a local method in-process, as the caller already in ctx (no
-// client identification or user authentication is repeated), and returns
-// the status and body. Scripts use it for xrpc.query and xrpc.procedure.
-func (h *Handler) Call(ctx context.Context, method, nsid string, query url.Values, body []byte) (int, []byte) {
-	lex, ok := h.lexicons.Snapshot().Get(nsid)
-	if !ok || !routable(lex.Kind, method) {
-		return http.StatusNotFound, []byte(`{"error":"` + msgMethodNotFound + `"}`)
-	}
-	target := "/xrpc/" + nsid
-	if len(query) > 0 {
-		target += "?" + query.Encode()
-	}
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, lexiconKey{}, lex), method, target, bytes.NewReader(body))
+	call, err := readCall(w, r, lex)
 	if err != nil {
-		return http.StatusBadRequest, []byte(`{"error":"invalid request"}`)
+		respond.Fail(w, r, h.log, err)
+		return
 	}
-	req.SetPathValue("nsid", nsid)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	call.User, call.ClientID = user, clientID(ctx)
+	body := h.bodies.get()
+	defer h.bodies.put(body)
+	ans, err := h.calls.Call(ctx, call, *body)
+	if err != nil {
+		respond.Fail(w, r, h.log, err)
+		return
 	}
-	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
-	h.dispatch(rec, req)
-	return rec.status, rec.body.Bytes()
+	// ans.Body is the pooled buffer grown, or a body nobody else holds
+	// (the PDS's answer): either is reused once sent.
+	*body = ans.Body
+	if ans.Labeled {
+		w.Header().Set(headerContentLabelers, strings.Join(ans.ContentLabelers, ", "))
+	}
+	if ans.NotIndexed != "" {
+		w.Header().Set(NotIndexedHeader, clipHeader(ans.NotIndexed))
+	}
+	respond.Raw(w, ans.Status, ans.Body)
 }
 
-// bufferedResponse collects an in-process response.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	wrote  bool
-	body   bytes.Buffer
-}
+var (
+	errMalformedQuery = fail.New(fail.Invalid, "malformed query string")
+	errBodyTooLarge   = fail.New(fail.TooLarge, "request body too large")
+)
 
-func (b *bufferedResponse) Header() http.Header { return b.header }
-
-func (b *bufferedResponse) WriteHeader(status int) {
-	if !b.wrote {
-		b.status, b.wrote = status, true
+// readCall reads the call of lex from r: its query parameters (the client
+// key is not one), the labelers it accepts, and a procedure's body (at
+// most xrpcmethods.MaxInput bytes).
+func readCall(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) (xrpcmethods.Call, error) {
+	params, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return xrpcmethods.Call{}, errMalformedQuery
 	}
+	// The client key identifies the caller's app; it is neither a
+	// parameter of the method nor something for the event log.
+	params.Del("client_key")
+	call := xrpcmethods.Call{Lexicon: lex, Params: params, AcceptLabelers: r.Header.Values(headerAcceptLabelers)}
+	if lex.Kind == lexicon.KindProcedure {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, xrpcmethods.MaxInput))
+		if err != nil {
+			return xrpcmethods.Call{}, errBodyTooLarge
+		}
+		if len(body) > 0 {
+			call.Input = body
+		}
+	}
+	return call, nil
 }
 
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	b.wrote = true
-	return b.body.Write(p)
+// clipHeader bounds a header value made of error text to 256 bytes, on a
+// UTF-8 boundary.
+func clipHeader(v string) string {
+	const max = 256
+	if len(v) <= max {
+		return v
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…"
+}
+
+// maxPooledBody is the largest response buffer kept for reuse; a larger
+// one (a page of very large records) is left to the garbage collector.
+const maxPooledBody = 1 << 20
+
+// bodies are response buffers reused across requests.
+type bodies struct{ pool sync.Pool }
+
+func (b *bodies) get() *[]byte {
+	if p, ok := b.pool.Get().(*[]byte); ok {
+		return p
+	}
+	p := make([]byte, 0, 16<<10)
+	return &p
+}
+
+func (b *bodies) put(p *[]byte) {
+	if cap(*p) <= maxPooledBody {
+		*p = (*p)[:0]
+		b.pool.Put(p)
+	}
 }

@@ -1,8 +1,7 @@
-package xrpc
+package xrpcmethods
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,12 +21,6 @@ type LabelSource interface {
 	ListLabelers(ctx context.Context) ([]storage.Labeler, error)
 }
 
-// Header names of atproto's label negotiation.
-const (
-	headerAcceptLabelers  = "Atproto-Accept-Labelers"
-	headerContentLabelers = "Atproto-Content-Labelers"
-)
-
 // maxAcceptLabelers bounds the labelers a request may name.
 const maxAcceptLabelers = 20
 
@@ -37,17 +30,18 @@ type labelSelection struct {
 }
 
 // selectLabelers decides whether a default answer carries labels, and
-// from which labelers: those the request names in Atproto-Accept-Labelers
-// (each `did[;redact]`), else, for a query whose output schema declares
-// `labels`, every labeler the instance subscribes to. Only labelers the
-// instance subscribes to count. It returns nil when the answer carries
-// no labels: the request named none and the lexicon does not ask.
-func (h *Handler) selectLabelers(r *http.Request, lex *lexicon.Lexicon) (*labelSelection, error) {
-	header := r.Header.Values(headerAcceptLabelers)
-	if h.labels == nil || len(header) == 0 && !lex.OutputLabels {
+// from which labelers: those the call names in accept (the
+// Atproto-Accept-Labelers header: each `did[;redact]`), else, for a query
+// whose output schema declares `labels`, every labeler the instance
+// subscribes to. Only labelers the instance subscribes to count. It
+// returns nil when the answer carries no labels: the call named none and
+// the lexicon does not ask.
+func (d *Dispatcher) selectLabelers(ctx context.Context, accept []string, lex *lexicon.Lexicon) (*labelSelection, error) {
+	header := accept
+	if d.labels == nil || len(header) == 0 && !lex.OutputLabels {
 		return nil, nil
 	}
-	subscribed, err := h.labels.ListLabelers(r.Context())
+	subscribed, err := d.labels.ListLabelers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -74,16 +68,14 @@ func (h *Handler) selectLabelers(r *http.Request, lex *lexicon.Lexicon) (*labelS
 }
 
 // appendLabels appends `,"labels":[...]`: the labels of the selected
-// labelers on each record served and on its author, and sets the
-// Atproto-Content-Labelers header to the labelers applied.
-func (h *Handler) appendLabels(ctx context.Context, w http.ResponseWriter, buf []byte, sel *labelSelection, uris []string) ([]byte, error) {
-	w.Header().Set(headerContentLabelers, strings.Join(sel.labelers, ", "))
+// labelers on each record served and on its author.
+func (d *Dispatcher) appendLabels(ctx context.Context, buf []byte, sel *labelSelection, uris []string) ([]byte, error) {
 	buf = append(buf, `,"labels":[`...)
 	if len(sel.labelers) == 0 || len(uris) == 0 {
 		return append(buf, ']'), nil
 	}
 	subjects := storage.LabelSubjects(uris)
-	got, err := h.labels.LabelsFor(ctx, subjects, time.Now())
+	got, err := d.labels.LabelsFor(ctx, subjects, d.now())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package xrpc
+package xrpcmethods
 
 import (
 	"bytes"
@@ -175,8 +175,8 @@ func appendJSONString[S ~string | ~[]byte](buf []byte, s S) []byte {
 // blobLinker builds blob URLs from resolved PDS endpoints.
 type blobLinker struct{ ids Identities }
 
-// forRequest returns a per-request resolver that looks each DID up once.
-func (l *blobLinker) forRequest(ctx context.Context) *blobLinks {
+// forCall returns a per-call resolver that looks each DID up once.
+func (l *blobLinker) forCall(ctx context.Context) *blobLinks {
 	return &blobLinks{ctx: ctx, ids: l.ids}
 }
 

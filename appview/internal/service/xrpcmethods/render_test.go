@@ -1,4 +1,4 @@
-package xrpc
+package xrpcmethods
 
 import (
 	"encoding/json"

@@ -1,11 +1,15 @@
-package pluginaccounts
+// Package pluginroutes serves the public routes of external-account
+// plugins, /plugins/{id}/*, over the pluginaccounts service.
+package pluginroutes
 
 import (
 	"log/slog"
 	"net/http"
 
+	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/pluginaccounts"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
@@ -20,19 +24,32 @@ import (
 //	GET    /plugins/{id}/account   the caller's connection
 //	DELETE /plugins/{id}/account   disconnect: the tokens are deleted
 type Handler struct {
-	svc      *Service
+	svc      *pluginaccounts.Service
 	users    *userauth.Authenticator
 	clientMW func(http.Handler) http.Handler
 	log      *slog.Logger
 }
 
-// NewHandler returns the handler. clientMW identifies the API client (as
-// on XRPC routes); users authenticates the user.
-func NewHandler(svc *Service, users *userauth.Authenticator, clientMW func(http.Handler) http.Handler, log *slog.Logger) *Handler {
-	if clientMW == nil {
-		clientMW = func(h http.Handler) http.Handler { return h }
+// Options configure a Handler.
+type Options struct {
+	Service *pluginaccounts.Service
+	// Users authenticates the user.
+	Users *userauth.Authenticator
+	// ClientMiddleware identifies the API client (as on XRPC routes); nil
+	// identifies none.
+	ClientMiddleware func(http.Handler) http.Handler
+	Logger           *slog.Logger
+}
+
+// New returns the handler.
+func New(o Options) *Handler {
+	if o.ClientMiddleware == nil {
+		o.ClientMiddleware = func(h http.Handler) http.Handler { return h }
 	}
-	return &Handler{svc: svc, users: users, clientMW: clientMW, log: log}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Handler{svc: o.Service, users: o.Users, clientMW: o.ClientMiddleware, log: o.Logger}
 }
 
 // Mount adds the routes to mux.
@@ -46,9 +63,9 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 
 // user wraps f like an XRPC route (client identification, then user
 // authentication) and refuses anonymous callers.
-func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *userauth.Caller)) http.Handler {
+func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *caller.User)) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := userauth.FromContext(r.Context())
+		c := caller.UserFrom(r.Context())
 		if c == nil {
 			respond.Fail(w, r, h.log, fail.New(fail.Unauthenticated, "authentication required"))
 			return
@@ -58,7 +75,7 @@ func (h *Handler) user(f func(http.ResponseWriter, *http.Request, *userauth.Call
 	return h.clientMW(xrpc.UserMiddleware(h.users, h.log, inner))
 }
 
-func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	clientID := ""
 	if cl, ok := apiclients.FromContext(r.Context()); ok {
 		clientID = cl.ID
@@ -81,12 +98,12 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
-	caller, err := h.users.Authenticate(r, p.ClientID)
+	user, err := h.users.Authenticate(r, p.ClientID)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
-	out, err := h.svc.Finish(r.Context(), p, caller, q)
+	out, err := h.svc.Finish(r.Context(), p, user, q)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
@@ -94,7 +111,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	respond.JSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	res, err := h.svc.Sync(r.Context(), r.PathValue("id"), c)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
@@ -103,7 +120,7 @@ func (h *Handler) sync(w http.ResponseWriter, r *http.Request, c *userauth.Calle
 	respond.JSON(w, http.StatusOK, res)
 }
 
-func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	a, err := h.svc.Get(r.Context(), r.PathValue("id"), c.DID)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
@@ -112,7 +129,7 @@ func (h *Handler) account(w http.ResponseWriter, r *http.Request, c *userauth.Ca
 	respond.JSON(w, http.StatusOK, a)
 }
 
-func (h *Handler) disconnect(w http.ResponseWriter, r *http.Request, c *userauth.Caller) {
+func (h *Handler) disconnect(w http.ResponseWriter, r *http.Request, c *caller.User) {
 	if err := h.svc.Disconnect(r.Context(), r.PathValue("id"), c.DID); err != nil {
 		respond.Fail(w, r, h.log, err)
 		return

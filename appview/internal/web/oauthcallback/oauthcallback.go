@@ -1,0 +1,104 @@
+// Package oauthcallback serves GET /oauth/callback, where every OAuth flow
+// the instance runs as a client comes back: the instance's OAuth client
+// (service/oauthclient) finishes the flow, and the Finisher of the flow's
+// purpose answers the browser (the dashboard sign-in sets its cookie, a
+// linked repo grant is bound).
+package oauthcallback
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
+	"github.com/lexview/lexview/appview/internal/service/oauthclient"
+	"github.com/lexview/lexview/appview/internal/web/respond"
+)
+
+// Finisher completes the flows of one purpose once the callback has
+// exchanged the code: it answers the browser (sets a cookie, binds a
+// grant, ...).
+type Finisher interface {
+	Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
+}
+
+// FinisherFunc adapts a function to Finisher.
+type FinisherFunc func(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
+
+// Finish calls f.
+func (f FinisherFunc) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+	f(w, r, res)
+}
+
+// Flows is the instance's OAuth client as the callback uses it
+// (*oauthclient.Client).
+type Flows interface {
+	Callback(ctx context.Context, host string, params url.Values) (oauthclient.Result, error)
+	EndSession(ctx context.Context, did syntax.DID, sessionID string) error
+}
+
+var errUnknownPurpose = fail.New(fail.Invalid, "invalid OAuth callback: the flow has no handler on this instance")
+
+// Options configure the callback; Flows is required.
+type Options struct {
+	Flows Flows
+	// Finishers finish the flows, by purpose.
+	Finishers map[string]Finisher
+	Logger    *slog.Logger
+}
+
+// New returns the handler of GET /oauth/callback: it finishes the flow
+// (Flows.Callback) and hands the result to the Finisher of the flow's
+// purpose. A refused callback is answered with the error and nothing is
+// stored; a session of a purpose with no Finisher is ended.
+func New(o Options) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		res, err := o.Flows.Callback(r.Context(), r.Host, r.URL.Query())
+		if err != nil {
+			log.InfoContext(r.Context(), "OAuth callback refused", "err", err)
+			respond.Fail(w, r, log, err)
+			return
+		}
+		f, ok := o.Finishers[res.Purpose]
+		if !ok {
+			if err := o.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
+				log.WarnContext(r.Context(), "ending an OAuth session failed", "did", res.DID, "err", err)
+			}
+			respond.Fail(w, r, log, errUnknownPurpose)
+			return
+		}
+		f.Finish(w, r, res)
+	})
+}
+
+// LinkedRepo finishes the flows of linked repo grants
+// (linkedrepos.PurposeLinkedRepo): the grant is bound to the account
+// (linkedrepos.Service.CompleteAuthorization) and the answer is
+// {grant_id, did, status}.
+type LinkedRepo struct {
+	Service *linkedrepos.Service
+	// Flows ends the session of a refused binding.
+	Flows linkedrepos.Flows
+	// Handles resolves the handles grants are pinned to.
+	Handles linkedrepos.Handles
+	Logger  *slog.Logger
+}
+
+// Finish implements Finisher.
+func (l LinkedRepo) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+	out, err := l.Service.CompleteAuthorization(r.Context(), res, l.Flows, l.Handles)
+	if err != nil {
+		respond.Fail(w, r, l.Logger, err)
+		return
+	}
+	respond.JSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,63 @@
+package oauthcallback_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/service/oauthclient"
+	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
+)
+
+// flows finishes a flow by the state parameter: "bad" is refused, any
+// other names the flow's purpose.
+type flows struct{ ended []string }
+
+func (f *flows) Callback(_ context.Context, _ string, params url.Values) (oauthclient.Result, error) {
+	if params.Get("state") == "bad" {
+		return oauthclient.Result{}, fail.New(fail.Invalid, "invalid OAuth callback: unknown, used or expired state")
+	}
+	return oauthclient.Result{Purpose: params.Get("state"), DID: "did:plc:alice", SessionID: "s1"}, nil
+}
+
+func (f *flows) EndSession(_ context.Context, did syntax.DID, sessionID string) error {
+	f.ended = append(f.ended, did.String()+" "+sessionID)
+	return nil
+}
+
+// TestCallback: a refused callback answers its error, a flow goes to the
+// finisher of its purpose, and a flow of no known purpose is ended and
+// refused.
+func TestCallback(t *testing.T) {
+	f := &flows{}
+	h := oauthcallback.New(oauthcallback.Options{Flows: f, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Finishers: map[string]oauthcallback.Finisher{
+			"sign_in": oauthcallback.FinisherFunc(func(w http.ResponseWriter, _ *http.Request, res oauthclient.Result) {
+				_, _ = io.WriteString(w, "signed in "+res.DID.String())
+			}),
+		}})
+	get := func(state string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/oauth/callback?state="+state, nil))
+		return w
+	}
+	if w := get("bad"); w.Code != 400 || !strings.Contains(w.Body.String(), "unknown, used or expired state") ||
+		w.Header().Get("Cache-Control") != "no-store" || len(f.ended) != 0 {
+		t.Fatalf("refused callback: %d %s %v", w.Code, w.Body, f.ended)
+	}
+	if w := get("sign_in"); w.Code != 200 || w.Body.String() != "signed in did:plc:alice" || len(f.ended) != 0 {
+		t.Fatalf("finished flow: %d %s %v", w.Code, w.Body, f.ended)
+	}
+	if w := get("other"); w.Code != 400 || !strings.Contains(w.Body.String(), "the flow has no handler") ||
+		len(f.ended) != 1 || f.ended[0] != "did:plc:alice s1" {
+		t.Fatalf("flow of an unknown purpose: %d %s %v", w.Code, w.Body, f.ended)
+	}
+}
