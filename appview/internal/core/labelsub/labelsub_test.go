@@ -32,6 +32,7 @@ func vals(ls []storage.Label) []string {
 }
 
 func TestBackfillThenLive(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		lab := labelertest.New(t, h.plc, labelertest.Options{K256: true})
@@ -68,6 +69,7 @@ func TestBackfillThenLive(t *testing.T) {
 }
 
 func TestRefusedLabels(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -114,6 +116,7 @@ func TestRefusedLabels(t *testing.T) {
 }
 
 func TestKeyRotation(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -140,6 +143,7 @@ func TestKeyRotation(t *testing.T) {
 }
 
 func TestNegationAndExpiry(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -179,6 +183,7 @@ func TestNegationAndExpiry(t *testing.T) {
 }
 
 func TestRestartResumesFromCursor(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		lab := labelertest.New(t, h.plc, labelertest.Options{})
@@ -203,6 +208,7 @@ func TestRestartResumesFromCursor(t *testing.T) {
 }
 
 func TestPauseResumeDelete(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -239,6 +245,7 @@ func TestPauseResumeDelete(t *testing.T) {
 }
 
 func TestDeletedWhileStreaming(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		// Deleted through another instance (no Changed): the next event
 		// finds no labeler, and the subscription ends.
@@ -258,6 +265,7 @@ func TestDeletedWhileStreaming(t *testing.T) {
 }
 
 func TestDropAndErrorFrames(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -292,6 +300,7 @@ func TestDropAndErrorFrames(t *testing.T) {
 }
 
 func TestMalformedAndOversizedFrames(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.cfg.MaxFrame = 4096
@@ -329,6 +338,7 @@ func TestMalformedAndOversizedFrames(t *testing.T) {
 }
 
 func TestBrokenLabelerDoesNotAffectOthers(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
@@ -364,6 +374,7 @@ func TestBrokenLabelerDoesNotAffectOthers(t *testing.T) {
 }
 
 func TestReplayedEventsSkipped(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		// A labeler replaying events at or below the cursor: they are
 		// skipped, never stored twice.
@@ -382,6 +393,7 @@ func TestReplayedEventsSkipped(t *testing.T) {
 }
 
 func TestDeadConnectionReopened(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		// A labeler that stops answering pings (a dead peer) is connected
 		// to again; one that answers them stays connected while silent.
@@ -405,6 +417,7 @@ func TestDeadConnectionReopened(t *testing.T) {
 }
 
 func TestSameLabelTwiceInOneEvent(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		// One event carrying a label and its negation (and a label twice):
 		// the latest by cts wins, as across events.
@@ -432,6 +445,7 @@ func TestSameLabelTwiceInOneEvent(t *testing.T) {
 }
 
 func TestBackfillCoalescesEvents(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		// A long history replayed to a store slower than the stream: the
 		// events waiting are stored several to a transaction, each label
@@ -454,6 +468,7 @@ func TestBackfillCoalescesEvents(t *testing.T) {
 }
 
 func TestSequenceGaps(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
 		h := newHarness(t, open(t))
 		h.start()
