@@ -30,7 +30,6 @@ import (
 // the session's refresh token (see the closing note of the session that
 // parallelised the suite).
 func TestLinkedReposAuthorize(t *testing.T) {
-	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
