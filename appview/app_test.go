@@ -18,6 +18,7 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestNewOpensDatabaseURL(t *testing.T) {
+	t.Parallel()
 	urls := map[string]func(t *testing.T) string{
 		"sqlite":   func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "nested", "app.db") },
 		"postgres": func(t *testing.T) string { return storagetest.PostgresURL(t) },
@@ -39,6 +40,7 @@ func TestNewOpensDatabaseURL(t *testing.T) {
 }
 
 func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
 	db := func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "a.db") }
 	for name, cfg := range map[string]appview.Config{
 		"placeholder secret": {SessionSecret: appview.SessionSecretPlaceholder},
@@ -64,6 +66,7 @@ func TestConfigRefusals(t *testing.T) {
 }
 
 func TestRunServesUntilCancelled(t *testing.T) {
+	t.Parallel()
 	app, err := appview.New(appview.Config{DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "r.db"), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // included, with a stale stored record removed; each repository was
 // fetched by CAR.
 func TestReferencePDSBackfillByCAR(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	const collection = "com.example.refbackfill.note"
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {

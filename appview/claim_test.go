@@ -21,6 +21,7 @@ const unclaimedMsg = "this instance has no admin yet: claim it with `appview adm
 // whoever asks first. Its first admin request must carry the claim token
 // the start-up log shows (or the operator runs admin bootstrap).
 func TestClaimNeedsTheToken(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		var logs testenv.LogBuffer
 		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -77,6 +78,7 @@ func TestClaimNeedsTheToken(t *testing.T) {
 // TestClaimModes: the specification's first-request rule stays available,
 // and an operator can allow only the command.
 func TestClaimModes(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	env := testenv.New(t, store, appview.Config{AdminClaim: appview.ClaimFirstRequest})
 	if env.App.ClaimToken() != "" {
@@ -107,6 +109,7 @@ func TestClaimModes(t *testing.T) {
 // this service (its DID, or an audience the operator added), and must not
 // be bound to an XRPC method.
 func TestServiceAuthNamesThisService(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	admin := env.Bootstrap(t)
 	exp := time.Now().Add(time.Minute).Unix()
@@ -140,6 +143,7 @@ func TestServiceAuthNamesThisService(t *testing.T) {
 // TestXRPCServiceAuthMethod: on XRPC a service-auth JWT bound to a method
 // (lxm) identifies its issuer only on that method.
 func TestXRPCServiceAuthMethod(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	putNoteLexicons(t, env)
 	client, _ := env.NewClient(t, apiclients.NewClient{})

@@ -22,6 +22,7 @@ import (
 // when the leader shuts down it hands over, and the stream is followed by
 // one instance at a time throughout.
 func TestThreeInstancesOnePostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := storagetest.PostgresURL(t)
 	js := jetstreamtest.New(t)

@@ -17,6 +17,7 @@ import (
 // the request arrived on; on a host that is not registered, PUBLIC_URL's
 // origin, as before domains existed.
 func TestDPoPOnEveryDomain(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		su := env.Bootstrap(t)

@@ -19,6 +19,7 @@ import (
 // instead of a Lua script or the default behaviour; procedures still need
 // an authenticated user.
 func TestGoXRPCMethods(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			did, ok := appview.CallerDID(r)
@@ -62,6 +63,7 @@ func TestGoXRPCMethods(t *testing.T) {
 // Go record hooks run in the writer on every change, in order: they can
 // rewrite a record and skip a change.
 func TestGoRecordHooks(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		var seen []string
 		shout := func(_ context.Context, c *storage.Change) bool {

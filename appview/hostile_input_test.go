@@ -68,6 +68,7 @@ func listNotes(t *testing.T, env *testenv.Env, clientKey string) map[string]stri
 // PostgreSQL such a record used to stop ingestion altogether (its batch
 // never committed); on SQLite it was stored and served raw.
 func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
@@ -117,6 +118,7 @@ func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
 // call succeeds, its position is stored, the valid change is indexed, and
 // the metrics label a collection that is not an NSID "(invalid)".
 func TestCustomSourceRefusesInvalidChanges(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	ctx := context.Background()
 	src := newFakeSource("custom")
@@ -156,6 +158,7 @@ func TestCustomSourceRefusesInvalidChanges(t *testing.T) {
 // anything reaches the PDS or the index; valid text is written, and the
 // list answer decodes strictly.
 func TestProcedureRefusesInvalidText(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		env := testenv.New(t, store, appview.Config{})
@@ -210,6 +213,7 @@ func TestProcedureRefusesInvalidText(t *testing.T) {
 // hold it) is served as valid UTF-8, its invalid bytes replaced by U+FFFD,
 // by the default query and the operator's listing.
 func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	env := testenv.New(t, store, appview.Config{})
 	ctx := context.Background()
@@ -246,6 +250,7 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 // refuses (its batch used to fail for ever) or SQLite stores as
 // `\u0000`.
 func TestScriptRecordThatCannotBeStored(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

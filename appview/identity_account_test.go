@@ -52,6 +52,7 @@ func (d twoDirectories) Purge(ctx context.Context, atid syntax.AtIdentifier) err
 // have the PDS sign and submit the operation. The reference PLC directory
 // then serves the new key beside the account's own.
 func TestAttachAccountIdentity(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	ctx := context.Background()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {

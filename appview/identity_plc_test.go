@@ -71,6 +71,7 @@ func plcEnv(t *testing.T, store storage.Store, plcURL string, cfg appview.Config
 // created by the instance, kept in line with its verification methods by
 // sync-plc, and adopted from elsewhere with its rotation key.
 func TestDIDPLCIdentity(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	ctx := context.Background()
 	directory := &plc.Client{URL: n.PLCURL, HTTP: http.DefaultClient}
@@ -203,6 +204,7 @@ func TestDIDPLCIdentity(t *testing.T) {
 // TestDIDPLCDirectoryDown: an unreachable PLC directory is a 500 naming
 // the failure, and the instance keeps its identity.
 func TestDIDPLCDirectoryDown(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

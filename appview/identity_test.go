@@ -41,6 +41,7 @@ func didJSON(t *testing.T, base, host string) testenv.Response {
 // served over TLS by the App; the generated key's private half is never
 // returned and is sealed at rest.
 func TestDIDDocumentResolves(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{PublicURL: "https://example.com"})
 		admin := env.Bootstrap(t)
@@ -150,6 +151,7 @@ func TestDIDDocumentResolves(t *testing.T) {
 // the instance's DID, the audience service-auth JWTs must name, and the
 // host serving the DID document.
 func TestIdentityFollowsPrimaryDomain(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{PublicURL: "https://first.example"})
 		admin := env.Bootstrap(t)
@@ -180,6 +182,7 @@ func TestIdentityFollowsPrimaryDomain(t *testing.T) {
 // and attach_account only with what they need; bad
 // verification-method input gets clear errors.
 func TestServiceIdentityModesAndMethodInput(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		admin := env.Bootstrap(t)

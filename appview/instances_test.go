@@ -21,6 +21,7 @@ import (
 // (a, started first, on PostgreSQL; both with SQLite) gains the
 // collection.
 func TestLexiconChangesReachOtherInstances(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
@@ -28,7 +29,7 @@ func TestLexiconChangesReachOtherInstances(t *testing.T) {
 		b := testenv.New(t, store, appview.Config{JetstreamURL: js.URL})
 		waitFor := func(what string, ok func() bool) {
 			t.Helper()
-			for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatalf("never saw %s", what)
 				}

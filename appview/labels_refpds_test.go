@@ -25,6 +25,7 @@ import (
 // filters by labels, and a restart of Lexview continues from the stored
 // cursor without losing or duplicating a label.
 func TestReferenceLabeler(t *testing.T) {
+	t.Parallel()
 	reflabeler.Require(t)
 	n := refpds.Start(t)
 	lab := reflabeler.Start(t, n)

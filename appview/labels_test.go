@@ -121,6 +121,7 @@ func labelsOf(t *testing.T, r testenv.Response) []string {
 }
 
 func TestLabelsInDefaultAnswers(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		f := newLabelFixture(t, open(t))
 
@@ -181,6 +182,7 @@ func TestLabelsInDefaultAnswers(t *testing.T) {
 }
 
 func TestLabelsInScripts(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		f := newLabelFixture(t, open(t))
 		admin := f.env.Bootstrap(t)

@@ -19,6 +19,7 @@ import (
 // continues from the cursor, a restart continues from it too, and
 // deleting stops the subscription and removes the labels.
 func TestLabelerSubscriptions(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		env := testenv.New(t, store, appview.Config{})
@@ -45,7 +46,7 @@ func TestLabelerSubscriptions(t *testing.T) {
 		}
 		waitCursor := func(seq int64) {
 			t.Helper()
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(60 * time.Second)
 			for cursor() != seq {
 				if time.Now().After(deadline) {
 					t.Fatalf("cursor %d, want %d", cursor(), seq)

@@ -45,6 +45,7 @@ func (h *heldStore) Close() error { h.closed.Store(true); return nil }
 // and does not close the store (which the App owns here); a later
 // Shutdown waits for the writer and then closes it.
 func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		hs := &heldStore{Store: open(t), hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 		a, err := New(Config{Store: hs, JetstreamURL: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -105,6 +106,7 @@ func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
 // TestLifecycleOrder: parts start in list order and stop in reverse; a
 // failing start stops those already started, in reverse.
 func TestLifecycleOrder(t *testing.T) {
+	t.Parallel()
 	var log []string
 	mk := func(name string, fail bool) *part {
 		return &part{name: name, component: &recorder{name: name, fail: fail, log: &log}}

@@ -11,6 +11,7 @@ import (
 // 127.0.0.1; Port -1 picks a free port), so a caller can learn the port
 // before New and give it to Config.Port.
 func TestListenBeforeNew(t *testing.T) {
+	t.Parallel()
 	ln, err := appview.Listen(appview.Config{Port: -1})
 	if err != nil {
 		t.Fatal(err)

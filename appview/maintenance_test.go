@@ -33,6 +33,7 @@ func freelist(t *testing.T, s *sqlite.Store) int64 {
 // checks that the next appview.New on the same SQLite file runs it, disarms
 // it and records when it ran.
 func TestScheduledVacuumRunsAtRestart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "vac.db")
 	s1, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -126,6 +127,7 @@ func TestScheduledVacuumRunsAtRestart(t *testing.T) {
 // TestVacuumSettingIgnoredOnPostgres: a vacuum flag stored by other means
 // does nothing on PostgreSQL.
 func TestVacuumSettingIgnoredOnPostgres(t *testing.T) {
+	t.Parallel()
 	s := storagetest.Postgres(t)
 	ctx := context.Background()
 	if err := s.PutSetting(ctx, "database.vacuum_scheduled", "true"); err != nil {
@@ -147,6 +149,7 @@ func TestVacuumSettingIgnoredOnPostgres(t *testing.T) {
 // TestEventLogPurgeWorker checks that Start purges the event log by
 // EventLogRetentionDays, and keeps everything when it is negative.
 func TestEventLogPurgeWorker(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		for _, tc := range []struct {
@@ -177,7 +180,7 @@ func TestEventLogPurgeWorker(t *testing.T) {
 				}
 				defer app.Shutdown(ctx)
 				var got []string
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.Now().Add(60 * time.Second)
 				settle := time.Now().Add(300 * time.Millisecond) // time for a purge that must not happen
 				for {
 					events, _, err := s.ListEvents(ctx, storage.EventFilter{Category: "test", Limit: 10})

@@ -69,6 +69,7 @@ func (r *stubResolver) count() int {
 // NSIDs fetch nothing, a deletion leaves the lexicon in use, and schema
 // commits are not handed to the writer.
 func TestNetworkLexiconLiveUpdates(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const author, nsid = "did:plc:authorauthorauthorauthor", "com.example.feed.post"
 		res := &stubResolver{did: author, schemas: map[string]appview.LexiconSchema{}}

@@ -66,6 +66,7 @@ func (e *netLexEnv) xrpc(t *testing.T, method, path string, body any) testenv.Re
 // staying in use, and removal; and the XRPC proxy forwarding a method with
 // no local lexicon to the authority's PDS.
 func TestNetworkLexicons(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	dns := dnstest.Start(t)
 	ctx := context.Background()

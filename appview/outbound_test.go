@@ -17,6 +17,7 @@ import (
 // reaches that origin but not another port of the same host, directly or
 // through a redirect.
 func TestDefaultClientAllowsConfiguredOriginsOnly(t *testing.T) {
+	t.Parallel()
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer other.Close()
 	plc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,7 @@ func concretePath(pattern string) string {
 // 403 forbidden, an admin lacking the route's permission → 403
 // insufficient permissions.
 func TestPermissionTableWalk(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		env.Bootstrap(t)

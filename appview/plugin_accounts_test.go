@@ -216,6 +216,7 @@ func putItemLexicons(t *testing.T, env *testenv.Env) {
 // the provider stand-in and syncs the account's items into the user's
 // repository on the PDS stand-in (internal/oauthtest), indexed by Lexview.
 func TestPluginAccounts(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		prov := newProvider(t)
 		base, sum := serveDemo(t, prov)

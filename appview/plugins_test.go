@@ -45,6 +45,7 @@ func servePlugin(t testing.TB) (string, string) {
 // TestScriptCallsPlugin installs the word-filter example through the
 // admin API, pinned, and calls it from a query script.
 func TestScriptCallsPlugin(t *testing.T) {
+	t.Parallel()
 	manifestURL, sum := servePlugin(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newScriptEnv(t, open(t))
@@ -77,6 +78,7 @@ func TestScriptCallsPlugin(t *testing.T) {
 // calling it, work on the other without a restart (the change feed), and
 // a deleted plugin is unloaded there too.
 func TestPluginInstalledThroughAnotherInstance(t *testing.T) {
+	t.Parallel()
 	manifestURL, sum := servePlugin(t)
 	ctx := context.Background()
 	dbURL := storagetest.PostgresURL(t)
@@ -102,7 +104,7 @@ func TestPluginInstalledThroughAnotherInstance(t *testing.T) {
 	onB := func() testenv.Response {
 		return b.Do(t, "GET", "/xrpc/app.test.feed?text=oh+heck", nil, "X-Client-Key", a.key)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r := onB()
 		if r.Status == 200 && string(r.Raw) == `{"censored":"oh ****"}` {
 			break
@@ -114,7 +116,7 @@ func TestPluginInstalledThroughAnotherInstance(t *testing.T) {
 	if r := a.admin.Do(t, "DELETE", "/admin/plugins/word-filter", nil); r.Status != 200 && r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Raw)
 	}
-	for deadline := time.Now().Add(10 * time.Second); onB().Status != 500; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); onB().Status != 500; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("instance b still calls the deleted plugin")
 		}

@@ -46,6 +46,7 @@ func recordEvents(t *testing.T, adm *testenv.Admin) []auditEntry {
 // is unchanged is not indexed again, and is audited (record.put_skipped)
 // only under verbose logging.
 func TestProcedureRecordAudit(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})

@@ -24,6 +24,7 @@ import (
 // A forged state, a replayed callback and a callback arriving on another
 // host are refused.
 func TestReferencePDSAdminSignIn(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()

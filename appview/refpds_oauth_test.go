@@ -44,6 +44,7 @@ var refNoteLexicons = []lexicon.Upload{
 // to be streamed); the results are read back from the PDS and from
 // Lexview, and getProfile resolves the user through the PLC directory.
 func TestReferencePDSOAuth(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()

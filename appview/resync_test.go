@@ -9,6 +9,7 @@ import (
 // run are merged into one more run, which waits for what they wait for;
 // once the runs stop, a request starts them again.
 func TestResyncQueue(t *testing.T) {
+	t.Parallel()
 	var q resyncQueue
 	if !q.request("did:plc:a", nil) {
 		t.Fatal("the first request does not start the runs")

@@ -36,6 +36,7 @@ type deadLetterList struct {
 // transforming, skipping, failing into dead letters, then retry and
 // reindex through the admin API.
 func TestRecordEventScripts(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
 		pds := oauthtest.New(t, oauthtest.Options{})
@@ -149,6 +150,7 @@ func deadLetterCount(t *testing.T, adm *testenv.Admin) float64 {
 // TestDeadLetterAutomaticRetry: a failure that goes away is retried and
 // applied without an operator, and never becomes a dead letter.
 func TestDeadLetterAutomaticRetry(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
 		ctx := context.Background()
@@ -190,6 +192,7 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 // TestDeadLetterAfterEveryRetry: a failure that stays becomes one dead
 // letter, once its last attempt has failed.
 func TestDeadLetterAfterEveryRetry(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()
@@ -224,6 +227,7 @@ func TestDeadLetterAfterEveryRetry(t *testing.T) {
 // TestProcedureScriptWrites: Record(...):save() and :delete() go through
 // the caller's PDS session and are indexed.
 func TestProcedureScriptWrites(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
@@ -306,6 +310,7 @@ func TestProcedureScriptWrites(t *testing.T) {
 // counts as due: see storagetest), and one that succeeds leaves no dead
 // letter.
 func TestScriptRetriesAfterRestart(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()

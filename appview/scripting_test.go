@@ -82,6 +82,7 @@ func (e *scriptEnv) get(t *testing.T, path string) testenv.Response {
 // TestScriptGlobals exercises every read-side global of a query script
 // against real storage.
 func TestScriptGlobals(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newScriptEnv(t, open(t))
 		e.seed(t, 30)
@@ -187,6 +188,7 @@ func TestScriptGlobals(t *testing.T) {
 
 // TestScriptFailures checks the wire errors and the script.error event.
 func TestScriptFailures(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newScriptEnv(t, open(t))
 		// A syntax error is refused at upload.
@@ -253,6 +255,7 @@ func TestScriptFailures(t *testing.T) {
 // a trigger-keyed script's source cannot be read, however the statement is
 // spelt (security finding 9).
 func TestScriptRawSQLAllowList(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newScriptEnv(t, open(t))
 		e.seed(t, 3)
@@ -325,7 +328,7 @@ func httpEscape(s string) string {
 // waitFor polls cond for a few seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -337,6 +340,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestLexiconScriptCompileError checks that a lexicon whose script does not
 // compile is accepted, with the error in the answer and the event log.
 func TestLexiconScriptCompileError(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newScriptEnv(t, open(t))
 		// A lexicon whose script does not compile is stored; the upload
@@ -379,6 +383,7 @@ func TestLexiconScriptCompileError(t *testing.T) {
 // A script's error text is cut before it reaches the log and the event log
 // (issue 12, finding 10): a script chooses it and could fill the log.
 func TestScriptErrorTextIsBounded(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t, storagetest.SQLite(t))
 	e.setScript(t, "xrpc.query:app.test.feed", `function handle() error(string.rep("E", 100000)) end`)
 	if r := e.get(t, "/xrpc/app.test.feed?client_key="+e.key); r.Status != 500 || r.Error(t) != "script execution failed" {

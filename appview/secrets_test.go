@@ -13,6 +13,7 @@ import (
 )
 
 func TestResolveEncryptionKeyConfigured(t *testing.T) {
+	t.Parallel()
 	want := bytes.Repeat([]byte{0x5a}, 32)
 	cfg := Config{TokenEncryptionKey: base64.StdEncoding.EncodeToString(want)}
 	for _, dialect := range []string{"sqlite", "postgres"} {
@@ -30,6 +31,7 @@ func TestResolveEncryptionKeyConfigured(t *testing.T) {
 }
 
 func TestResolveEncryptionKeySQLiteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "app.db")
 	var logs bytes.Buffer
@@ -60,6 +62,7 @@ func TestResolveEncryptionKeySQLiteFile(t *testing.T) {
 }
 
 func TestResolveEncryptionKeyPostgresRequiresKey(t *testing.T) {
+	t.Parallel()
 	_, err := resolveEncryptionKey(Config{}, "postgres", "")
 	if !errors.Is(err, errPostgresNeedsTokenKey) ||
 		err.Error() != "TOKEN_ENCRYPTION_KEY is required with PostgreSQL (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)" {

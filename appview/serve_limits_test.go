@@ -45,6 +45,7 @@ func serve(t *testing.T) string {
 // is served; a larger one, up to net/http's own limit, is answered 431
 // with a JSON error by Lexview rather than net/http's plain text.
 func TestOversizedHeadersGetJSON431(t *testing.T) {
+	t.Parallel()
 	addr := serve(t)
 	for size, want := range map[int]int{
 		server.MaxHeaderBytes:     http.StatusOK,

@@ -25,6 +25,7 @@ import (
 // method bound to a service entry under each access mode. The admin is an
 // account of the same PDS, calling the admin API with tokens it mints.
 func TestServiceEntriesReferencePDS(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
@@ -94,6 +95,7 @@ func TestServiceEntriesReferencePDS(t *testing.T) {
 // reaches the bound method with the PDS's service-auth JWT; the entry's
 // access mode decides.
 func TestServiceEntriesProxiedByReferencePDS(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()

@@ -44,6 +44,7 @@ func createEntry(t *testing.T, admin *testenv.Admin, fragment, typ string) strin
 // TestServiceEntriesAdmin: every rule of the service-entry endpoints, and
 // their bad input.
 func TestServiceEntriesAdmin(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		admin := env.Bootstrap(t)
@@ -264,6 +265,7 @@ func TestServiceEntriesAdmin(t *testing.T) {
 // service-auth token are unaffected. Tokens are signed by stand-in
 // accounts (TestServiceEntriesReferencePDS uses the reference PDS).
 func TestServiceEntriesGateProxiedCalls(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		admin := env.Bootstrap(t)

@@ -25,6 +25,7 @@ import (
 // PDS names the issuer, and the PDS accepts the token, bound to the
 // provisioned key, as the DID's; nothing else is stored.
 func TestSessionRegistrationIsVerified(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
@@ -112,6 +113,7 @@ func sessionsOf(t *testing.T, store storage.Store, clientID, did string) int {
 // checked against the request before it is indexed. A rev dated far ahead
 // would make every later genuine version look older and be ignored.
 func TestMisreportedWritesAreNotIndexed(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		var lie atomic.Pointer[func(oauthtest.Record) oauthtest.Record]

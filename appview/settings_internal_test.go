@@ -13,6 +13,7 @@ import (
 // other), and docs/admin-api.md's settings table lists each entry's key
 // with the variable it overrides and when it applies.
 func TestEnvSettingsDocumented(t *testing.T) {
+	t.Parallel()
 	read := func(name string) string {
 		raw, err := os.ReadFile(filepath.Join("..", "docs", name))
 		if err != nil {
@@ -73,6 +74,7 @@ func btoi(b bool) int {
 // TestCheckSetting: values are checked against what each variable takes,
 // refused variables are refused, and other keys are left alone.
 func TestCheckSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ key, value, err string }{
 		{"default_rate_limit_capacity", "10", ""},
 		{"default_rate_limit_capacity", "0", "invalid default_rate_limit_capacity: use an integer from 1 to 2147483647"},

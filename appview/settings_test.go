@@ -87,6 +87,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // and deleting it brings the environment's value back; the variables that
 // cannot be overridden are refused.
 func TestSettingsOverrideEnvironment(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
@@ -284,6 +285,7 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 // instance applies on another sharing the database, and its deletion too:
 // through LISTEN/NOTIFY on PostgreSQL, the reconciliation on SQLite.
 func TestSettingsReachOtherInstances(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		store := open(t)

@@ -15,6 +15,7 @@ import (
 // table that expired more than dpopSweepSlack ago, and keeps the others;
 // the App checks proofs against the table on PostgreSQL only.
 func TestSweepDPoPProofs(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		store := open(t)

@@ -17,6 +17,7 @@ import (
 // each with its own connections, behind one PUBLIC_URL (as behind a load
 // balancer): a DPoP proof accepted by one is refused by the other.
 func TestDPoPReplayAcrossInstances(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := storagetest.PostgresURL(t)
 	open := func() *postgres.Store {

@@ -45,6 +45,7 @@ func cookieHeader(v string) []string { return []string{"Cookie", sessioncookie.C
 // expired and foreign-secret cookies are refused; a state-changing cookie
 // request must come from a registered domain; logout clears the cookie.
 func TestSignInWithAdminKey(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{SessionSecret: testSessionSecret})
 		admin := env.Bootstrap(t)
@@ -131,6 +132,7 @@ func TestSignInWithAdminKey(t *testing.T) {
 // TestSessionSecretChangeInvalidatesCookies: a cookie issued by an
 // instance stops working once SESSION_SECRET changes.
 func TestSessionSecretChangeInvalidatesCookies(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	first := testenv.New(t, store, appview.Config{SessionSecret: testSessionSecret})
 	admin := first.Bootstrap(t)
@@ -177,6 +179,7 @@ func flip(s string) string {
 // TestLoginRefusals: /auth/login needs an account and a registered
 // domain, and stores nothing when it refuses.
 func TestLoginRefusals(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: testSessionSecret})
 	if r := env.Do(t, "GET", "/auth/login", nil); r.Status != 400 ||
 		r.Error(t) != "the handle query parameter (a handle or a DID) is required" {

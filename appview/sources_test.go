@@ -146,6 +146,7 @@ func putNoteLexicon(t *testing.T, app *appview.App) {
 // position under its own key, and has its own metrics label, status and
 // event-log entries; after a restart it resumes where it was.
 func TestCustomSourceHasItsOwnCursor(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		ctx := context.Background()
@@ -247,6 +248,7 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 
 // TestSourceNames: New refuses a source whose name cannot key a cursor.
 func TestSourceNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "Labeler", "source:x", "two words"} {
 		_, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
 			EventSource: newFakeSource(name)})
@@ -259,6 +261,7 @@ func TestSourceNames(t *testing.T) {
 // TestEventStream: EVENT_SOURCE (Config.EventStream) takes jetstream or
 // firehose; New refuses anything else.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	for stream, wantErr := range map[string]bool{"": false, "jetstream": false, "firehose": false, "relay": true, "Firehose": true} {
 		_, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
 			EventStream: stream})
@@ -272,6 +275,7 @@ func TestEventStream(t *testing.T) {
 // so what a source hands over while it stops is still committed (with its
 // cursor); the writer refuses work only after that.
 func TestShutdownOrder(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		ctx := context.Background()
@@ -303,6 +307,7 @@ func TestShutdownOrder(t *testing.T) {
 // TestStartWriting starts the writer alone: records can be written, the
 // event source does not run until Start.
 func TestStartWriting(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	src := newFakeSource("later")
 	env := testenv.NewUnstarted(t, store, appview.Config{EventSource: src})
@@ -342,6 +347,7 @@ func TestStartWriting(t *testing.T) {
 // components started before it are stopped again, and those after it
 // never start.
 func TestFailedStartStopsWhatStarted(t *testing.T) {
+	t.Parallel()
 	taken := httptestListener(t)
 	src := newFakeSource("never")
 	env := testenv.NewUnstarted(t, storagetest.SQLite(t), appview.Config{EventSource: src, MetricsAddr: taken})

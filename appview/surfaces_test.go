@@ -22,6 +22,7 @@ import (
 // dashboard and the root's redirect to it included) and never /admin/;
 // AdminHandler serves /admin/ and nothing else; Handler serves both.
 func TestSeparateSurfaces(t *testing.T) {
+	t.Parallel()
 	app, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,7 @@ func TestSeparateSurfaces(t *testing.T) {
 // program's), record what the App does, block a second App on the same
 // registry, and are unregistered by Shutdown.
 func TestMetricsRegisterer(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		reg := prometheus.NewRegistry()
@@ -133,6 +135,7 @@ func TestMetricsRegisterer(t *testing.T) {
 // included, on its own listener, also when a registerer is given; Shutdown
 // closes the listener.
 func TestMetricsListener(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0") // a free port: release it
 	if err != nil {
 		t.Fatal(err)

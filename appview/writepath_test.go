@@ -55,6 +55,7 @@ func putNoteLexicons(t *testing.T, env *testenv.Env) {
 }
 
 func TestWritePath(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})
@@ -156,6 +157,7 @@ func TestWritePath(t *testing.T) {
 }
 
 func TestSessionRegistrationRefusals(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	client, secret := env.NewClient(t, apiclients.NewClient{})
 	auth := []string{"X-Client-Key", client.Key, "X-Client-Secret", secret}
@@ -207,6 +209,7 @@ func TestSessionRegistrationRefusals(t *testing.T) {
 // TestExpiredAccessToken checks that a registered access token past its
 // expiry answers 401 token_expired.
 func TestExpiredAccessToken(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -241,6 +244,7 @@ func TestExpiredAccessToken(t *testing.T) {
 // PDS; a body `uri` replaces a record only when it names one of the
 // caller's records of the procedure's collection, else it is a field.
 func TestProcedureValidatesAndReadsURI(t *testing.T) {
+	t.Parallel()
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
 	pds := oauthtest.New(t, oauthtest.Options{})
 	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
@@ -319,6 +323,7 @@ func TestProcedureValidatesAndReadsURI(t *testing.T) {
 // repository (403), another collection, no record or no AT URI (400).
 // Nothing refused reaches the PDS.
 func TestProcedureURIOfAnotherRecord(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		pds := oauthtest.New(t, oauthtest.Options{})

@@ -19,6 +19,7 @@ import (
 // its uri and cid (except that a record's own top-level cid field is kept:
 // it is the record's data), and a cursor of the order by indexing time is refused.
 func TestListsByCreationTimeWithStrongRefs(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		env := newEnv(t, store, "https://pds.example.com")

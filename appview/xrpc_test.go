@@ -99,6 +99,7 @@ func seed(t *testing.T, s storage.Store, n int, dids ...string) []storage.Record
 }
 
 func TestDefaultQueries(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		env := newEnv(t, store, "https://pds.example.com")
@@ -282,6 +283,7 @@ func TestDefaultQueries(t *testing.T) {
 }
 
 func TestBlobURLsAndHandles(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		env := newEnv(t, store, "https://pds.alice.test/", "did:plc:alice")
@@ -338,6 +340,7 @@ func (failingDirectory) LookupHandle(context.Context, syntax.Handle) (*identity.
 // TestQueriesByHandle: `uri` and `did` name accounts by DID or handle; a
 // handle that resolves to nothing, or could not be resolved, says so.
 func TestQueriesByHandle(t *testing.T) {
+	t.Parallel()
 	dir := identity.NewMockDirectory()
 	dir.Insert(identity.Identity{DID: "did:plc:alice", Handle: "alice.test"})
 	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: dir})

@@ -53,6 +53,7 @@ func newEchoService(t *testing.T, name string) *echoService {
 // the PLC stand-in) and checks the policy modes, the limits, loop
 // protection and the refusals.
 func TestXRPCProxy(t *testing.T) {
+	t.Parallel()
 	dns := dnstest.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]

@@ -17,6 +17,7 @@ import (
 )
 
 func TestNetworkBackfill(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a, b, rl := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
 		b.LimitOnce() // a 429 with Retry-After: 1
@@ -78,6 +79,7 @@ func TestNetworkBackfill(t *testing.T) {
 // A relay that lacks listReposByCollection, such as a single PDS: the
 // worker lists every repository instead, skipping inactive ones.
 func TestListReposFallback(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		for i := range 3 {
@@ -104,6 +106,7 @@ func TestListReposFallback(t *testing.T) {
 
 // One repository's failures do not fail the job; the relay's do.
 func TestFailures(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a, rl := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
 		p.Add(did(0), a.URL())
@@ -168,6 +171,7 @@ func slowAccounts(p *backfilltest.PLC, a *backfilltest.PDS, from, n int) []strin
 }
 
 func TestPauseResumeCancel(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		dids := slowAccounts(p, a, 0, 10)
@@ -249,6 +253,7 @@ func TestPauseResumeCancel(t *testing.T) {
 }
 
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		dids := slowAccounts(p, a, 0, 10)
@@ -302,6 +307,7 @@ func TestRestart(t *testing.T) {
 }
 
 func TestOneJobAtATime(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		h := newHarness(t, open(t), p, "")
@@ -358,6 +364,7 @@ func TestOneJobAtATime(t *testing.T) {
 // Records deleted (or rewritten) live at a newer rev than the backfill's
 // stay deleted (or keep the newer version).
 func TestBackfillYieldsToNewerRevs(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		p.Add(did(0), a.URL())
@@ -391,6 +398,7 @@ func TestBackfillYieldsToNewerRevs(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
+	t.Parallel()
 	p := backfilltest.NewPLC(t)
 	p.Add(did(0), "https://pds.example")
 	p.Add(did(1), "") // a DID document without a PDS

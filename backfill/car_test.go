@@ -38,6 +38,7 @@ func signingKey(t testing.TB) (atcrypto.PrivateKey, atcrypto.PublicKey) {
 // repository's row says how it was fetched; stored records the export
 // lacks are removed, newer live versions stay.
 func TestBackfillByCAR(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, car, plain := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t)
 		strangerKey, _ := signingKey(t)
@@ -125,6 +126,7 @@ func TestBackfillByCAR(t *testing.T) {
 // naming the cause, as before; an export refused by verification is not
 // fetched again.
 func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		for i := range 3 {
@@ -170,6 +172,7 @@ func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
 // TestBackfillListRecordsSetting: with backfill.fetch = list_records the
 // repositories are listed even where getRepo is offered.
 func TestBackfillListRecordsSetting(t *testing.T) {
+	t.Parallel()
 	p, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 	key, pub := signingKey(t)
 	p.AddKey(did(0), pds.URL(), pub)
@@ -192,6 +195,7 @@ func TestBackfillListRecordsSetting(t *testing.T) {
 // its records of every record collection written and a record it no
 // longer holds removed; a spoiled export writes nothing.
 func TestResync(t *testing.T) {
+	t.Parallel()
 	p, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 	key, pub := signingKey(t)
 	p.AddKey(did(0), pds.URL(), pub)

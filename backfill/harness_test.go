@@ -181,7 +181,7 @@ func (h *harness) count(collection string) int64 {
 // just after finishing a job).
 func (h *harness) audit(eventType string) []storage.Event {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		events, _, err := h.store.ListEvents(context.Background(), storage.EventFilter{Type: eventType, Limit: 10})
 		if err != nil {

@@ -114,6 +114,7 @@ func dids(first, n int) []string {
 // time: no two jobs' runs overlap, and no two jobs ever hold a live lease
 // at once.
 func TestBackfillOneJobAcrossInstances(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p := backfilltest.NewPLC(t)
 		slowPDS(t, p, 0, 6, 4, 15*time.Millisecond)
@@ -188,6 +189,7 @@ func TestBackfillOneJobAcrossInstances(t *testing.T) {
 // again), and completes it with exactly the repositories' records and
 // counters.
 func TestBackfillTakeoverAfterCrash(t *testing.T) {
+	t.Parallel()
 	dbURL := storagetest.PostgresURL(t)
 	openPG := func() *postgres.Store {
 		s, err := postgres.Open(context.Background(), dbURL, postgres.Options{MaxConns: 4})
@@ -280,6 +282,7 @@ func (s *renewalDropper) RenewBackfillLease(ctx context.Context, l storage.Backf
 // job's status too rarely (PollInterval a minute) to notice the new claim
 // that way: its fenced progress writes stop it.
 func TestBackfillStaleWorkerStops(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const repos, records = 20, 6
 		p := backfilltest.NewPLC(t)
@@ -323,6 +326,7 @@ func TestBackfillStaleWorkerStops(t *testing.T) {
 // next checkpoint and settles the job (paused, then cancelled), giving
 // its lease up.
 func TestBackfillPauseCancelAcrossInstances(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const repos, records = 8, 3
 		p := backfilltest.NewPLC(t)
@@ -380,6 +384,7 @@ func TestBackfillPauseCancelAcrossInstances(t *testing.T) {
 // stream on an instance that does not work the job (a load balancer sent
 // it there) gets job_counters as the job moves, and its job_completed.
 func TestBackfillProgressOnAnotherInstance(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const repos, records = 6, 3
 		p := backfilltest.NewPLC(t)

@@ -81,7 +81,7 @@ func (h *harness) runJob(req backfill.Request) (storage.BackfillJob, map[string]
 // entry, waiting for it (the worker records it just after finishing).
 func (h *harness) deletedInAudit(jobID string) int64 {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		events, _, err := h.store.ListEvents(h.t.Context(), storage.EventFilter{Type: "backfill.completed", Subject: jobID, Limit: 1})
 		if err != nil {
@@ -107,6 +107,7 @@ func (h *harness) deletedInAudit(jobID string) int64 {
 // that account, and at the next network backfill; the deletions are counted
 // in the repo_fetched events and the job's completion entry.
 func TestReconcileDeletions(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a, rl := backfilltest.NewPLC(t), backfilltest.NewPDS(t), backfilltest.NewRelay(t)
 		p.Add(did(0), a.URL())
@@ -168,6 +169,7 @@ func TestReconcileDeletions(t *testing.T) {
 // backfill, with a revision newer than the one the backfill read, or
 // without a revision; records the repository lost before stay removed.
 func TestReconcileSparesLiveRecords(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		p.Add(did(0), a.URL())
@@ -211,6 +213,7 @@ func TestReconcileSparesLiveRecords(t *testing.T) {
 // A listing that breaks off part-way removes nothing, nor does one whose
 // repository revision could not be read.
 func TestReconcileIncompleteListing(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p, a := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
 		p.Add(did(0), a.URL())

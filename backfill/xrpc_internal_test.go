@@ -7,6 +7,7 @@ import (
 )
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	cases := []struct {
 		header http.Header
@@ -28,6 +29,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestNotImplemented(t *testing.T) {
+	t.Parallel()
 	for status, name := range map[int]string{404: "", 501: "MethodNotImplemented", 401: "AuthMissing", 400: "MethodNotImplemented"} {
 		if !notImplemented(&XRPCError{Status: status, Name: name}) {
 			t.Errorf("%d %s: not taken for a missing method", status, name)

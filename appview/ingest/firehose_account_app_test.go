@@ -27,6 +27,7 @@ func accountEvent(did string, active bool, status string) *comatproto.SyncSubscr
 // deleted accounts' records are removed and their statuses stored; other
 // accounts' records stay.
 func TestFirehoseAccountStatus(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		w := newResyncWorld(t, open(t))

@@ -15,6 +15,7 @@ import (
 // is active again its commits are indexed. A source that starts anew
 // knows the status stored for an account it has not seen.
 func TestFirehoseSkipsInactiveAccounts(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice, bob := e.repo("did:plc:alice"), e.repo("did:plc:bob")

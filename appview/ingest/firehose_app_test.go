@@ -28,6 +28,7 @@ import (
 // resync (backfill by CAR; TestResync in package backfill covers one that
 // succeeds).
 func TestFirehoseIntoStore(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		server := firehosetest.NewServer()

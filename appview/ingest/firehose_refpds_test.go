@@ -17,6 +17,7 @@ import (
 // created, updated and deleted there arrive verified, and none of the
 // PDS's commits is refused.
 func TestFirehoseReferencePDS(t *testing.T) {
+	t.Parallel()
 	pds := refpds.Start(t)
 	ctx := context.Background()
 	alice := pds.CreateAccount(t, "alice.test")

@@ -26,6 +26,7 @@ import (
 // while Lexview was down arrive, and the relay sends the new run only the
 // events after the stored cursor (no loss, no duplicates).
 func TestFirehoseThroughRelay(t *testing.T) {
+	t.Parallel()
 	refrelay.Require(t)
 	pds := refpds.Start(t)
 	relay := refrelay.Start(t, pds)
@@ -128,11 +129,11 @@ func TestFirehoseThroughRelay(t *testing.T) {
 	})
 }
 
-// waitEqual polls values for up to 10 seconds until both are equal and
+// waitEqual polls values for up to 60 seconds until both are equal and
 // not zero; it fails the test with the last ones otherwise.
 func waitEqual(t *testing.T, what string, values func() (int64, int64)) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		a, b := values()
 		if a == b && a != 0 {

@@ -146,6 +146,7 @@ func detail(t *testing.T, e storage.Event) map[string]any {
 // one never delivered is there, the one it deleted is gone, and the event
 // log has source.resynced. On both stores.
 func TestFirehoseGapResyncSucceeds(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := newResyncWorld(t, open(t))
 		alice := w.account("did:plc:alice")

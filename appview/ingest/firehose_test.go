@@ -204,6 +204,7 @@ func post(rkey, text string) firehosetest.Op {
 }
 
 func TestFirehoseIndexesVerifiedCommits(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -251,6 +252,7 @@ func TestFirehoseIndexesVerifiedCommits(t *testing.T) {
 }
 
 func TestFirehoseRefusesBadSignature(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -282,6 +284,7 @@ func TestFirehoseRefusesBadSignature(t *testing.T) {
 }
 
 func TestFirehoseRefusesMismatchedTree(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -314,6 +317,7 @@ func TestFirehoseRefusesMismatchedTree(t *testing.T) {
 }
 
 func TestFirehoseOrderAndGaps(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -344,6 +348,7 @@ func TestFirehoseOrderAndGaps(t *testing.T) {
 }
 
 func TestFirehoseKeyRotation(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -366,6 +371,7 @@ func TestFirehoseKeyRotation(t *testing.T) {
 }
 
 func TestFirehoseSyncIdentityAccount(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.start()
 	alice := e.repo("did:plc:alice")
@@ -416,6 +422,7 @@ func TestFirehoseSyncIdentityAccount(t *testing.T) {
 }
 
 func TestFirehoseResumesAndFollowsWantedSet(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	alice := e.repo("did:plc:alice")
 	e.start()
@@ -448,6 +455,7 @@ func TestFirehoseResumesAndFollowsWantedSet(t *testing.T) {
 }
 
 func TestFirehoseSkipsUnreadableFrames(t *testing.T) {
+	t.Parallel()
 	e := newFirehoseEnv(t, "app.test.post")
 	e.startWith(2048)
 	alice := e.repo("did:plc:alice")

@@ -18,6 +18,7 @@ import (
 // the records of an account it holds inactive); reactivated, its
 // repository is fetched again by CAR. On both stores.
 func TestJetstreamAccountStatus(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		store := open(t)

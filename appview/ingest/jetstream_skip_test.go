@@ -76,6 +76,7 @@ func storedCursor(t *testing.T, store storage.Store) int64 {
 // indexed, and a reconnection that replays it neither stops on it nor
 // records it again.
 func TestJetstreamSkipsOversizedEvent(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
@@ -124,6 +125,7 @@ func TestJetstreamSkipsOversizedEvent(t *testing.T) {
 // what could be read of them; the position of one that names it is
 // stored, so the cursor moves past it even when it is the last event.
 func TestJetstreamSkipsUndecodableEvents(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	js := jetstreamtest.New(t)
 	reg := prometheus.NewRegistry()
@@ -177,6 +179,7 @@ func TestJetstreamSkipsUndecodableEvents(t *testing.T) {
 // what follows is indexed. An event between the two limits whose position
 // comes after its record (so cannot be read) is skipped in place.
 func TestJetstreamSkipsPastEventTooLargeToReadThrough(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	js := jetstreamtest.New(t)
 	reg := prometheus.NewRegistry()

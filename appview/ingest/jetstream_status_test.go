@@ -36,6 +36,7 @@ func (s *resumeSink) StateChanged(_ context.Context, up bool, detail map[string]
 // TestStatusShowsTheResumedPosition: right after connecting, before any
 // event, the status shows the position the source resumed from, not 0.
 func TestStatusShowsTheResumedPosition(t *testing.T) {
+	t.Parallel()
 	js := jetstreamtest.New(t)
 	stored := time.Now().Add(-time.Minute).UnixMicro()
 	j := &ingest.Jetstream{URL: js.URL}
@@ -55,6 +56,7 @@ func TestStatusShowsTheResumedPosition(t *testing.T) {
 // TestHandshakeErrorHintsAtThePath: a URL without /subscribe that fails
 // its handshake says what is probably wrong.
 func TestHandshakeErrorHintsAtThePath(t *testing.T) {
+	t.Parallel()
 	js := jetstreamtest.New(t)
 	var logs testenv.LogBuffer
 	j := &ingest.Jetstream{URL: strings.TrimSuffix(js.URL, "/subscribe"), MinBackoff: time.Hour,
@@ -72,6 +74,7 @@ func TestHandshakeErrorHintsAtThePath(t *testing.T) {
 // of the last event: 10 s behind while events arrive, the same once the
 // stream is quiet, and the state is "waiting" once the connection is lost.
 func TestStatusReportsStateHostAndLag(t *testing.T) {
+	t.Parallel()
 	js := jetstreamtest.New(t)
 	now := time.Now()
 	clock := func() time.Time { return now }

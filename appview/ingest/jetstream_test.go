@@ -58,10 +58,10 @@ func putLexicon(t *testing.T, app *appview.App, id string) {
 	}
 }
 
-// eventually polls cond for up to 10 seconds.
+// eventually polls cond for up to 60 seconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -87,6 +87,7 @@ func text(t *testing.T, s storage.Store, uri string) (string, bool) {
 func note(s string) map[string]any { return map[string]any{"$type": "app.test.note", "text": s} }
 
 func TestJetstreamIngestion(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
@@ -180,6 +181,7 @@ func TestJetstreamIngestion(t *testing.T) {
 }
 
 func TestJetstreamResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
@@ -210,6 +212,7 @@ func TestJetstreamResumesAfterRestart(t *testing.T) {
 // TestStaleCursorStartsLive checks that a stored cursor older than the
 // replay window is not used.
 func TestStaleCursorStartsLive(t *testing.T) {
+	t.Parallel()
 	store := storagetest.SQLite(t)
 	old := time.Now().Add(-48 * time.Hour).UnixMicro()
 	if err := store.ApplyBatch(context.Background(), storage.Batch{Cursors: []storage.StreamCursor{{Name: ingest.CursorKey(ingest.JetstreamName), Value: old}}}); err != nil {
@@ -234,6 +237,7 @@ func TestStaleCursorStartsLive(t *testing.T) {
 // Jetstream position under the name used before migration 10 ("jetstream")
 // resumes exactly there after the upgrade.
 func TestJetstreamResumesAcrossTheCursorMigration(t *testing.T) {
+	t.Parallel()
 	for name, open := range map[string]func(testing.TB) storagetest.Migrator{
 		"sqlite":   func(t testing.TB) storagetest.Migrator { return storagetest.SQLiteUnmigrated(t) },
 		"postgres": func(t testing.TB) storagetest.Migrator { return storagetest.PostgresUnmigrated(t) },
@@ -261,6 +265,7 @@ func TestJetstreamResumesAcrossTheCursorMigration(t *testing.T) {
 }
 
 func TestCursorKey(t *testing.T) {
+	t.Parallel()
 	// Migration 10 (storage/*/migrations/0010_source_cursors.sql) moves the
 	// Jetstream cursor to this key.
 	if got := ingest.CursorKey(ingest.JetstreamName); got != "source:jetstream" {

@@ -150,6 +150,7 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 // TestSettingsTable: the settings table, which help prints, lists exactly
 // the environment variables the command reads.
 func TestSettingsTable(t *testing.T) {
+	t.Parallel()
 	asked := map[string]bool{}
 	getenv := func(k string) string { asked[k] = true; return "" }
 	if _, err := configFromEnv(getenv); err != nil {
@@ -178,6 +179,7 @@ func TestSettingsTable(t *testing.T) {
 // TestSettingsDocumented: docs/configuration.md's table of variables has
 // a row for each setting, naming its flag, and no other.
 func TestSettingsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)

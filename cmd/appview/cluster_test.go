@@ -33,6 +33,7 @@ const failoverKillsEnv = "LEXVIEW_FAILOVER_KILLS"
 // write, and once a later instance has written, an earlier one never
 // writes again.
 func TestFailoverLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs and kills the binary")
 	}

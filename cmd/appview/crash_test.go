@@ -60,6 +60,7 @@ func binary(t *testing.T) string {
 // SIGKILL at random moments and restarted. At the end the index must hold
 // exactly the state the stream describes.
 func TestCrashLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs and kills the binary")
 	}

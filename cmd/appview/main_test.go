@@ -9,6 +9,7 @@ import (
 )
 
 func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{
 		"DATABASE_URL": "postgres://u:p@127.0.0.1:5432/db", "HOST": "0.0.0.0", "PORT": "0",
 		"PUBLIC_URL": "https://appview.example", "JETSTREAM_URL": "off", "RELAY_URL": "https://relay.example",

@@ -47,6 +47,7 @@ func writingApp(t *testing.T, store storage.Store) *appview.App {
 }
 
 func TestImportRecords(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		app := writingApp(t, store)
@@ -80,6 +81,7 @@ func TestImportRecords(t *testing.T) {
 // does not match its lexicon, or has none, is refused and reported, and
 // the valid ones are imported.
 func TestImportValidates(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		app := writingApp(t, store)
@@ -114,6 +116,7 @@ func TestImportValidates(t *testing.T) {
 // of its own: it opens the App, starts only its writer, imports, reports
 // and shuts down, closing the database.
 func TestRecordsImportCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dbURL := "sqlite://" + filepath.Join(dir, "appview.db")
 	taken, err := net.Listen("tcp", "127.0.0.1:0") // the serving instance's metrics address

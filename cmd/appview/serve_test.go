@@ -126,6 +126,7 @@ func callRaw(t *testing.T, method, url string, body any, headers ...string) (int
 // proof was refused as "invalid DPoP proof"), and the URLs Lexview hands
 // out (an API client's jwks_uri) name the real port too.
 func TestServeFreePortPublicURL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -209,6 +210,7 @@ func TestServeFreePortPublicURL(t *testing.T) {
 // and PUBLIC_URL. PORT names a port that is taken, so reading it would
 // fail the start.
 func TestServeFlagsOverrideEnvironment(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -24,6 +24,7 @@ import (
 // walkthrough is offline: PLC_URL and RELAY_URL point at a local stand-in
 // that counts the requests it gets, and it must get none.
 func TestREADMEWalkthrough(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -203,7 +203,7 @@ lexview_pg_start() {
 # --- lexview test settings ---
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$LEXVIEW_PG_TMPDIR'
-max_connections = 200
+max_connections = 500
 fsync = off
 synchronous_commit = off
 full_page_writes = off

@@ -5,8 +5,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -167,4 +169,26 @@ func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	}
 	_, err := tx.ExecContext(ctx, putTombstones, textArray[string](uris), textArray[string](revs), sqlstore.NativeTime(now))
 	return err
+}
+
+// MigrationsDigest identifies the migrations this build applies: a
+// SHA-256 over their file names and contents, in hex. Tools that keep
+// migrated databases to copy from, such as the test helpers' template
+// database (storagetest.Postgres), key them by it, so that a changed
+// migration never reuses a stale copy.
+func MigrationsDigest() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrationFiles, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := migrationFiles.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", path, len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -54,7 +54,10 @@ func Suites() []Suite {
 // Select one suite or test with -run, e.g. -run 'TestStore/OAuth/'.
 func RunAll(t *testing.T, open func(t testing.TB) storage.Store) {
 	for _, s := range Suites() {
-		t.Run(s.Name, func(t *testing.T) { s.Run(t, open) })
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			s.Run(t, open)
+		})
 	}
 }
 
@@ -63,10 +66,7 @@ func RunAll(t *testing.T, open func(t testing.TB) storage.Store) {
 // LexiconStore). Each subtest gets a fresh store. RunAll runs it with the
 // other suites.
 func Run(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"MigrateIsIdempotentAndConcurrent", testMigrate},
 		{"RecordRoundTrip", testRecordRoundTrip},
 		{"UpsertIsIdempotent", testUpsertIdempotent},
@@ -94,8 +94,22 @@ func Run(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"LexiconRevisions", testLexiconRevisions},
 		{"LexiconListAndDelete", testLexiconListDelete},
 	}
-	for _, tc := range tests {
+	runCases(t, open, tests)
+}
+
+// storeCase is one subtest of a suite, run on a fresh store.
+type storeCase struct {
+	name string
+	fn   func(t *testing.T, s storage.Store)
+}
+
+// runCases runs each case as a parallel subtest on a fresh store from
+// open: the stores share nothing, and most of a case's time is the
+// database's, so cases overlap well (go test -parallel bounds them).
+func runCases(t *testing.T, open func(t testing.TB) storage.Store, cases []storeCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, open(t))
 		})
 	}

@@ -13,10 +13,7 @@ import (
 
 // RunAccess runs the suite for admin users, admin API keys and API clients.
 func RunAccess(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"BootstrapIsRaceSafe", testBootstrapRace},
 		{"AdminUsers", testAdminUsers},
 		{"TransferSuper", testTransferSuper},
@@ -24,9 +21,7 @@ func RunAccess(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"APIClients", testAPIClients},
 		{"APIClientCascades", testAPIClientCascades},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func user(did string, perms ...string) storage.AdminUser {

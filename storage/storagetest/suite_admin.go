@@ -16,10 +16,7 @@ import (
 // (EventStore), instance settings and blobs (SettingsStore) and the
 // OperatorStore. Each subtest gets a fresh store.
 func RunAdmin(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"EventLogRoundTripAndFilters", testEventLogFilters},
 		{"EventLogCategoryPrefix", testEventLogCategory},
 		{"EventLogPaging", testEventLogPaging},
@@ -29,11 +26,7 @@ func RunAdmin(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"CollectionCountsAndDelete", testOperatorCollections},
 		{"DBInfo", testOperatorDBInfo},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	runCases(t, open, tests)
 }
 
 func appendEventsT(t *testing.T, s storage.Store, events ...storage.Event) {

@@ -15,10 +15,7 @@ import (
 // RunBackfill runs the suite for backfill jobs and their repository rows
 // (BackfillStore). Each subtest gets a fresh store.
 func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"JobRoundTripAndOrder", testBackfillJobs},
 		{"ClaimIsOldestRunningOneAtATime", testBackfillClaim},
 		{"ConcurrentClaimsOneWinner", testBackfillClaimRace},
@@ -31,9 +28,7 @@ func RunBackfill(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"DeleteDetails", testBackfillDeleteDetails},
 		{"RecordVersions", testRecordVersions},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 // unclaimed is the lease of a job never claimed (token 0), with which the

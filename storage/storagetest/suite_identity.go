@@ -15,10 +15,7 @@ import (
 // and service entries with their bindings and allowlists. Each subtest gets a
 // fresh store.
 func RunIdentity(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"DomainsRoundTrip", testDomainsRoundTrip},
 		{"DomainPrimarySwitch", testDomainPrimarySwitch},
 		{"DomainOnePrimaryUnderRace", testDomainOnePrimaryRace},
@@ -26,9 +23,7 @@ func RunIdentity(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"ServiceEntries", testServiceEntries},
 		{"ServiceEntryBindings", testServiceEntryBindings},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func domain(url string, primary bool, at time.Time) storage.Domain {

@@ -14,16 +14,11 @@ import (
 // RunInstanceKey runs the suite for the instance's own OAuth client keys
 // (InstanceKeyStore). Each subtest gets a fresh store.
 func RunInstanceKey(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"LifeCycle", testInstanceKeyLifeCycle},
 		{"OneCurrentUnderRace", testInstanceKeyRace},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func instanceKey(kid string, at time.Time) storage.ClientAuthKey {

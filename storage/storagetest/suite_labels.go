@@ -15,10 +15,7 @@ import (
 // open. Each subtest gets a fresh store. RunAll runs it with the other
 // suites.
 func RunLabels(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"PutCreatesThenReactivates", testLabelerPut},
 		{"StatusKeepsCursorAndUnknownIsNotFound", testLabelerStatus},
 		{"ListOldestFirst", testLabelerList},
@@ -33,11 +30,7 @@ func RunLabels(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"DeleteRemovesOnlyItsLabels", testLabelerDelete},
 		{"ApplyForDeletedLabelerStoresNothing", testLabelApplyDeleted},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	runCases(t, open, tests)
 }
 
 const (

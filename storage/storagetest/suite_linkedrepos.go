@@ -13,18 +13,13 @@ import (
 // RunLinkedRepos runs the suite for linked repo grants, their invites and
 // sessions (LinkedRepoStore). Each subtest gets a fresh store.
 func RunLinkedRepos(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"Grants", testLinkedRepoGrants},
 		{"Authorization", testLinkedRepoAuthorization},
 		{"Invites", testLinkedRepoInvites},
 		{"InviteUsedOnce", testLinkedRepoInviteRace},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func linkedRepo(id, did, handle string, at time.Time) storage.LinkedRepoGrant {

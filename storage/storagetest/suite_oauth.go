@@ -15,10 +15,7 @@ import (
 // sessions and client authentication keys) and the DPoPReplayStore. Each
 // subtest gets a fresh store.
 func RunOAuth(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"ProvisionsAreSingleUse", testProvisionsSingleUse},
 		{"ProvisionConsumeRace", testProvisionConsumeRace},
 		{"DeviceSessions", testDeviceSessions},
@@ -30,11 +27,7 @@ func RunOAuth(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"DPoPReplays", testDPoPReplays},
 		{"DPoPReplayRace", testDPoPReplayRace},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.fn(t, open(t))
-		})
-	}
+	runCases(t, open, tests)
 }
 
 func oauthClient(t *testing.T, s storage.Store, key string) storage.APIClient {

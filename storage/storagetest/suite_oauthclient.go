@@ -13,18 +13,13 @@ import (
 // RunOAuthClient runs the suite for the instance's own OAuth client state
 // (OAuthClientStore). Each subtest gets a fresh store.
 func RunOAuthClient(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"AuthRequestSingleUse", testAuthRequestSingleUse},
 		{"AuthRequestExpiry", testAuthRequestExpiry},
 		{"AuthRequestTakenOnceUnderRace", testAuthRequestRace},
 		{"ClientSessions", testClientSessions},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func authRequest(state string, at time.Time, ttl time.Duration) storage.OAuthAuthRequest {

@@ -13,17 +13,12 @@ import (
 // RunPlugins runs the suite for installed plugins and their sealed
 // secrets (PluginStore). Each subtest gets a fresh store.
 func RunPlugins(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"Plugins", testPlugins},
 		{"Secrets", testPluginSecrets},
 		{"Accounts", testPluginAccounts},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func testPlugins(t *testing.T, s storage.Store) {

@@ -20,10 +20,7 @@ import (
 // record queries and raw SQL (QueryStore). Each subtest gets a
 // fresh store.
 func RunScripts(t *testing.T, open func(t testing.TB) storage.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s storage.Store)
-	}{
+	tests := []storeCase{
 		{"ScriptRevisions", testScriptRevisions},
 		{"ScriptUpdateAndDelete", testScriptUpdateDelete},
 		{"ScriptVariables", testScriptVariables},
@@ -45,9 +42,7 @@ func RunScripts(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"RawDeadline", testRawDeadline},
 		{"RawMaxBytes", testRawMaxBytes},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
+	runCases(t, open, tests)
 }
 
 func putScriptT(t *testing.T, s storage.Store, sc storage.Script) (storage.Script, bool) {

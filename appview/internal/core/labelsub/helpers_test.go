@@ -145,7 +145,7 @@ func (h *harness) cursor(did string) int64 {
 // waitCursor waits until a labeler's stored cursor is seq.
 func (h *harness) waitCursor(did string, seq int64) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for h.cursor(did) != seq {
 		if time.Now().After(deadline) {
 			for _, e := range h.events.all(did) {
@@ -162,10 +162,10 @@ func (h *harness) refused(did, reason string) int {
 	return int(testutil.ToFloat64(h.metrics.LabelsRefused.WithLabelValues(did, reason)))
 }
 
-// waitFor polls cond until it holds, failing the test after 10 s.
+// waitFor polls cond until it holds, failing the test after 60 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			if os.Getenv("LABELSUB_TEST_LOG") == "1" {
@@ -223,7 +223,7 @@ func (s *recordingStore) storedOnce(t testing.TB, did string, last int64, n int)
 	t.Helper()
 	// The store commits before the recording notes the batch: wait for
 	// the note of the last cursor (the caller saw it committed).
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		s.mu.Lock()
 		c := s.applied[did]
 		done := len(c) > 0 && c[len(c)-1] == last

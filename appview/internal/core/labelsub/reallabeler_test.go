@@ -18,6 +18,7 @@ import (
 // a negation, an expiring label, a key rotation and a restart of the
 // labeler, each label verified and stored once.
 func TestRealLabeler(t *testing.T) {
+	t.Parallel()
 	reflabeler.Require(t)
 	n := refpds.Start(t)
 	l := reflabeler.Start(t, n)

@@ -2,6 +2,7 @@ package reflabeler
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,11 @@ type runConfig struct {
 // startProcess runs labeler.mjs and waits until it listens; it answers the
 // URL it listens on. A taken port is errPortTaken.
 func startProcess(c runConfig, timeout time.Duration) (*process, string, error) {
+	release, err := testproc.AcquireStartSlot(context.Background())
+	if err != nil {
+		return nil, "", err
+	}
+	defer release() // once up (or failed), another start may run
 	cmd := exec.Command(c.node, c.script)
 	cmd.Dir = c.root
 	cmd.Env = append(os.Environ(),

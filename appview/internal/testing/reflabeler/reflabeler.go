@@ -78,7 +78,7 @@ import (
 const DirEnv = "APPVIEW_LABELER_DIR"
 
 // StartTimeout bounds how long a start of the server may take.
-const StartTimeout = 30 * time.Second
+const StartTimeout = 60 * time.Second
 
 // RequestTimeout bounds how long emitting one label may take.
 const RequestTimeout = 15 * time.Second

@@ -47,8 +47,9 @@ import (
 // path is taken from the repository root.
 const DevenvDirEnv = "APPVIEW_DEVENV_DIR"
 
-// StartTimeout bounds how long Start waits for the network to come up.
-const StartTimeout = 60 * time.Second
+// StartTimeout bounds how long Start waits for the network to come up,
+// once it holds one of the machine's start slots (testproc.StartSlots).
+const StartTimeout = 120 * time.Second
 
 // script is the Node program that runs the network, relative to the repository root.
 const script = "scripts/devenv/start-network.mjs"
@@ -151,6 +152,11 @@ func Start(t testing.TB) *Network {
 	if err != nil {
 		t.Fatalf("refpds: %v", err)
 	}
+	release, err := testproc.AcquireStartSlot(t.Context())
+	if err != nil {
+		t.Fatalf("refpds: %v", err)
+	}
+	defer release()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("refpds: start node: %v", err)
 	}
@@ -192,6 +198,7 @@ func Start(t testing.TB) *Network {
 		stop()
 		t.Fatalf("refpds: network not ready after %v; output:\n%s", StartTimeout, stderr.String())
 	}
+	release() // the network is up: let another start
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {

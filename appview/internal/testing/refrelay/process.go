@@ -61,6 +61,11 @@ type logLine struct {
 // the process, listening on http://127.0.0.1:<c.port>. A taken port is
 // errPortTaken.
 func startProcess(c runConfig, timeout time.Duration) (*process, error) {
+	release, err := testproc.AcquireStartSlot(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	defer release() // once up (or failed), another start may run
 	cmd := exec.Command(c.bin,
 		"--plc-host", c.plcURL,
 		// Debug: its subscription to a host is logged once dialled.

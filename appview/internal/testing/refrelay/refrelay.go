@@ -76,7 +76,7 @@ import (
 const BinEnv = "APPVIEW_RELAY_BIN"
 
 // StartTimeout bounds each start of the relay.
-const StartTimeout = 30 * time.Second
+const StartTimeout = 60 * time.Second
 
 // ConnectTimeout bounds how long Start waits for the relay to connect to
 // the PDS.

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCreateAndInspect(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setup(t, open(t), "")
 		alice, bob := w.account(t, 3), w.account(t, 2)
@@ -136,6 +137,7 @@ func firstCursor(t *testing.T, w *world, id string) *string {
 }
 
 func TestCreateRefusals(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setup(t, open(t), "")
 		alice := w.account(t, 1)
@@ -175,6 +177,7 @@ func TestCreateRefusals(t *testing.T) {
 
 // Every transition of the specification's table, over HTTP.
 func TestStateTransitions(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setup(t, open(t), "")
 		w.slow(t)
@@ -238,6 +241,7 @@ func TestStateTransitions(t *testing.T) {
 // whole-network crawl, and so does the event log. Here RELAY_URL is a
 // single PDS (listRepos).
 func TestLexiconUploadStartsBackfill(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setupWith(t, open(t), "", appview.Config{EventSource: quietSource{}})
 		w.account(t, 4)
@@ -298,6 +302,7 @@ func TestLexiconUploadStartsBackfill(t *testing.T) {
 // backfill false, and the answer says why. An explicit backfill true still
 // starts the job.
 func TestLexiconUploadOffline(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		relay := backfilltest.NewRelay(t)
 		w := setup(t, open(t), relay.URL())

@@ -76,6 +76,7 @@ func next(t *testing.T, c <-chan sseMessage) (sseMessage, bool) {
 }
 
 func TestProgressStream(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setup(t, open(t), "")
 		w.slow(t)
@@ -131,6 +132,7 @@ func TestProgressStream(t *testing.T) {
 }
 
 func TestProgressStreamKeepalive(t *testing.T) {
+	t.Parallel()
 	w := setupWith(t, storagetest.SQLite(t), "", appview.Config{StreamKeepalive: 50 * time.Millisecond})
 	w.slow(t)
 	var dids []string

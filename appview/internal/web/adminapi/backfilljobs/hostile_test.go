@@ -39,6 +39,7 @@ func hostilePDS(t *testing.T, records func(did string) string) *httptest.Server 
 // completes. On PostgreSQL such a value used to stall the writer (its
 // batch never committed), and with it the job and live ingestion.
 func TestBackfillRefusesInvalidRecords(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		w := setup(t, open(t), "")
 		pds := hostilePDS(t, func(did string) string {

@@ -17,6 +17,7 @@ import (
 // the account, through the App's batch writer: record hooks see the delete,
 // and the job's completion entry counts it.
 func TestBackfillRemovesDeletedRecords(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		var mu sync.Mutex
 		var deletes []string
@@ -54,7 +55,7 @@ func TestBackfillRemovesDeletedRecords(t *testing.T) {
 		if len(seen) != 1 || seen[0] != gone {
 			t.Fatalf("hook saw deletes %v", seen)
 		}
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			events, _, _ := w.env.Store.ListEvents(t.Context(), storage.EventFilter{Type: "backfill.completed", Subject: id, Limit: 1})
 			if len(events) == 1 {

@@ -57,6 +57,7 @@ func (d didDirectories) Purge(context.Context, syntax.AtIdentifier) error { retu
 // of the collection, and a network job with RELAY_URL set to the PDS (which
 // has no listReposByCollection) finds them through listRepos.
 func TestReferencePDS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts the reference PDS")
 	}

@@ -171,10 +171,10 @@ func (w *world) job(t *testing.T, id string) jobJSON {
 	return jobJSON{}
 }
 
-// wait polls the job until it has status (10s at most).
+// wait polls the job until it has status (60 s at most).
 func (w *world) wait(t *testing.T, id, status string) jobJSON {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		j := w.job(t, id)
 		if j.Status == status {
