@@ -21,6 +21,7 @@ import (
 // not counted as deleted), and the writer's metrics count the deletions
 // under the source "operator", also in a collection without a lexicon.
 func TestOperatorDeletionGoesThroughTheWriter(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const protected = "at://did:plc:alice/app.test.post/r2"
 		var (

@@ -23,6 +23,7 @@ import (
 // the calls take no rate-limit token, and record scripts call with no
 // caller.
 func TestScriptLocalCalls(t *testing.T) {
+	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		goMethod := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			did, ok := appview.CallerDID(r)

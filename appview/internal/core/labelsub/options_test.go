@@ -9,5 +9,6 @@ import (
 // TestDefaultClientIsGuarded: without an injected client, labelers are
 // dialled through the guarded client, never an unguarded fallback.
 func TestDefaultClientIsGuarded(t *testing.T) {
+	t.Parallel()
 	netguardtest.RequireGuarded(t, Options{}.withDefaults().HTTPClient)
 }
