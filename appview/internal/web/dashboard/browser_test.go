@@ -62,7 +62,7 @@ func findBrowser() (string, error) {
 }
 
 // browser returns a new tab of the shared browser in a fresh browser
-// context (no cookies), bounded by timeout.
+// context (no cookies), bounded by three times timeout.
 // Without a browser the test is skipped, or fails when CI=true.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
@@ -99,7 +99,9 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 	// cookie is not bound to a port, so a shared jar would carry one
 	// test's session into the next.
 	tab, cancelTab := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
-	ctx, cancel := context.WithTimeout(tab, timeout)
+	// timeout is what the test takes on an idle machine; the suite runs
+	// beside other packages and fuzzing, so the tab allows three times it.
+	ctx, cancel := context.WithTimeout(tab, 3*timeout)
 	t.Cleanup(func() {
 		if t.Failed() {
 			screenshot(t, tab)
