@@ -116,20 +116,20 @@ type Labeler struct {
 	proc *process // nil while stopped
 }
 
-// Require skips the test when the labeler is not provisioned (DirEnv
+// Require returns the provisioned path, waiting while it is pending. It
+// skips the test when the labeler is not provisioned (DirEnv
 // unset), or fails it then when CI=true. Start does the same; calling
 // Require first saves starting a reference PDS for a test that would skip.
-func Require(t testing.TB) {
+func Require(t testing.TB) string {
 	t.Helper()
-	testproc.RequireEnv(t, DirEnv, "the reference labeler", "scripts/lib/labeler.sh")
+	return testproc.RequireEnv(t, DirEnv, "the reference labeler", "scripts/lib/labeler.sh")
 }
 
 // Start runs a labeler with a new did:plc registered in n's PLC directory,
 // for the rest of the test.
 func Start(t testing.TB, n *refpds.Network) *Labeler {
 	t.Helper()
-	Require(t)
-	dir := os.Getenv(DirEnv)
+	dir := Require(t)
 	root, err := testproc.RepoRoot(script)
 	if err != nil {
 		t.Fatalf("reflabeler: %v", err)

@@ -107,12 +107,13 @@ type Relay struct {
 	metricsURL string // its Prometheus metrics
 }
 
-// Require skips the test when the relay is not provisioned (BinEnv
+// Require returns the provisioned path, waiting while it is pending. It
+// skips the test when the relay is not provisioned (BinEnv
 // unset), or fails it then when CI=true. Start does the same; calling
 // Require first saves starting a reference PDS for a test that would skip.
-func Require(t testing.TB) {
+func Require(t testing.TB) string {
 	t.Helper()
-	testproc.RequireEnv(t, BinEnv, "indigo's relay", "scripts/lib/relay.sh")
+	return testproc.RequireEnv(t, BinEnv, "indigo's relay", "scripts/lib/relay.sh")
 }
 
 // Start runs the relay with its state in a temporary directory, makes it
@@ -120,8 +121,7 @@ func Require(t testing.TB) {
 // the rest of the test.
 func Start(t testing.TB, n *refpds.Network) *Relay {
 	t.Helper()
-	Require(t)
-	bin := os.Getenv(BinEnv)
+	bin := Require(t)
 	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		t.Fatalf("refrelay: %s=%s is not an executable file (%v)", BinEnv, bin, err)
 	}

@@ -5,6 +5,7 @@
 package testproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,15 +13,39 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
+
+// PendingSuffix names the companion of a provisioning variable that a
+// test run sets while the provisioning is still under way: env+PendingSuffix
+// is the path of a status file the installer writes once done, "ok VALUE"
+// (VALUE is env's value) or "failed". scripts/test starts `go test` that
+// way while the reference PDS installs, and the tests that need it wait.
+const PendingSuffix = "_PENDING"
+
+// ProvisionWait bounds how long RequireEnv waits for a pending provisioning.
+const ProvisionWait = 20 * time.Minute
 
 // RequireEnv returns the value of the environment variable env, which
 // points at what, provisioned by script (for example scripts/lib/relay.sh,
-// run by scripts/test). When env is unset the test is skipped, and fails
-// under CI=true: there a skipped test would hide a defect.
+// run by scripts/test). While the provisioning is pending (see
+// PendingSuffix) it waits for it. When env is unset, or the provisioning
+// failed, the test is skipped, and fails under CI=true: there a skipped
+// test would hide a defect.
 func RequireEnv(t testing.TB, env, what, script string) string {
 	t.Helper()
 	v := os.Getenv(env)
+	if v == "" {
+		if status := os.Getenv(env + PendingSuffix); status != "" {
+			var err error
+			if v, err = waitProvisioned(t.Context(), status); err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s: %v (see %s)", what, err, script)
+				}
+				t.Skipf("SKIPPED: %s: %v", what, err)
+			}
+		}
+	}
 	if v != "" {
 		return v
 	}
@@ -29,6 +54,31 @@ func RequireEnv(t testing.TB, env, what, script string) string {
 	}
 	t.Skipf("%s not set; skipping the test of %s (scripts/test provisions it)", env, what)
 	return ""
+}
+
+// waitProvisioned polls the status file at path until it says "ok VALUE"
+// (it returns VALUE) or "failed", for ProvisionWait at most.
+func waitProvisioned(ctx context.Context, path string) (string, error) {
+	deadline := time.Now().Add(ProvisionWait)
+	for {
+		b, err := os.ReadFile(path)
+		switch line := strings.TrimSpace(string(b)); {
+		case err == nil && strings.HasPrefix(line, "ok "):
+			return strings.TrimPrefix(line, "ok "), nil
+		case err == nil && line != "":
+			return "", fmt.Errorf("the provisioning failed (%s)", line)
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			return "", fmt.Errorf("the provisioning's status: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("still provisioning after %v", ProvisionWait)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // RepoRoot returns the nearest directory above the working directory that
