@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview/ingest"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/core/serviceauth"
 	"github.com/lexview/lexview/internal/netguard"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/script/luascript"
 	"github.com/lexview/lexview/storage"
@@ -147,7 +147,7 @@ type Config struct {
 	// lexicons; default the network resolver (DNS at LexiconDNSServer,
 	// Directory, HTTPClient) with an authority cache of an hour (30 s for
 	// failures).
-	LexiconResolver LexiconResolver
+	LexiconResolver lexresolve.Resolver
 	// LexiconRecheck is how often tracked network lexicons are fetched
 	// again to catch revisions the live event source missed; default
 	// DefaultLexiconRecheck.

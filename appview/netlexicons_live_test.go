@@ -11,6 +11,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -20,21 +21,21 @@ import (
 type stubResolver struct {
 	mu      sync.Mutex
 	did     string
-	schemas map[string]appview.LexiconSchema
+	schemas map[string]lexresolve.Schema
 	fetches int
 }
 
-func (r *stubResolver) Authority(_ context.Context, nsid string) (appview.LexiconAuthority, error) {
-	return appview.LexiconAuthority{Domain: "example.test", DID: r.did}, nil
+func (r *stubResolver) Authority(_ context.Context, nsid string) (lexresolve.Authority, error) {
+	return lexresolve.Authority{Domain: "example.test", DID: r.did}, nil
 }
 
-func (r *stubResolver) Schema(_ context.Context, nsid string) (appview.LexiconSchema, error) {
+func (r *stubResolver) Schema(_ context.Context, nsid string) (lexresolve.Schema, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fetches++
 	s, ok := r.schemas[nsid]
 	if !ok {
-		return s, &appview.LexiconResolutionError{Step: "record", NSID: nsid, Missing: true, Msg: "no such record"}
+		return s, &lexresolve.Error{Step: "record", NSID: nsid, Missing: true, Msg: "no such record"}
 	}
 	return s, nil
 }
@@ -46,7 +47,7 @@ func (r *stubResolver) publish(t *testing.T, nsid, cid string, doc map[string]an
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.schemas[nsid] = appview.LexiconSchema{Authority: appview.LexiconAuthority{Domain: "example.test", DID: r.did}, CID: cid, Document: raw}
+	r.schemas[nsid] = lexresolve.Schema{Authority: lexresolve.Authority{Domain: "example.test", DID: r.did}, CID: cid, Document: raw}
 }
 
 func (r *stubResolver) unpublish(nsid string) {
@@ -72,7 +73,7 @@ func TestNetworkLexiconLiveUpdates(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const author, nsid = "did:plc:authorauthorauthorauthor", "com.example.feed.post"
-		res := &stubResolver{did: author, schemas: map[string]appview.LexiconSchema{}}
+		res := &stubResolver{did: author, schemas: map[string]lexresolve.Schema{}}
 		res.publish(t, nsid, "bafy-one", noteSchema(nsid, "text"))
 		src := newFakeSource("stub")
 		env := testenv.New(t, open(t), appview.Config{EventSource: src, LexiconResolver: res, LexiconRecheck: time.Hour})

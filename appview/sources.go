@@ -14,9 +14,9 @@ import (
 
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage"
 )
 

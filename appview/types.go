@@ -2,7 +2,6 @@ package appview
 
 import (
 	"github.com/lexview/lexview/appview/internal/core/indexer"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/web/clientauth"
@@ -63,19 +62,3 @@ var ErrNotStarted = indexer.ErrNotStarted
 
 // ErrStopped is returned by the Writer once the App's Shutdown has begun.
 var ErrStopped = indexer.ErrStopped
-
-// LexiconResolver resolves an NSID's authority (DNS TXT at
-// _lexicon.<authority>, then the DID document) and fetches the lexicon it
-// publishes (Config.LexiconResolver).
-type LexiconResolver = lexresolve.Resolver
-
-// LexiconAuthority is where an NSID's authority leads: its domain, DID and
-// identity.
-type LexiconAuthority = lexresolve.Authority
-
-// LexiconSchema is a lexicon fetched from its authority's repository.
-type LexiconSchema = lexresolve.Schema
-
-// LexiconResolutionError is a failed resolution, naming the step that
-// failed; a LexiconResolver should return one.
-type LexiconResolutionError = lexresolve.Error

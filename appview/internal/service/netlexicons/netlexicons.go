@@ -17,9 +17,9 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/appview/internal/service/lexicons"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 )
 
 // ServiceFragment is the DID-document service of the NSID's authority

@@ -12,6 +12,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
@@ -21,16 +22,16 @@ type publisher struct{ docs map[string]string }
 
 const publisherDID = "did:plc:publisherpublisherpublish"
 
-func (p publisher) Authority(_ context.Context, nsid string) (appview.LexiconAuthority, error) {
-	return appview.LexiconAuthority{Domain: "example.test", DID: publisherDID}, nil
+func (p publisher) Authority(_ context.Context, nsid string) (lexresolve.Authority, error) {
+	return lexresolve.Authority{Domain: "example.test", DID: publisherDID}, nil
 }
 
-func (p publisher) Schema(_ context.Context, nsid string) (appview.LexiconSchema, error) {
+func (p publisher) Schema(_ context.Context, nsid string) (lexresolve.Schema, error) {
 	doc, ok := p.docs[nsid]
 	if !ok {
-		return appview.LexiconSchema{}, &appview.LexiconResolutionError{Step: "record", NSID: nsid, Missing: true, Msg: "no such record"}
+		return lexresolve.Schema{}, &lexresolve.Error{Step: "record", NSID: nsid, Missing: true, Msg: "no such record"}
 	}
-	return appview.LexiconSchema{Authority: appview.LexiconAuthority{Domain: "example.test", DID: publisherDID},
+	return lexresolve.Schema{Authority: lexresolve.Authority{Domain: "example.test", DID: publisherDID},
 		URI: "at://" + publisherDID + "/com.atproto.lexicon.schema/" + nsid, CID: "bafy-published", Document: json.RawMessage(doc)}, nil
 }
 

@@ -13,9 +13,9 @@ import (
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
-	"github.com/lexview/lexview/appview/internal/core/lexresolve"
 	"github.com/lexview/lexview/internal/dnstest"
 	"github.com/lexview/lexview/internal/netguard"
+	"github.com/lexview/lexview/lexicon/lexresolve"
 )
 
 const authorDID = "did:plc:authorauthorauthorauthor"
