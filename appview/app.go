@@ -35,7 +35,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/plugins"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
-	"github.com/lexview/lexview/appview/internal/web/clientauth"
 	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
@@ -179,9 +178,6 @@ func (a *App) build(ctx context.Context) error {
 		_, _ = rand.Read(sessionSecret)
 		a.log.Info("SESSION_SECRET is not set: session cookies are signed with a random per-process secret and end at restart")
 	}
-	if _, ok := cfg.ClientIdentifier.(clientauth.Unverified); ok {
-		a.log.Warn("API client keys are not verified: any non-empty X-Client-Key is accepted")
-	}
 	a.metrics = newMetrics(cfg)
 	if a.sources, err = eventSources(cfg); err != nil {
 		return err
@@ -211,7 +207,7 @@ func (a *App) build(ctx context.Context) error {
 	// arrives before New returns.
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
-		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: cfg.ScriptRetry,
+		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: scripthost.RetryPolicy(cfg.ScriptRetry),
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
@@ -249,9 +245,6 @@ func (a *App) build(ctx context.Context) error {
 	a.clients = apiclients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clients.SetInstances(a.leadership.Live)
 	a.clientManager = apiclients.NewManager(a.store, a.clients, a.events, cfg.Now)
-	if cfg.ClientIdentifier == nil {
-		a.cfg.ClientIdentifier = clientauth.Stored(a.clients)
-	}
 	if cfg.AdminClaim == ClaimWithToken {
 		a.claimToken = newClaimToken()
 	}
@@ -365,14 +358,8 @@ func (a *App) Store() storage.Store { return a.store }
 // Writer is the App's batch writer: every record change (live, backfill,
 // procedures, or an embedder's own) should go through it, to be validated
 // against its lexicon and run through record-event scripts. It accepts
-// changes once the App is started (Start, StartWriting): before that it
-// returns ErrNotStarted at once, and ErrStopped once Shutdown has begun.
-// Its own Start and Stop belong to the App's lifecycle; do not call them.
-func (a *App) Writer() *Writer { return a.writer }
-
-// Clients manages the instance's API clients (the admin API uses the same
-// code).
-func (a *App) Clients() *apiclients.Manager { return a.clientManager }
+// changes once the App is started (Start, StartWriting).
+func (a *App) Writer() *Writer { return &Writer{a.writer} }
 
 // InstanceDID is the instance's DID now: did:web of the primary domain's
 // host (the primary domain is PUBLIC_URL's origin on first boot, and can be

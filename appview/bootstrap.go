@@ -39,7 +39,8 @@ func Bootstrap(ctx context.Context, cfg Config, did string, forceNewKey bool) (s
 	}
 	events := eventlog.New(eventlog.Options{Store: store, Now: cfg.Now, Logger: cfg.Logger})
 	svc := admins.New(admins.Options{Store: store, Events: events, Now: cfg.Now, Logger: cfg.Logger})
-	return svc.Bootstrap(ctx, d, forceNewKey)
+	secret, err := svc.Bootstrap(ctx, d, forceNewKey)
+	return secret, publicError(err)
 }
 
 // Permissions lists every admin permission name, sorted.

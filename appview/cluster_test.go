@@ -74,7 +74,7 @@ func TestThreeInstancesOnePostgres(t *testing.T) {
 	}
 	doc := `{"lexicon":1,"id":"` + nsid + `","defs":{"main":{"type":"query","output":{"encoding":"application/json"}}}}`
 	uploaded := time.Now()
-	if _, _, err := envs[2].App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+	if _, err := envs[2].App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range envs[:2] {

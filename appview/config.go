@@ -227,6 +227,15 @@ type Config struct {
 	AdminClaim ClaimMode
 }
 
+// RetryPolicy bounds the automatic retries of a failed record-event
+// script (Config.ScriptRetry): the failure waits as a stored pending retry,
+// and becomes a dead letter, for an operator, once every attempt has
+// failed. Zero fields take their defaults.
+type RetryPolicy struct {
+	Attempts int           // total attempts, the first included; default 3 (1: no retry)
+	Backoff  time.Duration // wait before the second attempt, doubling; default 2 s
+}
+
 // AnyAudience in Config.ServiceAuthAudiences accepts service-auth JWTs
 // whatever their audience.
 const AnyAudience = serviceauth.AnyAudience

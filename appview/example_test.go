@@ -3,6 +3,7 @@ package appview_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/lexicon"
@@ -56,7 +58,7 @@ func Example() {
 		{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(false)},
 		{Document: json.RawMessage(exampleListLexicon), TargetCollection: "com.example.note"},
 	} {
-		if _, _, err := app.Lexicons().Put(ctx, up); err != nil {
+		if _, err := app.Lexicons().Put(ctx, up); err != nil {
 			panic(err)
 		}
 	}
@@ -96,9 +98,8 @@ func Example() {
 	// 200 {"records":[{"uri":"at://did:plc:example/com.example.note/3kexample0001","cid":"bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm","$type":"com.example.note","text":"hello"}]}
 }
 
-// Register a lexicon: its routes exist at once, and the upload is audited
-// as through POST /admin/lexicons.
-func ExampleLexicons_Put() {
+// newExample runs fn with an App made by newExampleApp, removed afterwards.
+func newExample(fn func(ctx context.Context, app *appview.App)) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "lexview-example")
 	if err != nil {
@@ -110,22 +111,217 @@ func ExampleLexicons_Put() {
 		panic(err)
 	}
 	defer app.Shutdown(ctx)
+	fn(ctx, app)
+}
 
-	l, created, err := app.Lexicons().Put(ctx, lexicon.Upload{
-		Document: json.RawMessage(exampleListLexicon), TargetCollection: "com.example.note",
+// Register lexicons and read what each upload did, as POST /admin/lexicons
+// answers it: the revision, the backfill job of a record lexicon, the
+// warnings, and the compile errors of attached scripts. Routes exist at
+// once.
+func ExampleLexicons_Put() {
+	newExample(func(ctx context.Context, app *appview.App) {
+		// A record lexicon with backfill on gets a network backfill job of
+		// its collection (it runs once the App is started).
+		res, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(true)})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.Lexicon.ID, "revision", res.Lexicon.Revision, "created", res.Created)
+		fmt.Println("backfill job:", res.Backfill.Job.Collection, "new", res.Backfill.Created, "warnings", len(res.Warnings))
+
+		// Uploaded again with backfill unset, on an App without live
+		// ingestion: a new revision, no job, and a warning saying why.
+		res, err = app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(exampleNoteLexicon)})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(res.Lexicon.ID, "revision", res.Lexicon.Revision, "created", res.Created, "job", res.Backfill != nil)
+		fmt.Println(strings.SplitN(res.Warnings[0], ":", 2)[0])
+
+		// A script that does not compile is stored all the same, and
+		// reported.
+		res, err = app.Lexicons().Put(ctx, lexicon.Upload{
+			Document: json.RawMessage(exampleListLexicon), TargetCollection: "com.example.note", Script: "return {",
+		})
+		if err != nil {
+			panic(err)
+		}
+		_, routed := app.Lexicons().Snapshot().Get("com.example.listNotes")
+		fmt.Println(res.Lexicon.ID, res.Lexicon.Kind, "routed", routed, "script error", res.ScriptErrors["script"] != "")
+	})
+	// Output:
+	// com.example.note revision 1 created true
+	// backfill job: com.example.note new true warnings 1
+	// com.example.note revision 2 created false job false
+	// no backfill job was started
+	// com.example.listNotes query routed true script error true
+}
+
+// Classify the errors of the App's operations by their kind, and show
+// their message: it is safe to show, worded as the admin API's errors.
+func ExampleError() {
+	newExample(func(ctx context.Context, app *appview.App) {
+		err := app.Lexicons().Delete(ctx, "com.example.missing")
+		fmt.Println("not found:", errors.Is(err, appview.ErrNotFound))
+
+		_, err = app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(`{"lexicon": 1, "defs": {}}`)})
+		var e *appview.Error
+		if errors.As(err, &e) {
+			fmt.Printf("%s: %s\n", e.Kind, e.Message)
+		}
+		var parse *lexicon.ParseError
+		fmt.Println("invalid:", errors.Is(err, appview.ErrInvalid), "parse error:", errors.As(err, &parse))
+
+		nc := appview.NewClient{Name: "notes", ClientIDURL: "https://notes.example/client-metadata.json",
+			ClientURI: "https://notes.example", RedirectURIs: []string{"https://notes.example/callback"}}
+		if _, _, err := app.Clients().Create(ctx, nc); err != nil {
+			panic(err)
+		}
+		_, _, err = app.Clients().Create(ctx, nc)
+		switch {
+		case errors.Is(err, appview.ErrConflict):
+			fmt.Println("conflict:", err)
+		case err != nil:
+			panic(err) // internal: log it, show nothing
+		}
+	})
+	// Output:
+	// not found: true
+	// invalid: lexicon id is required
+	// invalid: true parse error: true
+	// conflict: client_id_url already registered
+}
+
+// Write records through the App's batch writer: each is checked against
+// its record lexicon, and the refused ones are reported, not stored.
+func ExampleWriter() {
+	newExample(func(ctx context.Context, app *appview.App) {
+		if _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(false)}); err != nil {
+			panic(err)
+		}
+		_, err := app.Writer().Write(ctx, "example", nil)
+		fmt.Println("before Start:", errors.Is(err, appview.ErrNotStarted))
+		if err := app.Start(ctx); err != nil {
+			panic(err)
+		}
+
+		w := app.Writer()
+		fmt.Println("check:", w.CheckRecord("com.example.note", json.RawMessage(`{"$type":"com.example.note"}`)) != nil)
+		note := func(rkey, record string) storage.Change {
+			return storage.Change{Op: storage.OpCreate, DID: "did:plc:example", Collection: "com.example.note", RKey: rkey,
+				CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Record: json.RawMessage(record)}
+		}
+		res, err := w.Write(ctx, "example", []storage.Change{
+			note("3kexample0001", `{"$type":"com.example.note","text":"hello"}`),
+			note("3kexample0002", `{"$type":"com.example.note"}`), // no text: refused
+		})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("accepted:", res.Accepted)
+		for _, r := range res.Rejected {
+			fmt.Println("rejected:", r.URI)
+		}
+		fmt.Println("committed:", w.Stats().Committed)
+	})
+	// Output:
+	// before Start: true
+	// check: true
+	// accepted: 1
+	// rejected: at://did:plc:example/com.example.note/3kexample0002
+	// committed: 1
+}
+
+// Create, edit, list and delete API clients, as /admin/api-clients does.
+func ExampleClientManager() {
+	newExample(func(ctx context.Context, app *appview.App) {
+		clients := app.Clients()
+		c, secret, err := clients.Create(ctx, appview.NewClient{
+			Name: "notes", ClientIDURL: "https://notes.example/client-metadata.json",
+			ClientURI: "https://notes.example", RedirectURIs: []string{"https://notes.example/callback"},
+			CreatedBy: "did:plc:operator",
+		})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(strings.HasPrefix(c.Key, "hvc_"), strings.HasPrefix(secret, "hvs_"), c.IsActive)
+
+		// Edit a copy and save it whole, or patch single fields.
+		c.Name = "Notes"
+		if c, err = clients.Update(ctx, "did:plc:operator", c.ID, appview.FullClientPatch(c)); err != nil {
+			panic(err)
+		}
+		capacity := 10
+		if c, err = clients.Update(ctx, "did:plc:operator", c.ID, appview.ClientPatch{
+			RateLimitCapacity: appview.ClientPatchField[int]{Set: true, Value: &capacity},
+		}); err != nil {
+			panic(err)
+		}
+		fmt.Println(c.Name, *c.RateLimitCapacity)
+
+		all, err := clients.List(ctx, "")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("clients:", len(all))
+		if _, err := clients.Delete(ctx, "did:plc:operator", c.ID); err != nil {
+			panic(err)
+		}
+		_, err = clients.Get(ctx, c.ID)
+		fmt.Println("deleted:", errors.Is(err, appview.ErrNotFound))
+	})
+	// Output:
+	// true true true
+	// Notes 10
+	// clients: 1
+	// deleted: true
+}
+
+// Identify the API clients of XRPC requests your own way, for example
+// behind a gateway of your own that already checked them.
+func ExampleClientIdentifierFunc() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "lexview-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	app, err := appview.New(appview.Config{
+		DatabaseURL: "sqlite://" + filepath.Join(dir, "appview.db"), JetstreamURL: "off",
+		Logger: slog.New(slog.DiscardHandler),
+		ClientIdentifier: appview.ClientIdentifierFunc(func(ctx context.Context, key string, r *http.Request) (*appview.Client, error) {
+			if key != "gateway-checked" {
+				return nil, appview.ErrInvalidClient
+			}
+			return &appview.Client{ID: "gateway", Key: key, Name: "gateway"}, nil
+		}),
 	})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(l.ID, l.Kind, "revision", l.Revision, "created", created)
+	defer app.Shutdown(ctx)
+	for _, up := range []lexicon.Upload{
+		{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(false)},
+		{Document: json.RawMessage(exampleListLexicon), TargetCollection: "com.example.note"},
+	} {
+		if _, err := app.Lexicons().Put(ctx, up); err != nil {
+			panic(err)
+		}
+	}
 
-	_, ok := app.Lexicons().Snapshot().Get("com.example.listNotes")
-	fmt.Println("routed:", ok)
-
-	_, _, err = app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(`{"lexicon": 1, "defs": {}}`)})
-	fmt.Println("invalid document refused:", err != nil)
+	srv := httptest.NewServer(app)
+	defer srv.Close()
+	for _, key := range []string{"gateway-checked", "someone-else"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/xrpc/com.example.listNotes", nil)
+		req.Header.Set("X-Client-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Println(key, resp.StatusCode)
+	}
 	// Output:
-	// com.example.listNotes query revision 1 created true
-	// routed: true
-	// invalid document refused: true
+	// gateway-checked 200
+	// someone-else 401
 }

@@ -38,7 +38,7 @@ func TestGoXRPCMethods(t *testing.T) {
 				Script: `function handle() return {from = "lua"} end`},
 			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.poke","defs":{"main":{"type":"procedure"}}}`)},
 		} {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -77,7 +77,7 @@ func TestGoRecordHooks(t *testing.T) {
 		env := testenv.New(t, open(t), appview.Config{RecordHooks: []appview.RecordHook{shout, skipDrafts}})
 		ctx := context.Background()
 		doc := `{"lexicon":1,"id":"app.test.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
 			t.Fatal(err)
 		}
 		note := func(rkey, text string) storage.Change {

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
@@ -76,7 +75,7 @@ func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
 		env := testenv.New(t, store, appview.Config{JetstreamURL: js.URL, MetricsRegisterer: reg})
 		ctx := context.Background()
 		putNoteLexicon(t, env.App)
-		if _, _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
 			t.Fatal(err)
 		}
 		client, _ := env.NewClient(t, apiclients.NewClient{})
@@ -171,7 +170,7 @@ func TestProcedureRefusesInvalidText(t *testing.T) {
 			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.createNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.note"},
 			listNotesLexicon,
 		} {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -218,7 +217,7 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 	env := testenv.New(t, store, appview.Config{})
 	ctx := context.Background()
 	putNoteLexicon(t, env.App)
-	if _, _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
+	if _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
 		t.Fatal(err)
 	}
 	client, _ := env.NewClient(t, apiclients.NewClient{})
@@ -252,10 +251,10 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 func TestScriptRecordThatCannotBeStored(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 1}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() record.text = record.text .. string.char(0) return record end`}); err != nil {
 			t.Fatal(err)
 		}

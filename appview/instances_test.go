@@ -42,7 +42,7 @@ func TestLexiconChangesReachOtherInstances(t *testing.T) {
 
 		const doc = `{"lexicon":1,"id":"app.test.shared","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
 		no := false
-		if _, _, err := b.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
+		if _, err := b.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: &no}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor("the new lexicon on a", func() bool { _, ok := a.App.Lexicons().Snapshot().Get("app.test.shared"); return ok })

@@ -42,7 +42,7 @@ func newLabelFixture(t *testing.T, store storage.Store) *labelFixture {
 	env := testenv.New(t, store, appview.Config{})
 	putNoteLexicons(t, env)
 	// A query whose output declares labels gets them without asking.
-	if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{TargetCollection: "app.test.note", Document: json.RawMessage(
+	if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{TargetCollection: "app.test.note", Document: json.RawMessage(
 		`{"lexicon":1,"id":"app.test.listLabelled","defs":{"main":{"type":"query","output":{"encoding":"application/json",` +
 			`"schema":{"type":"object","properties":{"records":{"type":"array","items":{"type":"unknown"}},"labels":{"type":"array","items":{"type":"unknown"}}}}}}}}`)}); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
 		a.ownsStore = true // as if New had opened it
 		ctx := context.Background()
 		doc := `{"lexicon":1,"id":"app.test.note","defs":{"main":{"type":"record","key":"any","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
-		if _, _, err := a.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+		if _, err := a.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Start(ctx); err != nil {
@@ -64,7 +64,7 @@ func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
 		}
 		change := storage.Change{Op: storage.OpCreate, DID: "did:plc:held", Collection: "app.test.note", RKey: "k",
 			CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm", Record: json.RawMessage(`{"$type":"app.test.note","text":"x"}`)}
-		if _, err := a.Writer().Submit(ctx, "test", []storage.Change{change}, nil); err != nil {
+		if _, err := a.writer.Submit(ctx, "test", []storage.Change{change}, nil); err != nil {
 			t.Fatal(err)
 		}
 		<-hs.entered

@@ -206,7 +206,7 @@ func putItemLexicons(t *testing.T, env *testenv.Env) {
 		{Document: json.RawMessage(`{"lexicon":1,"id":"com.example.demo.item","defs":{"main":{"type":"record","key":"any","record":{"type":"object","required":["text"],"properties":{"text":{"type":"string","maxLength":100},"sourceId":{"type":"string"},"createdAt":{"type":"string","format":"datetime"}}}}}}`)},
 		{Document: json.RawMessage(`{"lexicon":1,"id":"com.example.demo.listItems","defs":{"main":{"type":"query"}}}`), TargetCollection: "com.example.demo.item"},
 	} {
-		if _, _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -113,7 +113,7 @@ func queryBenchApp(b *testing.B, store storage.Store) *appview.App {
 		{Document: query(benchScriptedQuery), TargetCollection: collection,
 			Script: `function handle() return db.query{limit = tonumber(params.limit) or 20} end`},
 	} {
-		if _, _, err := app.Lexicons().Put(ctx, u); err != nil {
+		if _, err := app.Lexicons().Put(ctx, u); err != nil {
 			b.Fatal(err)
 		}
 	}

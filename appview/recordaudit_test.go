@@ -53,7 +53,7 @@ func TestProcedureRecordAudit(t *testing.T) {
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		client, secret := env.NewClient(t, apiclients.NewClient{})
 		putNoteLexicons(t, env)
-		if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
+		if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
 			Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.scriptNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`),
 			TargetCollection: "app.test.note",
 			Script: `function handle()

@@ -50,7 +50,7 @@ func TestReferencePDSOAuth(t *testing.T) {
 		ctx := context.Background()
 		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL})
 		for _, up := range refNoteLexicons {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)
 			}
 		}

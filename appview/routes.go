@@ -40,7 +40,7 @@ func (a *App) AdminRoutes() []string { return slices.Clone(a.surfaces.AdminRoute
 // routes assembles the HTTP front ends over the services.
 func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
-		Lexicons: a.lexicons, ClientIdentifier: a.cfg.ClientIdentifier, ClientRegistry: a.clients, Users: a.users,
+		Lexicons: a.lexicons, ClientIdentifier: a.clientIdentifier(), ClientRegistry: a.clients, Users: a.users,
 		Methods:     a.cfg.XRPCMethods,
 		OAuthClient: a.oauthClient, Handles: a.cfg.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
 		Ready: a.readiness, HTTPClient: a.cfg.HTTPClient, UserAgent: "lexview/" + Version,

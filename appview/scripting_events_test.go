@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/oauthtest"
@@ -38,12 +37,12 @@ type deadLetterList struct {
 func TestRecordEventScripts(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 1}})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		ctx := context.Background()
 		// The legacy index_hook field maps onto record.index.
-		_, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+		_, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle()
 				if record.text == "skip me" then return nil end
 				if record.text == "fail" then error("cannot index " .. uri) end
@@ -152,9 +151,9 @@ func deadLetterCount(t *testing.T, adm *testenv.Admin) float64 {
 func TestDeadLetterAutomaticRetry(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
 		ctx := context.Background()
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
 			t.Fatal(err)
 		}
 		adm := env.Bootstrap(t)
@@ -194,9 +193,9 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 func TestDeadLetterAfterEveryRetry(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() error("always") end`}); err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +255,7 @@ func TestProcedureScriptWrites(t *testing.T) {
 			{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.peek","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note",
 				Script: `function handle() local ok, err = pcall(function() Record(collection, {text = "x"}):save() end) return {ok = ok, err = err} end`},
 		} {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -312,9 +311,9 @@ func TestProcedureScriptWrites(t *testing.T) {
 func TestScriptRetriesAfterRestart(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: scripthost.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
 		ctx := context.Background()
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() return true end`}); err != nil {
 			t.Fatal(err)
 		}

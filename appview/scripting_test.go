@@ -41,7 +41,7 @@ func newScriptEnv(t testing.TB, store storage.Store) *scriptEnv {
 		{Document: json.RawMessage(feedLexicon), TargetCollection: "app.test.note"},
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.count","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note"},
 	} {
-		if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -260,7 +260,7 @@ func TestScriptRawSQLAllowList(t *testing.T) {
 		e := newScriptEnv(t, open(t))
 		e.seed(t, 3)
 		const secret = "inline-secret-4711"
-		if _, _, err := e.App.Lexicons().Put(context.Background(), lexicon.Upload{
+		if _, err := e.App.Lexicons().Put(context.Background(), lexicon.Upload{
 			Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.count","defs":{"main":{"type":"query"}}}`),
 			TargetCollection: "app.test.note",
 			Script:           `local token = "` + secret + `" function handle() return {} end`,

@@ -26,7 +26,7 @@ const (
 func putRefNoteLexicons(t *testing.T, env *testenv.Env) {
 	t.Helper()
 	for _, up := range refNoteLexicons {
-		if _, _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
 			t.Fatal(err)
 		}
 	}

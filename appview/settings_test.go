@@ -251,7 +251,7 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 		}
 
 		// The rate-limit defaults, live, last: the clock moves.
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(
 			`{"lexicon":1,"id":"app.test.ping","defs":{"main":{"type":"query"}}}`)}); err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,7 @@ func (f *fakeSource) waitResume(t *testing.T) resumePoint {
 
 func putNoteLexicon(t *testing.T, app *appview.App) {
 	t.Helper()
-	if _, _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
+	if _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -48,7 +48,7 @@ func putNoteLexicons(t *testing.T, env *testenv.Env) {
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.createNote","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.note"},
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.note"},
 	} {
-		if _, _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), up); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -217,7 +217,7 @@ func TestExpiredAccessToken(t *testing.T) {
 	pds := oauthtest.New(t, oauthtest.Options{})
 	did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 	client, secret := env.NewClient(t, apiclients.NewClient{})
-	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
+	if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{
 		Document:         json.RawMessage(`{"lexicon":1,"id":"app.test.listNotes","defs":{"main":{"type":"query"}}}`),
 		TargetCollection: "app.test.note",
 	}); err != nil {
@@ -255,7 +255,7 @@ func TestProcedureValidatesAndReadsURI(t *testing.T) {
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.saveBookmark","defs":{"main":{"type":"procedure","input":{"encoding":"application/json"}}}}`), TargetCollection: "app.test.bookmark"},
 		{Document: json.RawMessage(`{"lexicon":1,"id":"app.test.getBookmarks","defs":{"main":{"type":"query"}}}`), TargetCollection: "app.test.bookmark"},
 	} {
-		if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func TestScriptLocalCalls(t *testing.T) {
 						procedure = {perr, pstatus}, kind = {kerr, kstatus}, missing = {nerr, nstatus}}
 				end`},
 		} {
-			if _, _, err := env.App.Lexicons().Put(ctx, up); err != nil {
+			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)
 			}
 		}

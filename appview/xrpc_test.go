@@ -44,11 +44,11 @@ func ptr[T any](v T) *T { return &v }
 
 func (e *testEnv) putLexicon(t *testing.T, doc string, target string) *lexicon.Lexicon {
 	t.Helper()
-	l, _, err := e.app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), TargetCollection: target})
+	res, err := e.app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), TargetCollection: target})
 	if err != nil {
 		t.Fatalf("put lexicon: %v", err)
 	}
-	return l
+	return res.Lexicon
 }
 
 // call makes a request with a client key and decodes the JSON answer.
@@ -350,7 +350,7 @@ func TestQueriesByHandle(t *testing.T) {
 		if up == listLexicon {
 			target = "app.test.post"
 		}
-		if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(up), TargetCollection: target}); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(up), TargetCollection: target}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,10 +381,10 @@ func TestQueriesByHandle(t *testing.T) {
 
 	down := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: failingDirectory{dir}})
 	downClient, _ := down.NewClient(t, apiclients.NewClient{})
-	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
+	if _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(listLexicon), TargetCollection: "app.test.post"}); err != nil {
+	if _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(listLexicon), TargetCollection: "app.test.post"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := down.Do(t, "GET", "/xrpc/app.test.listPosts?did=alice.test", nil, "X-Client-Key", downClient.Key); r.Status != 500 ||

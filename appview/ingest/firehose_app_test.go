@@ -135,7 +135,7 @@ func BenchmarkFirehoseIntoSQLite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, _, err := app.Lexicons().Put(ctx, lexiconUpload("app.test.post")); err != nil {
+	if _, err := app.Lexicons().Put(ctx, lexiconUpload("app.test.post")); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()

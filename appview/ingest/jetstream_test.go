@@ -53,7 +53,7 @@ func stop(t *testing.T, app *appview.App) {
 
 func putLexicon(t *testing.T, app *appview.App, id string) {
 	t.Helper()
-	if _, _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(id))}); err != nil {
+	if _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(id))}); err != nil {
 		t.Fatal(err)
 	}
 }

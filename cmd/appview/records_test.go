@@ -37,7 +37,7 @@ func writingApp(t *testing.T, store storage.Store) *appview.App {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { app.Shutdown(context.Background()) })
-	if _, _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
+	if _, err := app.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.StartWriting(context.Background()); err != nil {
@@ -132,7 +132,7 @@ func TestRecordsImportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := setup.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
+	if _, err := setup.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := setup.Shutdown(context.Background()); err != nil {

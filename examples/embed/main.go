@@ -77,7 +77,7 @@ func run(ctx context.Context, dbPath string, port int) error {
 		{Document: json.RawMessage(noteLexicon), Backfill: new(false)}, // the demo imports its records: no network backfill
 		{Document: json.RawMessage(listNotesLexicon), TargetCollection: "com.example.note"},
 	} {
-		if _, _, err := app.Lexicons().Put(ctx, up); err != nil {
+		if _, err := app.Lexicons().Put(ctx, up); err != nil {
 			return fmt.Errorf("register lexicon: %w", err)
 		}
 	}

@@ -101,7 +101,7 @@ func startDemo(ctx context.Context) (_ *demo, err error) {
 		{Document: json.RawMessage(createNoteLexicon), TargetCollection: "com.example.note"},
 		{Document: json.RawMessage(listNotesLexicon), TargetCollection: "com.example.note"},
 	} {
-		if _, _, err := d.app.Lexicons().Put(ctx, up); err != nil {
+		if _, err := d.app.Lexicons().Put(ctx, up); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("upload lexicon: %w", err)
 		}

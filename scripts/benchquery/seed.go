@@ -176,7 +176,7 @@ func prepare(ctx context.Context, dbURL string, fresh bool, spec seedSpec) (int6
 		{Document: []byte(queryLexicon(scriptedQuery)), TargetCollection: benchCollection, Script: scriptSource},
 	}
 	for _, u := range uploads {
-		if _, _, err := app.Lexicons().Put(ctx, u); err != nil {
+		if _, err := app.Lexicons().Put(ctx, u); err != nil {
 			return 0, fmt.Errorf("upload lexicon: %w", err)
 		}
 	}

@@ -423,7 +423,7 @@ func (e *Env) NewClient(t testing.TB, nc apiclients.NewClient) (storage.APIClien
 	if nc.CreatedBy == "" {
 		nc.CreatedBy = "did:plc:testadmin"
 	}
-	c, secret, err := e.App.Clients().Create(context.Background(), nc)
+	c, secret, err := e.App.Clients().Create(context.Background(), appview.NewClient(nc))
 	if err != nil {
 		t.Fatalf("create API client: %v", err)
 	}

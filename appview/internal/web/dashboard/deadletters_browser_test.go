@@ -49,7 +49,7 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	env, key := startInstance(t)
 
 	doc := `{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
-	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
+	if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
 		t.Fatal(err)
 	}
 	script := func(source string) {

@@ -225,7 +225,7 @@ func TestClientAssertionRefusals(t *testing.T) {
 		// A deactivated client.
 		gone, goneSecret := f.env.NewClient(t, apiclients.NewClient{})
 		gone.IsActive = false
-		if _, err := f.env.App.Clients().Update(context.Background(), "", gone.ID, apiclients.FullPatch(gone)); err != nil {
+		if _, err := f.env.App.Clients().Update(context.Background(), "", gone.ID, appview.FullClientPatch(gone)); err != nil {
 			t.Fatal(err)
 		}
 		expectError(t, do("X-Client-Key", gone.Key, "X-Client-Secret", goneSecret), 401, "Invalid client")

@@ -39,7 +39,7 @@ type fixture struct {
 func setup(t *testing.T, open func(testing.TB) storage.Store, cfg appview.Config) *fixture {
 	t.Helper()
 	env := testenv.New(t, open(t), cfg)
-	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(pingDoc)}); err != nil {
+	if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(pingDoc)}); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{env: env, pds: oauthtest.New(t, oauthtest.Options{})}
@@ -216,7 +216,7 @@ func TestAuthentication(t *testing.T) {
 
 		// A deactivated parent is an invalid client.
 		f.parent.IsActive = false
-		if _, err := f.env.App.Clients().Update(context.Background(), "", f.parent.ID, apiclients.FullPatch(f.parent)); err != nil {
+		if _, err := f.env.App.Clients().Update(context.Background(), "", f.parent.ID, appview.FullClientPatch(f.parent)); err != nil {
 			t.Fatal(err)
 		}
 		expectError(t, a.Call(t, "GET", listPath, nil), 401, "Invalid client")

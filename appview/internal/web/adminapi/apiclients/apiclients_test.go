@@ -30,7 +30,7 @@ func newEnv(t *testing.T, open func(testing.TB) storage.Store, cfg appview.Confi
 	t.Helper()
 	env := testenv.New(t, open(t), cfg)
 	for _, doc := range []string{queryDoc, procDoc} {
-		if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
 			t.Fatalf("put lexicon: %v", err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestActivation(t *testing.T) {
 		expect(t, ping(t, env, key), 200, "")
 
 		// Deactivating a parent deactivates its child.
-		child, _, err := env.App.Clients().Create(context.Background(), apiclients.NewClient{
+		child, _, err := env.App.Clients().Create(context.Background(), appview.NewClient{
 			Name: "child", ClientIDURL: "https://child.test/meta.json", ClientURI: "https://child.test",
 			RedirectURIs: []string{"https://child.test/cb"}, CreatedBy: "did:plc:owner", ParentID: id, OwnerDID: "did:plc:owner",
 		})
@@ -467,7 +467,7 @@ func TestRateLimits(t *testing.T) {
 		expectLimited(t, ping(t, env, key3))
 
 		// A child client has its own bucket with the defaults.
-		child, _, err := env.App.Clients().Create(context.Background(), apiclients.NewClient{
+		child, _, err := env.App.Clients().Create(context.Background(), appview.NewClient{
 			Name: "child", ClientIDURL: "https://child.test/meta.json", ClientURI: "https://child.test",
 			RedirectURIs: []string{"https://child.test/cb"}, CreatedBy: "did:plc:owner", ParentID: id3, OwnerDID: "did:plc:owner",
 		})

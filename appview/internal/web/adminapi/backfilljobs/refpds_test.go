@@ -91,7 +91,7 @@ func TestReferencePDS(t *testing.T) {
 		if err := env.App.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := env.App.Lexicons().Put(t.Context(), lexicon.Upload{Document: json.RawMessage(recordLexicon(postNSID)), Backfill: new(false)}); err != nil {
+		if _, err := env.App.Lexicons().Put(t.Context(), lexicon.Upload{Document: json.RawMessage(recordLexicon(postNSID)), Backfill: new(false)}); err != nil {
 			t.Fatal(err)
 		}
 		w := &world{env: env, su: env.Bootstrap(t), dir: nil}

@@ -117,7 +117,7 @@ func setupWith(t *testing.T, store storage.Store, relayURL string, cfg appview.C
 	if err := env.App.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(postNSID)), Backfill: new(false)}); err != nil {
+	if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(recordLexicon(postNSID)), Backfill: new(false)}); err != nil {
 		t.Fatal(err)
 	}
 	return &world{env: env, su: env.Bootstrap(t), pds: pds, dir: dir}

@@ -21,7 +21,7 @@ func TestRetryInTheApp(t *testing.T) {
 		env := testenv.New(t, open(t), appview.Config{})
 		ctx := context.Background()
 		doc := `{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
-		if _, _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
+		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), Backfill: new(false)}); err != nil {
 			t.Fatal(err)
 		}
 		su := env.Bootstrap(t)

@@ -21,7 +21,7 @@ func TestScriptsInTheApp(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		env := testenv.New(t, open(t), appview.Config{})
 		doc := `{"lexicon":1,"id":"app.test.hello","defs":{"main":{"type":"query"}}}`
-		if _, _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+		if _, err := env.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
 			t.Fatal(err)
 		}
 		su := env.Bootstrap(t)
