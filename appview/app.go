@@ -106,12 +106,12 @@ type App struct {
 // lexicon registry and assembles the HTTP surface. It starts no background
 // work; call Start (or StartWriting) or Run.
 //
-// Files New writes (none with PostgreSQL and a TokenEncryptionKey):
+// Files New writes (none with PostgreSQL and a Security.TokenEncryptionKey):
 //   - with DatabaseURL sqlite://PATH: the directory of PATH (created 0700
 //     with any missing parents), the database file PATH and SQLite's
 //     write-ahead log and shared-memory files PATH-wal and PATH-shm;
 //   - with SQLite (opened by New or given as Config.Store) and no
-//     TokenEncryptionKey: token-encryption.key beside the database file,
+//     Security.TokenEncryptionKey: token-encryption.key beside the database file,
 //     a generated key (base64 of 32 bytes) readable by the owner only
 //     (0600), written once through a temporary .key-*.tmp file in that
 //     directory and never rewritten; it seals every secret at rest, so
@@ -172,7 +172,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.sealer, err = a.newSealer(); err != nil {
 		return err
 	}
-	sessionSecret := []byte(cfg.SessionSecret)
+	sessionSecret := []byte(cfg.Security.SessionSecret)
 	if len(sessionSecret) == 0 {
 		sessionSecret = make([]byte, 32)
 		_, _ = rand.Read(sessionSecret)
@@ -189,15 +189,15 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.events = eventlog.New(eventlog.Options{Store: a.store, Now: cfg.Now, Logger: a.log})
 	a.pds = oauth.NewClient(writepath.NewSessionSource(a.store, a.sealer, cfg.Now),
-		oauth.ClientOptions{HTTPClient: cfg.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
+		oauth.ClientOptions{HTTPClient: cfg.Network.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
 	if a.pluginRuntime, err = wasm.New(ctx, wasm.Options{Limits: wasm.Limits{
-		CallTimeout: cfg.PluginCallTimeout, MemoryPages: cfg.PluginMemoryPages}}); err != nil {
+		CallTimeout: cfg.Plugins.CallTimeout, MemoryPages: cfg.Plugins.MemoryPages}}); err != nil {
 		return err
 	}
 	a.plugins = plugins.New(plugins.Options{Store: a.store, Runtime: a.pluginRuntime, Sealer: a.sealer,
-		Fetch: cfg.HTTPClient, Plugin: cfg.HTTPClient, Events: a.events, RegistryURL: cfg.PluginRegistryURL,
-		Dir: cfg.PluginDir, Now: cfg.Now, Logger: a.log})
+		Fetch: cfg.Network.HTTPClient, Plugin: cfg.Network.HTTPClient, Events: a.events, RegistryURL: cfg.Plugins.RegistryURL,
+		Dir: cfg.Plugins.Dir, Now: cfg.Now, Logger: a.log})
 
 	// Two cycles are closed here. The writer runs record-event scripts,
 	// and scripts write through the writer; scripts call local XRPC
@@ -206,8 +206,9 @@ func (a *App) build(ctx context.Context) error {
 	// below, before New returns: nothing runs before Start, and no request
 	// arrives before New returns.
 	a.scripts = scripthost.New(scripthost.Options{
-		Engine: cfg.ScriptEngine, Store: a.store, Lexicons: a.lexicons, Events: a.events, Sealer: a.sealer, PDS: a.pds,
-		Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, Logger: a.log, Now: cfg.Now, Retry: scripthost.RetryPolicy(cfg.ScriptRetry),
+		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
+		Events: a.events, Sealer: a.sealer, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
@@ -228,8 +229,8 @@ func (a *App) build(ctx context.Context) error {
 	})
 	// Backfill: the job manager writes through the one batch writer.
 	bcfg := backfilljobs.Options{
-		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
-		RelayURL: cfg.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.InstanceID,
+		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		RelayURL: cfg.Ingest.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.Cluster.InstanceID,
 	}
 	if a.metrics != nil {
 		bcfg.Metrics = a.metrics
@@ -238,14 +239,14 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.labelSubs = labelsub.New(labelsub.Options{
-		Store: a.store, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient, AllowHTTP: cfg.AllowPrivateNetworks,
+		Store: a.store, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient, AllowHTTP: cfg.Network.AllowPrivateNetworks,
 		Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now, Hook: a.scripts,
 	})
-	limits := apiclients.Limits{Capacity: cfg.DefaultRateLimitCapacity, RefillRate: cfg.DefaultRateLimitRefillRate}
+	limits := apiclients.Limits{Capacity: cfg.Clients.DefaultRateLimitCapacity, RefillRate: cfg.Clients.DefaultRateLimitRefillRate}
 	a.clients = apiclients.NewRegistry(a.store, limits, cfg.Now, a.log)
 	a.clients.SetInstances(a.leadership.Live)
 	a.clientManager = apiclients.NewManager(a.store, a.clients, a.events, cfg.Now)
-	if cfg.AdminClaim == ClaimWithToken {
+	if cfg.Security.AdminClaim == ClaimWithToken {
 		a.claimToken = newClaimToken()
 	}
 	a.svc = a.newServices()
@@ -265,23 +266,24 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.users = &userauth.Authenticator{
 		Store: a.store, Sealer: a.sealer, PublicURL: cfg.PublicURL, Domains: a.svc.Domains, Now: cfg.Now,
-		DPoP:        oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now, Shared: a.sharedReplays()}),
-		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Directory, Now: cfg.Now, Audiences: cfg.ServiceAuthAudiences, Self: a.instanceDID},
-		Cookies:     sessioncookie.NewCodec(sessionSecret, cfg.Now),
+		DPoP: oauth.NewVerifier(oauth.VerifierOptions{Now: cfg.Now, Shared: a.sharedReplays()}),
+		ServiceAuth: &serviceauth.Verifier{Directory: cfg.Network.Directory, Now: cfg.Now,
+			Audiences: cfg.Security.ServiceAuthAudiences, Self: a.instanceDID},
+		Cookies: sessioncookie.NewCodec(sessionSecret, cfg.Now),
 	}
 	a.oauthClient = oauthclient.New(oauthclient.Options{
 		Store: a.store, Sealer: a.sealer, Key: a.svc.InstanceKeys,
 		PrivateKey: func(k storage.ClientAuthKey) (*ecdsa.PrivateKey, error) { return clientkeys.PrivateKey(a.sealer, k) },
-		HTTPClient: cfg.HTTPClient, Directory: cfg.Directory, AllowHTTP: cfg.AllowPrivateNetworks,
+		HTTPClient: cfg.Network.HTTPClient, Directory: cfg.Network.Directory, AllowHTTP: cfg.Network.AllowPrivateNetworks,
 		UserAgent: "lexview/" + Version, Now: cfg.Now, Logger: a.log,
 	})
 	a.surfaces = a.routes()
 	a.life = lifecycle{parts: a.components()}
 	a.leader.life = lifecycle{parts: a.leaderComponents()}
-	if a.metrics != nil && cfg.MetricsRegisterer != nil {
+	if a.metrics != nil && cfg.Metrics.Registerer != nil {
 		// Last: nothing can fail after it, so New never leaves collectors
 		// registered for an App it did not return.
-		if err := a.metrics.Register(cfg.MetricsRegisterer); err != nil {
+		if err := a.metrics.Register(cfg.Metrics.Registerer); err != nil {
 			return fmt.Errorf("register metrics: %w", err)
 		}
 	}
@@ -300,31 +302,32 @@ func (a *App) sharedReplays() oauth.ReplayStore {
 	return a.store
 }
 
-// newMetrics creates the collectors when metrics are served (MetricsAddr)
+// newMetrics creates the collectors when metrics are served (Metrics.Addr)
 // or registered with the embedder's registerer; otherwise nil.
 func newMetrics(cfg Config) *metrics.Metrics {
-	if cfg.MetricsAddr == "" && cfg.MetricsRegisterer == nil {
+	if cfg.Metrics.Addr == "" && cfg.Metrics.Registerer == nil {
 		return nil
 	}
 	return metrics.New()
 }
 
-// eventSources returns the configured live event sources: Config.EventSource,
-// else the firehose at RelayURL when EventStream is "firehose", else
-// Jetstream at JetstreamURL unless it is "off". Their names must be valid
+// eventSources returns the configured live event sources: Config.Ingest.EventSource,
+// else the firehose at Ingest.RelayURL when Ingest.EventStream is "firehose",
+// else Jetstream at Ingest.JetstreamURL unless it is "off". Their names must be valid
 // and distinct.
 func eventSources(cfg Config) ([]ingest.Source, error) {
 	var out []ingest.Source
 	switch {
-	case cfg.EventSource != nil:
-		out = append(out, cfg.EventSource)
-	case cfg.EventStream == EventStreamFirehose:
-		out = append(out, &ingest.Firehose{URL: cfg.RelayURL, Directory: cfg.Directory, HTTPClient: cfg.HTTPClient,
+	case cfg.Ingest.EventSource != nil:
+		out = append(out, cfg.Ingest.EventSource)
+	case cfg.Ingest.EventStream == EventStreamFirehose:
+		out = append(out, &ingest.Firehose{URL: cfg.Ingest.RelayURL, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 			Logger: cfg.Logger, Now: cfg.Now})
-	case cfg.EventStream != EventStreamJetstream:
-		return nil, fmt.Errorf("unknown event source %q: use %q or %q", cfg.EventStream, EventStreamJetstream, EventStreamFirehose)
-	case cfg.JetstreamURL != "off":
-		out = append(out, &ingest.Jetstream{URL: cfg.JetstreamURL, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger, Now: cfg.Now})
+	case cfg.Ingest.EventStream != EventStreamJetstream:
+		return nil, fmt.Errorf("unknown event source %q: use %q or %q", cfg.Ingest.EventStream, EventStreamJetstream, EventStreamFirehose)
+	case cfg.Ingest.JetstreamURL != "off":
+		out = append(out, &ingest.Jetstream{URL: cfg.Ingest.JetstreamURL, HTTPClient: cfg.Network.HTTPClient,
+			Logger: cfg.Logger, Now: cfg.Now})
 	}
 	seen := map[string]bool{}
 	for _, s := range out {

@@ -25,7 +25,11 @@ func TestNewOpensDatabaseURL(t *testing.T) {
 	}
 	for name, mk := range urls {
 		t.Run(name, func(t *testing.T) {
-			app, err := appview.New(appview.Config{DatabaseURL: mk(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey})
+			app, err := appview.New(appview.Config{
+				DatabaseURL: mk(t),
+				Logger:      quiet,
+				Security:    appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,8 +47,8 @@ func TestConfigRefusals(t *testing.T) {
 	t.Parallel()
 	db := func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "a.db") }
 	for name, cfg := range map[string]appview.Config{
-		"placeholder secret": {SessionSecret: appview.SessionSecretPlaceholder},
-		"short secret":       {SessionSecret: "too-short"},
+		"placeholder secret": {Security: appview.SecurityConfig{SessionSecret: appview.SessionSecretPlaceholder}},
+		"short secret":       {Security: appview.SecurityConfig{SessionSecret: "too-short"}},
 		"bad port":           {Port: 70000},
 		"bad database":       {DatabaseURL: "mysql://nope"},
 	} {
@@ -58,7 +62,11 @@ func TestConfigRefusals(t *testing.T) {
 			}
 		})
 	}
-	app, err := appview.New(appview.Config{DatabaseURL: db(t), Logger: quiet, SessionSecret: strings.Repeat("s", 32)})
+	app, err := appview.New(appview.Config{
+		DatabaseURL: db(t),
+		Logger:      quiet,
+		Security:    appview.SecurityConfig{SessionSecret: strings.Repeat("s", 32)},
+	})
 	if err != nil {
 		t.Fatalf("32-byte secret refused: %v", err)
 	}
@@ -76,7 +84,12 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	if cfg.Host != "127.0.0.1" || cfg.Port != 3000 || cfg.PublicURL != "http://127.0.0.1:3000" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	app2, err := appview.New(appview.Config{Store: app.Store(), Port: -1, Logger: quiet, JetstreamURL: "off"})
+	app2, err := appview.New(appview.Config{
+		Store:  app.Store(),
+		Port:   -1,
+		Logger: quiet,
+		Ingest: appview.IngestConfig{JetstreamURL: "off"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Reconciliation intervals when Config.ChangeReconcile is zero.
+// Reconciliation intervals when Config.Cluster.ChangeReconcile is zero.
 const (
 	reconcileWithFeed    = 30 * time.Second // PostgreSQL: notifications do the work
 	reconcileWithoutFeed = 5 * time.Second  // SQLite: another process's changes arrive this way
@@ -16,12 +16,12 @@ const (
 // changeFeed is the component that brings the configuration changes made
 // through other instances here: on PostgreSQL as they are committed
 // (storage.ChangeWatcher, LISTEN/NOTIFY), and on both databases by
-// re-reading everything every Config.ChangeReconcile, which repairs a
+// re-reading everything every Config.Cluster.ChangeReconcile, which repairs a
 // missed notification. Changes made through this instance apply at once
 // and need neither.
 func (a *App) changeFeed() component {
 	watcher, _ := a.store.(storage.ChangeWatcher)
-	every := a.cfg.ChangeReconcile
+	every := a.cfg.Cluster.ChangeReconcile
 	if every <= 0 {
 		every = reconcileWithoutFeed
 		if watcher != nil {

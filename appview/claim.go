@@ -6,9 +6,9 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 )
 
-// claimPolicy is the admins service's view of Config.AdminClaim.
+// claimPolicy is the admins service's view of Config.Security.AdminClaim.
 func (a *App) claimPolicy() admins.ClaimPolicy {
-	switch a.cfg.AdminClaim {
+	switch a.cfg.Security.AdminClaim {
 	case ClaimFirstRequest:
 		return admins.ClaimPolicy{FirstRequest: true}
 	case ClaimWithToken:
@@ -18,7 +18,7 @@ func (a *App) claimPolicy() admins.ClaimPolicy {
 }
 
 // ClaimToken returns the token that lets an admin request claim this
-// instance while it has no admin user (Config.AdminClaim ClaimWithToken,
+// instance while it has no admin user (Config.Security.AdminClaim ClaimWithToken,
 // sent in the X-Claim-Token header), or "" in the other modes. It is made
 // afresh by New and is worthless once the instance has a super user.
 func (a *App) ClaimToken() string { return a.claimToken }
@@ -31,7 +31,7 @@ func (a *App) announceClaim(ctx context.Context) {
 		return
 	}
 	const cmd = "appview admin bootstrap --did <your DID>"
-	switch a.cfg.AdminClaim {
+	switch a.cfg.Security.AdminClaim {
 	case ClaimWithToken:
 		a.log.WarnContext(ctx, "THIS INSTANCE HAS NO ADMIN YET. Claim it with `"+cmd+"` (prints an admin API key), "+
 			"or send your first admin request (a service-auth JWT) with this header; the token works once, until the instance is claimed",

@@ -59,8 +59,13 @@ func TestClaimNeedsTheToken(t *testing.T) {
 		}
 		// No claim message once claimed: a restart says nothing.
 		var again testenv.LogBuffer
-		cfg := appview.Config{Store: env.Store, Logger: slog.New(slog.NewTextHandler(&again, nil)), JetstreamURL: "off",
-			TokenEncryptionKey: testenv.TokenKey, PLCURL: env.PLC.URL, AllowPrivateNetworks: true, RelayURL: "http://127.0.0.1:1"}
+		cfg := appview.Config{
+			Store:    env.Store,
+			Logger:   slog.New(slog.NewTextHandler(&again, nil)),
+			Ingest:   appview.IngestConfig{JetstreamURL: "off", RelayURL: "http://127.0.0.1:1"},
+			Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			Network:  appview.NetworkConfig{PLCURL: env.PLC.URL, AllowPrivateNetworks: true},
+		}
 		app, err := appview.New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +85,7 @@ func TestClaimNeedsTheToken(t *testing.T) {
 func TestClaimModes(t *testing.T) {
 	t.Parallel()
 	store := storagetest.SQLite(t)
-	env := testenv.New(t, store, appview.Config{AdminClaim: appview.ClaimFirstRequest})
+	env := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{AdminClaim: appview.ClaimFirstRequest}})
 	if env.App.ClaimToken() != "" {
 		t.Fatal("a claim token in first-request mode")
 	}
@@ -88,7 +93,7 @@ func TestClaimModes(t *testing.T) {
 		t.Fatalf("first request: %d %s", r.Status, r.Raw)
 	}
 
-	env = testenv.New(t, storagetest.SQLite(t), appview.Config{AdminClaim: appview.ClaimByCommand})
+	env = testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{AdminClaim: appview.ClaimByCommand}})
 	acct := env.PLC.NewAccount(t, false, "https://pds.test")
 	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(acct.ServiceAuth(t))...); r.Status != 403 || r.Error(t) != unclaimedMsg {
 		t.Fatalf("command mode, first request: %d %s", r.Status, r.Raw)
@@ -100,7 +105,7 @@ func TestClaimModes(t *testing.T) {
 	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(key)...); r.Status != 200 {
 		t.Fatalf("the bootstrapped key: %d %s", r.Status, r.Raw)
 	}
-	if _, err := appview.New(appview.Config{Store: store, AdminClaim: "anyone"}); err == nil {
+	if _, err := appview.New(appview.Config{Store: store, Security: appview.SecurityConfig{AdminClaim: "anyone"}}); err == nil {
 		t.Fatal("an unknown claim mode was accepted")
 	}
 }

@@ -33,8 +33,8 @@ type NewClient struct {
 	// besides ClientURI's.
 	AllowedOrigins []string
 	// RateLimitCapacity and RateLimitRefillRate are its token bucket; nil
-	// takes the instance's defaults (Config.DefaultRateLimitCapacity,
-	// Config.DefaultRateLimitRefillRate).
+	// takes the instance's defaults (Config.Clients.DefaultRateLimitCapacity,
+	// Config.Clients.DefaultRateLimitRefillRate).
 	RateLimitCapacity   *int
 	RateLimitRefillRate *float64
 	CreatedBy           string // the actor's DID, in the audit entry
@@ -133,7 +133,7 @@ type Client struct {
 // ClientIdentifier identifies the API client of each XRPC request from
 // the client key it presents (X-Client-Key, or the client_key query
 // parameter), in place of the instance's stored API clients
-// (Config.ClientIdentifier). A client it returns is not rate limited.
+// (Config.Clients.Identifier). A client it returns is not rate limited.
 type ClientIdentifier interface {
 	// Identify returns the client holding key. It returns
 	// ErrInvalidClient (possibly wrapped) when the key is unknown or the
@@ -155,13 +155,13 @@ func (f ClientIdentifierFunc) Identify(ctx context.Context, key string, r *http.
 var ErrInvalidClient = apiclients.ErrInvalidClient
 
 // clientIdentifier is the identifier the XRPC front end asks:
-// Config.ClientIdentifier, else the instance's API clients (with their
+// Config.Clients.Identifier, else the instance's API clients (with their
 // rate limits).
 func (a *App) clientIdentifier() clientauth.Identifier {
-	if a.cfg.ClientIdentifier == nil {
+	if a.cfg.Clients.Identifier == nil {
 		return clientauth.Stored(a.clients)
 	}
-	return identifierLink{a.cfg.ClientIdentifier}
+	return identifierLink{a.cfg.Clients.Identifier}
 }
 
 // identifierLink lets the front end ask an embedder's ClientIdentifier.

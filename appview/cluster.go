@@ -25,12 +25,12 @@ const (
 // database: on PostgreSQL by lease, on SQLite (one process) none: the
 // instance always leads.
 func (a *App) newLeadership() {
-	id := a.cfg.InstanceID
+	id := a.cfg.Cluster.InstanceID
 	if id == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		id = hex.EncodeToString(b[:])
-		a.cfg.InstanceID = id
+		a.cfg.Cluster.InstanceID = id
 	}
 	info, _ := json.Marshal(map[string]string{"version": Version, "public_url": a.cfg.PublicURL})
 	var store cluster.Store
@@ -39,7 +39,7 @@ func (a *App) newLeadership() {
 	}
 	a.leader = &leaderWork{}
 	a.leadership = cluster.New(cluster.Options{
-		Store: store, InstanceID: id, Info: info, TTL: a.cfg.LeaderLease, Work: a.leader,
+		Store: store, InstanceID: id, Info: info, TTL: a.cfg.Cluster.LeaderLease, Work: a.leader,
 		Logger: a.log.With("instance", id), Now: a.cfg.Now,
 		Changed: func(leading bool, reason string) {
 			a.metrics.Leading(id, leading)
@@ -76,8 +76,8 @@ func (w *leaderWork) Lead(ctx context.Context, _ *storage.Lease) error {
 func (w *leaderWork) StepDown(ctx context.Context) error { return w.life.stop(ctx) }
 
 // InstanceID is this instance's name among those sharing the database
-// (Config.InstanceID, or the random one it was given).
-func (a *App) InstanceID() string { return a.cfg.InstanceID }
+// (Config.Cluster.InstanceID, or the random one it was given).
+func (a *App) InstanceID() string { return a.cfg.Cluster.InstanceID }
 
 // Leading reports whether this instance runs the singleton work (the event
 // sources, labeler subscriptions, sweeps): always with SQLite, for the

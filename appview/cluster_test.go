@@ -36,7 +36,7 @@ func TestThreeInstancesOnePostgres(t *testing.T) {
 		if err := store.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		envs = append(envs, testenv.New(t, store, appview.Config{JetstreamURL: js.URL}))
+		envs = append(envs, testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}}))
 	}
 	leaders := func() (n int, leader *testenv.Env) {
 		for _, e := range envs {

@@ -38,8 +38,8 @@ const writerPart = "writer"
 //     reconciliation on both databases (changes.go)
 //  5. backfill worker: one job at a time (across instances: job leases)
 //  6. plugins: file-based and installed plugins loaded at start, the
-//     registry index refreshed every PluginRegistryRefresh
-//  7. metrics listener, when MetricsAddr is set (a listen error fails Start)
+//     registry index refreshed every Plugins.RegistryRefresh
+//  7. metrics listener, when Metrics.Addr is set (a listen error fails Start)
 //  8. leadership: the election among instances sharing a PostgreSQL
 //     database (always won with SQLite), whose winner runs the singleton
 //     work of leaderComponents (cluster.go)
@@ -60,10 +60,10 @@ func (a *App) components() []*part {
 		{name: "backfill worker", component: &worker{run: a.backfill.Run}},
 		{name: "plugins", component: &worker{
 			init: a.plugins.Start,
-			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.PluginRegistryRefresh) },
+			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.Plugins.RegistryRefresh) },
 		}},
 	}
-	if a.cfg.MetricsAddr != "" {
+	if a.cfg.Metrics.Addr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})
 	}
 	return append(parts, &part{name: "leadership", component: a.leadership})
@@ -74,7 +74,7 @@ func (a *App) components() []*part {
 // steps down or shuts down.
 //
 //  1. network lexicons: refreshes those whose schema commits the event
-//     sources saw, and all every LexiconRecheck (commits they missed)
+//     sources saw, and all every Network.LexiconRecheck (commits they missed)
 //  2. sweeps: tombstones, rejection reports, retiring client keys, expired
 //     OAuth requests and DPoP proofs (hourly)
 //  3. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
@@ -89,7 +89,7 @@ func (a *App) components() []*part {
 func (a *App) leaderComponents() []*part {
 	parts := []*part{
 		{name: "network lexicons", component: &worker{run: func(ctx context.Context) {
-			a.svc.NetworkLexicons.Run(ctx, a.cfg.LexiconRecheck)
+			a.svc.NetworkLexicons.Run(ctx, a.cfg.Network.LexiconRecheck)
 		}}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 	}
@@ -167,7 +167,7 @@ func (a *App) reportRejections(ctx context.Context) {
 	}
 }
 
-// metricsListener serves Prometheus metrics at /metrics on MetricsAddr.
+// metricsListener serves Prometheus metrics at /metrics on Metrics.Addr.
 type metricsListener struct {
 	app  *App
 	srv  *http.Server
@@ -175,7 +175,7 @@ type metricsListener struct {
 }
 
 func (m *metricsListener) Start(context.Context) error {
-	ln, err := net.Listen("tcp", m.app.cfg.MetricsAddr)
+	ln, err := net.Listen("tcp", m.app.cfg.Metrics.Addr)
 	if err != nil {
 		return err
 	}

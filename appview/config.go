@@ -31,7 +31,7 @@ const (
 	DefaultJetstreamURL = "wss://jetstream2.us-east.bsky.network/subscribe"
 	DefaultRelayURL     = "https://bsky.network"
 	// EventStreamJetstream and EventStreamFirehose are the values of
-	// Config.EventStream (EVENT_SOURCE).
+	// Config.Ingest.EventStream (EVENT_SOURCE).
 	EventStreamJetstream         = "jetstream"
 	EventStreamFirehose          = "firehose"
 	DefaultPLCURL                = "https://plc.directory"
@@ -49,118 +49,46 @@ const (
 	minSessionSecretLen      = 32
 )
 
-// Config configures an App. Every field is optional; the zero value runs
-// an instance on ./data/appview.db. Each environment variable the command
-// reads has a field here, so a library user never needs the environment.
+// Config configures an App. Every field is optional: the zero Config runs
+// an instance on ./data/appview.db that follows Jetstream. The command
+// (cmd/appview) fills a Config from the environment, and every variable it
+// reads has a field here (named beside each field, and in
+// docs/configuration.md), so a program that embeds Lexview never needs
+// the environment.
+//
+// The fields most programs set come first; the others are grouped by the
+// part of the App they configure: Security, Ingest, Network, Clients,
+// Scripts, Plugins, Cluster and Metrics.
+//
 // An instance setting named after a variable in lower case (stored through
 // PUT /admin/settings/{key}) overrides its field: the rate-limit defaults,
-// EventLogRetentionDays, PluginRegistryURL and the log level live, the
-// event source's URLs, PLCURL and LexiconDNSServer when the App is built
-// (docs/admin-api.md, section Settings).
+// EventLogRetentionDays, Plugins.RegistryURL and the log level live, the
+// event source's URLs, Network.PLCURL and Network.LexiconDNSServer when
+// the App is built (docs/admin-api.md, section Settings).
 type Config struct {
 	// Store is the storage backend. When nil, DatabaseURL is opened, and
 	// the App closes it on Shutdown.
 	Store storage.Store
-	// DatabaseURL is sqlite://PATH or postgres://...; used when Store is nil.
+	// DatabaseURL is sqlite://PATH or postgres://...; used when Store is
+	// nil (DATABASE_URL; default DefaultDatabaseURL).
 	DatabaseURL string
 
-	// Host and Port are where Run listens. Port -1 picks a free port
-	// (the environment's PORT=0 maps to it); 0 means DefaultPort.
+	// Host and Port are where Run listens (HOST, PORT). Port -1 picks a
+	// free port (the environment's PORT=0 maps to it); 0 means
+	// DefaultPort.
 	Host string
 	Port int
-	// PublicURL is the public base URL; default http://Host:Port. DPoP
-	// proofs are checked against it. With Port -1 the default cannot name
-	// the port bound: call Listen first and set Port to the listener's
-	// port (or set PublicURL).
+	// PublicURL is the public base URL (PUBLIC_URL); default
+	// http://Host:Port. DPoP proofs are checked against it. With Port -1
+	// the default cannot name the port bound: call Listen first and set
+	// Port to the listener's port (or set PublicURL).
 	PublicURL string
 
-	// SessionSecret signs dashboard cookies. Empty means a random
-	// per-process secret (with a warning); the placeholder value and values
-	// shorter than 32 bytes are refused.
-	SessionSecret string
-	// TokenEncryptionKey is base64 of 32 bytes sealing secrets at rest.
-	TokenEncryptionKey string
-
-	// EventStream chooses the live event source: EventStreamJetstream
-	// (the default: unverified records from JetstreamURL) or
-	// EventStreamFirehose (verified commits from RelayURL's
-	// com.atproto.sync.subscribeRepos). Config.EventSource overrides it.
-	EventStream string
-	// JetstreamURL is the live event stream; "off" disables ingestion.
-	JetstreamURL string
-	// RelayURL is used for repository discovery in backfill, and is the
-	// firehose of EventStreamFirehose.
-	RelayURL string
-	// PLCURL is the DID PLC directory.
-	PLCURL string
-
-	// DefaultRateLimitCapacity and DefaultRateLimitRefillRate are the
-	// per-client token bucket defaults.
-	DefaultRateLimitCapacity   int
-	DefaultRateLimitRefillRate float64
-
-	// EventLogRetentionDays purges older event-log entries. 0 means the
-	// default (30); a negative value keeps everything.
-	EventLogRetentionDays int
-
-	// MetricsAddr, when set, serves Prometheus metrics at /metrics there,
-	// on a listener of its own (with Go runtime and process metrics).
-	MetricsAddr string
-	// MetricsRegisterer, when set, receives Lexview's metrics (not the Go
-	// runtime and process ones, which are the program's), for an embedder
-	// that serves metrics itself; for example prometheus.DefaultRegisterer
-	// or a prometheus.NewRegistry(). They are unregistered when Shutdown
-	// completes. New fails if they cannot be registered (for example while
-	// another App's are registered there). Works with or without
-	// MetricsAddr.
-	MetricsRegisterer prometheus.Registerer
-
-	// Logger receives structured logs; default slog.Default().
+	// Logger receives structured logs (LOG_LEVEL, LOG_FORMAT); default
+	// slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// ScriptEngine runs Lua scripts; nil uses the gopher-lua engine
-	// (script/luascript) with the specification's limits.
-	ScriptEngine script.Engine
-	// ScriptRetry bounds the automatic retries of failed record-event
-	// scripts (default 3 attempts, 2 s backoff doubling). A failure waits
-	// as a stored pending retry and becomes a dead letter, for an
-	// operator, only once every attempt has failed.
-	ScriptRetry RetryPolicy
-	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
-	// client with timeouts that refuses private, loopback and other
-	// non-public addresses (except at the origins, scheme, host and port,
-	// of PLCURL, RelayURL and JetstreamURL).
-	HTTPClient *http.Client
-	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
-	// private addresses, and labeler subscriptions use plain-http
-	// endpoints (local development, tests).
-	AllowPrivateNetworks bool
-	// Directory resolves DIDs and handles; default an indigo directory on
-	// PLCURL with an in-memory cache.
-	Directory identity.Directory
-	// LexiconDNSServer is host:port of the DNS server asked for the
-	// `_lexicon.<authority>` TXT records of NSID authorities (network
-	// lexicons, the XRPC proxy); "" is the system resolver.
-	LexiconDNSServer string
-	// LexiconResolver resolves NSIDs to their authorities and published
-	// lexicons; default the network resolver (DNS at LexiconDNSServer,
-	// Directory, HTTPClient) with an authority cache of an hour (30 s for
-	// failures).
-	LexiconResolver lexresolve.Resolver
-	// LexiconRecheck is how often tracked network lexicons are fetched
-	// again to catch revisions the live event source missed; default
-	// DefaultLexiconRecheck.
-	LexiconRecheck time.Duration
-	// ClientIdentifier identifies the API client of each XRPC request;
-	// default: the API clients stored in the instance (admin API).
-	ClientIdentifier ClientIdentifier
-
-	// EventSource is the live event stream; default Jetstream at
-	// JetstreamURL (none when JetstreamURL is "off"). Its Name keys its
-	// stored cursor (ingest.CursorKey), its metrics and its status, so it
-	// never resumes from another source's position.
-	EventSource ingest.Source
 
 	// XRPCMethods are Go handlers of XRPC methods, by method NSID. One
 	// answers its method instead of a Lua script or the default list/get
@@ -174,17 +102,164 @@ type Config struct {
 	// RecordHook).
 	RecordHooks []RecordHook
 
+	// EventLogRetentionDays purges older event-log entries
+	// (EVENT_LOG_RETENTION_DAYS). 0 means the default (30); a negative
+	// value keeps everything.
+	EventLogRetentionDays int
+	// LinkedRepoRefresh is how often the sessions of active linked repo
+	// grants are refreshed (DefaultLinkedRepoRefresh when zero); a refused
+	// refresh moves the grant to needs_reauth.
+	LinkedRepoRefresh time.Duration
 	// StreamKeepalive is how often an idle Server-Sent Events stream (a
 	// backfill job's progress) sends a keepalive comment; default 15 s.
 	StreamKeepalive time.Duration
 
+	Security SecurityConfig // secrets, service auth, claiming a fresh instance
+	Ingest   IngestConfig   // the live event source and the relay
+	Network  NetworkConfig  // outbound calls, identity and lexicon resolution
+	Clients  ClientConfig   // API clients: identification and rate limits
+	Scripts  ScriptConfig   // the Lua engine and script retries
+	Plugins  PluginConfig   // WASM plugins
+	Cluster  ClusterConfig  // several instances on one PostgreSQL database
+	Metrics  MetricsConfig  // Prometheus metrics
+}
+
+// SecurityConfig holds the instance's secrets and who may act as it.
+type SecurityConfig struct {
+	// SessionSecret signs dashboard cookies (SESSION_SECRET). Empty means
+	// a random per-process secret (with a warning); the placeholder value
+	// and values shorter than 32 bytes are refused.
+	SessionSecret string
+	// TokenEncryptionKey is base64 of 32 bytes sealing secrets at rest
+	// (TOKEN_ENCRYPTION_KEY). Empty with SQLite: a key file beside the
+	// database (see New); required with PostgreSQL.
+	TokenEncryptionKey string
+	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
+	// (admin API and XRPC) besides the instance's own DID, which is always
+	// accepted (see App.InstanceDID): service DIDs, each also accepted with
+	// a service fragment (did:web:example.com#bsky_appview)
+	// (SERVICE_AUTH_AUDIENCES). AnyAudience accepts every audience, as the
+	// interface specification's rule reads; a token minted for another
+	// service then works here too.
+	ServiceAuthAudiences []string
+	// AdminClaim is how a fresh instance, with no admin user yet, gets its
+	// super user (ADMIN_CLAIM); default ClaimWithToken.
+	AdminClaim ClaimMode
+}
+
+// IngestConfig chooses where live records come from.
+type IngestConfig struct {
+	// EventStream chooses the live event source (EVENT_SOURCE):
+	// EventStreamJetstream (the default: unverified records from
+	// JetstreamURL) or EventStreamFirehose (verified commits from
+	// RelayURL's com.atproto.sync.subscribeRepos). EventSource overrides
+	// it.
+	EventStream string
+	// JetstreamURL is the live event stream (JETSTREAM_URL); "off"
+	// disables ingestion. Default DefaultJetstreamURL.
+	JetstreamURL string
+	// RelayURL is used for repository discovery in backfill, and is the
+	// firehose of EventStreamFirehose (RELAY_URL). Default
+	// DefaultRelayURL.
+	RelayURL string
+	// EventSource is the live event stream; default Jetstream at
+	// JetstreamURL (none when JetstreamURL is "off"). Its Name keys its
+	// stored cursor (ingest.CursorKey), its metrics and its status, so it
+	// never resumes from another source's position.
+	EventSource ingest.Source
+}
+
+// NetworkConfig is how the App reaches the network: its outbound HTTP
+// client, identity resolution and lexicon resolution.
+type NetworkConfig struct {
+	// PLCURL is the DID PLC directory (PLC_URL); default DefaultPLCURL.
+	PLCURL string
+	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
+	// client with timeouts that refuses private, loopback and other
+	// non-public addresses (except at the origins, scheme, host and port,
+	// of PLCURL, Ingest.RelayURL and Ingest.JetstreamURL).
+	HTTPClient *http.Client
+	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
+	// private addresses, and labeler subscriptions use plain-http
+	// endpoints (local development, tests) (ALLOW_PRIVATE_NETWORKS).
+	AllowPrivateNetworks bool
+	// Directory resolves DIDs and handles; default an indigo directory on
+	// PLCURL with an in-memory cache.
+	Directory identity.Directory
+	// LexiconDNSServer is host:port of the DNS server asked for the
+	// `_lexicon.<authority>` TXT records of NSID authorities (network
+	// lexicons, the XRPC proxy) (LEXICON_DNS_SERVER); "" is the system
+	// resolver.
+	LexiconDNSServer string
+	// LexiconResolver resolves NSIDs to their authorities and published
+	// lexicons; default the network resolver (DNS at LexiconDNSServer,
+	// Directory, HTTPClient) with an authority cache of an hour (30 s for
+	// failures).
+	LexiconResolver lexresolve.Resolver
+	// LexiconRecheck is how often tracked network lexicons are fetched
+	// again to catch revisions the live event source missed; default
+	// DefaultLexiconRecheck.
+	LexiconRecheck time.Duration
+}
+
+// ClientConfig is how XRPC callers are identified and rate limited.
+type ClientConfig struct {
+	// Identifier identifies the API client of each XRPC request; default
+	// (nil): the API clients stored in the instance (App.Clients, the
+	// admin API).
+	Identifier ClientIdentifier
+	// DefaultRateLimitCapacity and DefaultRateLimitRefillRate are the
+	// token bucket of a stored client that sets none
+	// (DEFAULT_RATE_LIMIT_CAPACITY, DEFAULT_RATE_LIMIT_REFILL_RATE;
+	// defaults DefaultRateLimitCapacity and DefaultRateLimitRefillRate).
+	DefaultRateLimitCapacity   int
+	DefaultRateLimitRefillRate float64
+}
+
+// ScriptConfig is how Lua scripts run.
+type ScriptConfig struct {
+	// Engine runs Lua scripts; nil uses the gopher-lua engine
+	// (script/luascript) with the specification's limits.
+	Engine script.Engine
+	// Retry bounds the automatic retries of failed record-event scripts
+	// (default 3 attempts, 2 s backoff doubling). A failure waits as a
+	// stored pending retry and becomes a dead letter, for an operator,
+	// only once every attempt has failed.
+	Retry RetryPolicy
+}
+
+// PluginConfig is where WASM plugins come from and what they may use
+// (docs/plugins.md).
+type PluginConfig struct {
+	// RegistryURL is the official plugin registry index behind
+	// GET /admin/plugins/official (PLUGIN_REGISTRY_URL); "" leaves the
+	// official list empty.
+	RegistryURL string
+	// RegistryRefresh is how often the registry index is fetched again
+	// (DefaultPluginRegistryRefresh when zero).
+	RegistryRefresh time.Duration
+	// Dir holds file-based plugins, loaded at start: each manifest
+	// (*.json, or */manifest.json) with its module beside it (PLUGIN_DIR);
+	// "" for none.
+	Dir string
+	// CallTimeout bounds one plugin call (default 2 s; a script's shorter
+	// deadline wins) and MemoryPages an instance's memory in 64 KiB pages
+	// (default 2048, 128 MiB).
+	CallTimeout time.Duration
+	MemoryPages uint32
+}
+
+// ClusterConfig tunes instances that share a PostgreSQL database
+// (docs/operations.md).
+type ClusterConfig struct {
 	// InstanceID names this process among the instances sharing a
 	// PostgreSQL database (in the leader's lease, the heartbeats, the
-	// metrics and GET /ready); "" for a random one per start.
+	// metrics and GET /ready) (INSTANCE_ID); "" for a random one per
+	// start.
 	InstanceID string
 	// LeaderLease is the lifetime of the leader's lease on PostgreSQL:
 	// the longest a dead leader keeps its singleton work from the others
-	// (DefaultLeaderLease when zero; docs/operations.md).
+	// (DefaultLeaderLease when zero).
 	LeaderLease time.Duration
 	// ChangeReconcile is how often every configuration cache is read
 	// again, as a safety net for changes missed. With PostgreSQL, changes
@@ -192,43 +267,25 @@ type Config struct {
 	// the default is 30 s; with SQLite this is how changes made by another
 	// process arrive, and the default is 5 s.
 	ChangeReconcile time.Duration
+}
 
-	// LinkedRepoRefresh is how often the sessions of active linked repo
-	// grants are refreshed (DefaultLinkedRepoRefresh when zero); a refused
-	// refresh moves the grant to needs_reauth.
-	LinkedRepoRefresh time.Duration
-
-	// PluginRegistryURL is the official plugin registry index behind
-	// GET /admin/plugins/official (docs/plugins.md); "" leaves the official
-	// list empty.
-	PluginRegistryURL string
-	// PluginRegistryRefresh is how often the registry index is fetched
-	// again (DefaultPluginRegistryRefresh when zero).
-	PluginRegistryRefresh time.Duration
-	// PluginDir holds file-based plugins, loaded at start: each manifest
-	// (*.json, or */manifest.json) with its module beside it; "" for none.
-	PluginDir string
-	// PluginCallTimeout bounds one plugin call (default 2 s; a script's
-	// shorter deadline wins) and PluginMemoryPages an instance's memory
-	// in 64 KiB pages (default 2048, 128 MiB).
-	PluginCallTimeout time.Duration
-	PluginMemoryPages uint32
-
-	// ServiceAuthAudiences are audiences accepted in service-auth JWTs
-	// (admin API and XRPC) besides the instance's own DID, which is always
-	// accepted (see App.InstanceDID): service DIDs, each also accepted with a
-	// service fragment (did:web:example.com#bsky_appview). AnyAudience
-	// accepts every audience, as the interface specification's rule reads;
-	// a token minted for another service then works here too.
-	ServiceAuthAudiences []string
-
-	// AdminClaim is how a fresh instance, with no admin user yet, gets its
-	// super user; default ClaimWithToken.
-	AdminClaim ClaimMode
+// MetricsConfig is where Lexview's Prometheus metrics go.
+type MetricsConfig struct {
+	// Addr, when set, serves Prometheus metrics at /metrics there, on a
+	// listener of its own, with Go runtime and process metrics
+	// (METRICS_ADDR).
+	Addr string
+	// Registerer, when set, receives Lexview's metrics (not the Go runtime
+	// and process ones, which are the program's), for an embedder that
+	// serves metrics itself; for example prometheus.DefaultRegisterer or a
+	// prometheus.NewRegistry(). They are unregistered when Shutdown
+	// completes. New fails if they cannot be registered (for example while
+	// another App's are registered there). Works with or without Addr.
+	Registerer prometheus.Registerer
 }
 
 // RetryPolicy bounds the automatic retries of a failed record-event
-// script (Config.ScriptRetry): the failure waits as a stored pending retry,
+// script (Config.Scripts.Retry): the failure waits as a stored pending retry,
 // and becomes a dead letter, for an operator, once every attempt has
 // failed. Zero fields take their defaults.
 type RetryPolicy struct {
@@ -236,7 +293,7 @@ type RetryPolicy struct {
 	Backoff  time.Duration // wait before the second attempt, doubling; default 2 s
 }
 
-// AnyAudience in Config.ServiceAuthAudiences accepts service-auth JWTs
+// AnyAudience in Config.Security.ServiceAuthAudiences accepts service-auth JWTs
 // whatever their audience.
 const AnyAudience = serviceauth.AnyAudience
 
@@ -319,71 +376,71 @@ func (c Config) withDefaults() Config {
 		c.Port = DefaultPort
 	}
 	c.PublicURL = c.publicURL()
-	if c.AdminClaim == "" {
-		c.AdminClaim = ClaimWithToken
+	if c.Security.AdminClaim == "" {
+		c.Security.AdminClaim = ClaimWithToken
 	}
-	if c.EventStream == "" {
-		c.EventStream = EventStreamJetstream
+	if c.Ingest.EventStream == "" {
+		c.Ingest.EventStream = EventStreamJetstream
 	}
-	if c.JetstreamURL == "" {
-		c.JetstreamURL = DefaultJetstreamURL
+	if c.Ingest.JetstreamURL == "" {
+		c.Ingest.JetstreamURL = DefaultJetstreamURL
 	}
-	if c.RelayURL == "" {
-		c.RelayURL = DefaultRelayURL
+	if c.Ingest.RelayURL == "" {
+		c.Ingest.RelayURL = DefaultRelayURL
 	}
-	if c.PLCURL == "" {
-		c.PLCURL = DefaultPLCURL
+	if c.Network.PLCURL == "" {
+		c.Network.PLCURL = DefaultPLCURL
 	}
-	if c.DefaultRateLimitCapacity == 0 {
-		c.DefaultRateLimitCapacity = DefaultRateLimitCapacity
+	if c.Clients.DefaultRateLimitCapacity == 0 {
+		c.Clients.DefaultRateLimitCapacity = DefaultRateLimitCapacity
 	}
-	if c.DefaultRateLimitRefillRate == 0 {
-		c.DefaultRateLimitRefillRate = DefaultRateLimitRefillRate
+	if c.Clients.DefaultRateLimitRefillRate == 0 {
+		c.Clients.DefaultRateLimitRefillRate = DefaultRateLimitRefillRate
 	}
-	if c.LeaderLease <= 0 {
-		c.LeaderLease = DefaultLeaderLease
+	if c.Cluster.LeaderLease <= 0 {
+		c.Cluster.LeaderLease = DefaultLeaderLease
 	}
 	if c.LinkedRepoRefresh <= 0 {
 		c.LinkedRepoRefresh = DefaultLinkedRepoRefresh
 	}
-	if c.PluginRegistryRefresh <= 0 {
-		c.PluginRegistryRefresh = DefaultPluginRegistryRefresh
+	if c.Plugins.RegistryRefresh <= 0 {
+		c.Plugins.RegistryRefresh = DefaultPluginRegistryRefresh
 	}
-	if c.LexiconRecheck <= 0 {
-		c.LexiconRecheck = DefaultLexiconRecheck
+	if c.Network.LexiconRecheck <= 0 {
+		c.Network.LexiconRecheck = DefaultLexiconRecheck
 	}
 	if c.EventLogRetentionDays == 0 {
 		c.EventLogRetentionDays = DefaultEventLogRetentionDays
 	}
-	if c.ScriptEngine == nil {
-		c.ScriptEngine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})
+	if c.Scripts.Engine == nil {
+		c.Scripts.Engine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = c.guardedHTTPClient()
+	if c.Network.HTTPClient == nil {
+		c.Network.HTTPClient = c.guardedHTTPClient()
 	}
-	if c.Directory == nil {
+	if c.Network.Directory == nil {
 		base := &identity.BaseDirectory{
-			PLCURL:                 c.PLCURL,
-			HTTPClient:             *c.HTTPClient,
+			PLCURL:                 c.Network.PLCURL,
+			HTTPClient:             *c.Network.HTTPClient,
 			SkipHandleVerification: true,
 			TryAuthoritativeDNS:    false,
 			UserAgent:              "lexview/" + Version,
 		}
-		c.Directory = identity.NewCacheDirectory(base, 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
+		c.Network.Directory = identity.NewCacheDirectory(base, 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
 	}
-	if c.LexiconResolver == nil {
-		c.LexiconResolver = lexresolve.New(lexresolve.Options{
-			TXT: lexresolve.NewTXTResolver(c.LexiconDNSServer), Directory: c.Directory, HTTP: c.HTTPClient,
+	if c.Network.LexiconResolver == nil {
+		c.Network.LexiconResolver = lexresolve.New(lexresolve.Options{
+			TXT: lexresolve.NewTXTResolver(c.Network.LexiconDNSServer), Directory: c.Network.Directory, HTTP: c.Network.HTTPClient,
 			UserAgent: "lexview/" + Version, Now: c.Now,
 		})
 	}
 	return c
 }
 
-// guardedHTTPClient is the default HTTPClient: timeouts, and private,
-// loopback and other non-public addresses refused unless
-// AllowPrivateNetworks, except at the origins of PLCURL, RelayURL and
-// JetstreamURL (their defaults when unset).
+// guardedHTTPClient is the default Network.HTTPClient: timeouts, and
+// private, loopback and other non-public addresses refused unless
+// Network.AllowPrivateNetworks, except at the origins of Network.PLCURL,
+// Ingest.RelayURL and Ingest.JetstreamURL (their defaults when unset).
 func (c Config) guardedHTTPClient() *http.Client {
 	or := func(v, def string) string {
 		if v == "" {
@@ -392,29 +449,31 @@ func (c Config) guardedHTTPClient() *http.Client {
 		return v
 	}
 	return &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
-		AllowPrivate: c.AllowPrivateNetworks,
+		AllowPrivate: c.Network.AllowPrivateNetworks,
 		// The operator chose these; they may live on a private network.
 		// Only their origins: other ports of their hosts stay guarded.
-		AllowOrigins: []string{or(c.PLCURL, DefaultPLCURL), or(c.RelayURL, DefaultRelayURL), or(c.JetstreamURL, DefaultJetstreamURL)},
+		AllowOrigins: []string{or(c.Network.PLCURL, DefaultPLCURL), or(c.Ingest.RelayURL, DefaultRelayURL),
+			or(c.Ingest.JetstreamURL, DefaultJetstreamURL)},
 	})}
 }
 
 // validate refuses settings that must not run; unset fields are valid
 // (their defaults are).
 func (c Config) validate() error {
-	if c.SessionSecret == SessionSecretPlaceholder {
+	if c.Security.SessionSecret == SessionSecretPlaceholder {
 		return errors.New("SESSION_SECRET is the documented placeholder; set a random value of at least 32 bytes")
 	}
-	if c.SessionSecret != "" && len(c.SessionSecret) < minSessionSecretLen {
-		return fmt.Errorf("SESSION_SECRET must be at least %d bytes, got %d", minSessionSecretLen, len(c.SessionSecret))
+	if c.Security.SessionSecret != "" && len(c.Security.SessionSecret) < minSessionSecretLen {
+		return fmt.Errorf("SESSION_SECRET must be at least %d bytes, got %d", minSessionSecretLen, len(c.Security.SessionSecret))
 	}
-	if c.DefaultRateLimitCapacity < 0 || c.DefaultRateLimitRefillRate < 0 {
+	if c.Clients.DefaultRateLimitCapacity < 0 || c.Clients.DefaultRateLimitRefillRate < 0 {
 		return errors.New("rate-limit defaults must not be negative")
 	}
-	switch c.AdminClaim {
+	switch c.Security.AdminClaim {
 	case "", ClaimWithToken, ClaimFirstRequest, ClaimByCommand:
 	default:
-		return fmt.Errorf("admin claim mode %q is not one of %q, %q, %q", c.AdminClaim, ClaimWithToken, ClaimFirstRequest, ClaimByCommand)
+		return fmt.Errorf("admin claim mode %q is not one of %q, %q, %q",
+			c.Security.AdminClaim, ClaimWithToken, ClaimFirstRequest, ClaimByCommand)
 	}
 	if c.Port > 65535 || c.Port < -1 {
 		return fmt.Errorf("port %d out of range", c.Port)

@@ -28,9 +28,9 @@ const (
 // offline (no live stream), logging nothing.
 func newExampleApp(dir string) (*appview.App, error) {
 	return appview.New(appview.Config{
-		DatabaseURL:  "sqlite://" + filepath.Join(dir, "appview.db"),
-		JetstreamURL: "off",
-		Logger:       slog.New(slog.DiscardHandler),
+		DatabaseURL: "sqlite://" + filepath.Join(dir, "appview.db"),
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
+		Logger:      slog.New(slog.DiscardHandler),
 	})
 }
 
@@ -286,15 +286,18 @@ func ExampleClientIdentifierFunc() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	// Trust the keys a gateway of your own checked; refuse the others.
+	identify := appview.ClientIdentifierFunc(func(ctx context.Context, key string, r *http.Request) (*appview.Client, error) {
+		if key != "gateway-checked" {
+			return nil, appview.ErrInvalidClient
+		}
+		return &appview.Client{ID: "gateway", Key: key, Name: "gateway"}, nil
+	})
 	app, err := appview.New(appview.Config{
-		DatabaseURL: "sqlite://" + filepath.Join(dir, "appview.db"), JetstreamURL: "off",
-		Logger: slog.New(slog.DiscardHandler),
-		ClientIdentifier: appview.ClientIdentifierFunc(func(ctx context.Context, key string, r *http.Request) (*appview.Client, error) {
-			if key != "gateway-checked" {
-				return nil, appview.ErrInvalidClient
-			}
-			return &appview.Client{ID: "gateway", Key: key, Name: "gateway"}, nil
-		}),
+		DatabaseURL: "sqlite://" + filepath.Join(dir, "appview.db"),
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
+		Clients:     appview.ClientConfig{Identifier: identify},
+		Logger:      slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		panic(err)
@@ -324,4 +327,41 @@ func ExampleClientIdentifierFunc() {
 	// Output:
 	// gateway-checked 200
 	// someone-else 401
+}
+
+// Configure an App: the common fields at the top, the others in their
+// groups. What is left unset takes its default, and App.Config shows the
+// configuration in effect.
+func ExampleConfig() {
+	dir, err := os.MkdirTemp("", "lexview-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	app, err := appview.New(appview.Config{
+		DatabaseURL: "sqlite://" + filepath.Join(dir, "appview.db"),
+		Logger:      slog.New(slog.DiscardHandler),
+		Security: appview.SecurityConfig{
+			SessionSecret: "an-example-secret-of-32-bytes-or-more",
+			AdminClaim:    appview.ClaimByCommand, // only `appview admin bootstrap` makes the super user
+		},
+		Ingest:  appview.IngestConfig{JetstreamURL: "off"},
+		Clients: appview.ClientConfig{DefaultRateLimitCapacity: 10},
+		Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 5}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer app.Shutdown(context.Background())
+
+	cfg := app.Config()
+	fmt.Println("rate limit:", cfg.Clients.DefaultRateLimitCapacity, "tokens,", cfg.Clients.DefaultRateLimitRefillRate, "per second")
+	fmt.Println("relay:", cfg.Ingest.RelayURL)
+	fmt.Println("PLC:", cfg.Network.PLCURL)
+	fmt.Println("claim:", cfg.Security.AdminClaim, "token:", app.ClaimToken() != "")
+	// Output:
+	// rate limit: 10 tokens, 2 per second
+	// relay: https://bsky.network
+	// PLC: https://plc.directory
+	// claim: command token: false
 }

@@ -72,7 +72,10 @@ func TestStreamRefusesInvalidIdentifiersAndText(t *testing.T) {
 		store := open(t)
 		js := jetstreamtest.New(t)
 		reg := prometheus.NewRegistry()
-		env := testenv.New(t, store, appview.Config{JetstreamURL: js.URL, MetricsRegisterer: reg})
+		env := testenv.New(t, store, appview.Config{
+			Ingest:  appview.IngestConfig{JetstreamURL: js.URL},
+			Metrics: appview.MetricsConfig{Registerer: reg},
+		})
 		ctx := context.Background()
 		putNoteLexicon(t, env.App)
 		if _, err := env.App.Lexicons().Put(ctx, listNotesLexicon); err != nil {
@@ -122,7 +125,10 @@ func TestCustomSourceRefusesInvalidChanges(t *testing.T) {
 	ctx := context.Background()
 	src := newFakeSource("custom")
 	reg := prometheus.NewRegistry()
-	env := testenv.New(t, store, appview.Config{EventSource: src, MetricsRegisterer: reg})
+	env := testenv.New(t, store, appview.Config{
+		Ingest:  appview.IngestConfig{EventSource: src},
+		Metrics: appview.MetricsConfig{Registerer: reg},
+	})
 	putNoteLexicon(t, env.App)
 	src.waitResume(t)
 
@@ -251,7 +257,7 @@ func TestStoredInvalidTextIsRepairedOnTheWay(t *testing.T) {
 func TestScriptRecordThatCannotBeStored(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 1}}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),

@@ -56,8 +56,8 @@ func resolvePLC(t *testing.T, plcURL, did string) (keys, services map[string]str
 func plcEnv(t *testing.T, store storage.Store, plcURL string, cfg appview.Config) *testenv.Env {
 	t.Helper()
 	standIn := testenv.NewPLC(t)
-	cfg.PLCURL = plcURL
-	cfg.Directory = twoDirectories{
+	cfg.Network.PLCURL = plcURL
+	cfg.Network.Directory = twoDirectories{
 		&identity.BaseDirectory{PLCURL: standIn.URL, HTTPClient: *http.DefaultClient},
 		&identity.BaseDirectory{PLCURL: plcURL, HTTPClient: *http.DefaultClient},
 	}

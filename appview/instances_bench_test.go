@@ -36,8 +36,11 @@ func BenchmarkReadsAcrossInstances(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		app, err := appview.New(appview.Config{Store: s, JetstreamURL: "off", SessionSecret: "bench-session-secret-0123456789abcdef",
-			TokenEncryptionKey: "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="})
+		app, err := appview.New(appview.Config{
+			Store:    s,
+			Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+			Security: appview.SecurityConfig{SessionSecret: "bench-session-secret-0123456789abcdef", TokenEncryptionKey: "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="},
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,8 +25,8 @@ func TestLexiconChangesReachOtherInstances(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
-		a := testenv.New(t, store, appview.Config{JetstreamURL: js.URL})
-		b := testenv.New(t, store, appview.Config{JetstreamURL: js.URL})
+		a := testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}})
+		b := testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}})
 		waitFor := func(what string, ok func() bool) {
 			t.Helper()
 			for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {

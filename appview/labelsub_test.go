@@ -80,7 +80,7 @@ func TestLabelerSubscriptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		lab.Emit(lab.Label(subject, "while-down"))
-		env2 := testenv.New(t, store, appview.Config{PLCURL: env.PLC.URL})
+		env2 := testenv.New(t, store, appview.Config{Network: appview.NetworkConfig{PLCURL: env.PLC.URL}})
 		waitCursor(4)
 		if got := lab.Cursors(); !slices.Equal(got, []int64{0, 2, 3}) {
 			t.Fatalf("cursors = %v, want [0 2 3]", got)

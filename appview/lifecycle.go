@@ -255,8 +255,8 @@ func (a *App) Shutdown(ctx context.Context) error {
 		return errors.Join(append(errs, fmt.Errorf("appview: shutdown incomplete: %s still running, so the store was left open; call Shutdown again to wait longer",
 			strings.Join(running, ", ")))...)
 	}
-	if a.metrics != nil && a.cfg.MetricsRegisterer != nil {
-		a.metrics.Unregister(a.cfg.MetricsRegisterer)
+	if a.metrics != nil && a.cfg.Metrics.Registerer != nil {
+		a.metrics.Unregister(a.cfg.Metrics.Registerer)
 	}
 	a.plugins.Close(ctx)
 	if err := a.pluginRuntime.Close(ctx); err != nil {

@@ -48,8 +48,13 @@ func TestShutdownDeadlineLeavesTheStoreOpen(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		hs := &heldStore{Store: open(t), hold: make(chan struct{}), entered: make(chan struct{}, 1)}
-		a, err := New(Config{Store: hs, JetstreamURL: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", EventLogRetentionDays: -1})
+		a, err := New(Config{
+			Store:                 hs,
+			Ingest:                IngestConfig{JetstreamURL: "off"},
+			Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Security:              SecurityConfig{TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="},
+			EventLogRetentionDays: -1,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

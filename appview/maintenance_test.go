@@ -83,7 +83,7 @@ func TestScheduledVacuumRunsAtRestart(t *testing.T) {
 	if err := s2.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	env2 := testenv.New(t, s2, appview.Config{Now: fixedNow, PLCURL: env.PLC.URL})
+	env2 := testenv.New(t, s2, appview.Config{Now: fixedNow, Network: appview.NetworkConfig{PLCURL: env.PLC.URL}})
 	if n := freelist(t, s2); n != 0 {
 		t.Fatalf("free pages after the vacuum: %d", n)
 	}
@@ -113,8 +113,12 @@ func TestScheduledVacuumRunsAtRestart(t *testing.T) {
 	}
 
 	// A third start has nothing to do.
-	app3, err := appview.New(appview.Config{DatabaseURL: "sqlite://" + path, Logger: quiet, JetstreamURL: "off",
-		Now: func() time.Time { return maintenanceNow.Add(time.Hour) }})
+	app3, err := appview.New(appview.Config{
+		DatabaseURL: "sqlite://" + path,
+		Logger:      quiet,
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
+		Now:         func() time.Time { return maintenanceNow.Add(time.Hour) },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +137,12 @@ func TestVacuumSettingIgnoredOnPostgres(t *testing.T) {
 	if err := s.PutSetting(ctx, "database.vacuum_scheduled", "true"); err != nil {
 		t.Fatal(err)
 	}
-	app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey})
+	app, err := appview.New(appview.Config{
+		Store:    s,
+		Logger:   quiet,
+		Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+		Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,8 +179,14 @@ func TestEventLogPurgeWorker(t *testing.T) {
 				}); err != nil {
 					t.Fatal(err)
 				}
-				app, err := appview.New(appview.Config{Store: s, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey, Now: fixedNow,
-					EventLogRetentionDays: tc.days})
+				app, err := appview.New(appview.Config{
+					Store:                 s,
+					Logger:                quiet,
+					Ingest:                appview.IngestConfig{JetstreamURL: "off"},
+					Security:              appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+					Now:                   fixedNow,
+					EventLogRetentionDays: tc.days,
+				})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,7 +16,7 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
-// stubResolver is a Config.LexiconResolver of the test's own: schemas by
+// stubResolver is a Config.Network.LexiconResolver of the test's own: schemas by
 // NSID, all under one authority DID.
 type stubResolver struct {
 	mu      sync.Mutex
@@ -76,7 +76,10 @@ func TestNetworkLexiconLiveUpdates(t *testing.T) {
 		res := &stubResolver{did: author, schemas: map[string]lexresolve.Schema{}}
 		res.publish(t, nsid, "bafy-one", noteSchema(nsid, "text"))
 		src := newFakeSource("stub")
-		env := testenv.New(t, open(t), appview.Config{EventSource: src, LexiconResolver: res, LexiconRecheck: time.Hour})
+		env := testenv.New(t, open(t), appview.Config{
+			Ingest:  appview.IngestConfig{EventSource: src},
+			Network: appview.NetworkConfig{LexiconResolver: res, LexiconRecheck: time.Hour},
+		})
 		admin := env.Bootstrap(t)
 		<-src.resumed
 		if cols := src.Status().Collections; slices.Contains(cols, schemaCollection) {

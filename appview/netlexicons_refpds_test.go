@@ -47,7 +47,7 @@ type netLexEnv struct {
 }
 
 func newNetLexEnv(t *testing.T, store storage.Store, n *refpds.Network, dns *dnstest.Server, recheck time.Duration) *netLexEnv {
-	env := plcEnv(t, store, n.PLCURL, appview.Config{LexiconDNSServer: dns.Addr, LexiconRecheck: recheck})
+	env := plcEnv(t, store, n.PLCURL, appview.Config{Network: appview.NetworkConfig{LexiconDNSServer: dns.Addr, LexiconRecheck: recheck}})
 	c, _ := env.NewClient(t, apiclients.NewClient{})
 	return &netLexEnv{Env: env, admin: env.Bootstrap(t), key: c.Key}
 }

@@ -27,13 +27,16 @@ func TestDefaultClientAllowsConfiguredOriginsOnly(t *testing.T) {
 	}))
 	defer plc.Close()
 	app, err := appview.New(appview.Config{
-		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "o.db"), Logger: quiet, JetstreamURL: "off", PLCURL: plc.URL,
+		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "o.db"),
+		Logger:      quiet,
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
+		Network:     appview.NetworkConfig{PLCURL: plc.URL},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Shutdown(context.Background())
-	c := app.Config().HTTPClient
+	c := app.Config().Network.HTTPClient
 
 	resp, err := c.Get(plc.URL + "/did:plc:abc")
 	if err != nil {

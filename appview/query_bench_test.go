@@ -97,8 +97,11 @@ func queryBenchApp(b *testing.B, store storage.Store) *appview.App {
 			ops = ops[:0]
 		}
 	}
-	app, err := appview.New(appview.Config{Store: store, JetstreamURL: "off", SessionSecret: "bench-session-secret-0123456789abcdef",
-		TokenEncryptionKey: "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="})
+	app, err := appview.New(appview.Config{
+		Store:    store,
+		Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+		Security: appview.SecurityConfig{SessionSecret: "bench-session-secret-0123456789abcdef", TokenEncryptionKey: "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="},
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,7 +38,10 @@ func TestOperatorDeletionGoesThroughTheWriter(t *testing.T) {
 			return c.URI() != protected
 		}
 		reg := prometheus.NewRegistry()
-		env := testenv.New(t, open(t), appview.Config{RecordHooks: []appview.RecordHook{hook}, MetricsRegisterer: reg})
+		env := testenv.New(t, open(t), appview.Config{
+			RecordHooks: []appview.RecordHook{hook},
+			Metrics:     appview.MetricsConfig{Registerer: reg},
+		})
 		ctx := context.Background()
 		var ops []storage.RecordOp
 		var uris []string

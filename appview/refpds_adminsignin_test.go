@@ -29,7 +29,10 @@ func TestReferencePDSAdminSignIn(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		store := open(t)
-		env := testenv.New(t, store, appview.Config{PLCURL: n.PLCURL, SessionSecret: testSessionSecret})
+		env := testenv.New(t, store, appview.Config{
+			Network:  appview.NetworkConfig{PLCURL: n.PLCURL},
+			Security: appview.SecurityConfig{SessionSecret: testSessionSecret},
+		})
 		alice := n.CreateAccount(t, "signin-"+t.Name()[strings.LastIndexByte(t.Name(), '/')+1:])
 		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 

@@ -48,7 +48,7 @@ func TestReferencePDSOAuth(t *testing.T) {
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
-		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL})
+		env := testenv.New(t, open(t), appview.Config{Network: appview.NetworkConfig{PLCURL: n.PLCURL}})
 		for _, up := range refNoteLexicons {
 			if _, err := env.App.Lexicons().Put(ctx, up); err != nil {
 				t.Fatal(err)

@@ -42,8 +42,8 @@ func (a *App) routes() *server.Surfaces {
 	return server.New(*a.svc, server.Parts{
 		Lexicons: a.lexicons, ClientIdentifier: a.clientIdentifier(), ClientRegistry: a.clients, Users: a.users,
 		Methods:     a.cfg.XRPCMethods,
-		OAuthClient: a.oauthClient, Handles: a.cfg.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
-		Ready: a.readiness, HTTPClient: a.cfg.HTTPClient, UserAgent: "lexview/" + Version,
+		OAuthClient: a.oauthClient, Handles: a.cfg.Network.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
+		Ready: a.readiness, HTTPClient: a.cfg.Network.HTTPClient, UserAgent: "lexview/" + Version,
 		Now: a.cfg.Now, Logger: a.log,
 	})
 }

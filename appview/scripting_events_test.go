@@ -37,7 +37,7 @@ type deadLetterList struct {
 func TestRecordEventScripts(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 1}})
+		env := testenv.New(t, open(t), appview.Config{Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 1}}})
 		pds := oauthtest.New(t, oauthtest.Options{})
 		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
 		ctx := context.Background()
@@ -151,7 +151,7 @@ func deadLetterCount(t *testing.T, adm *testenv.Admin) float64 {
 func TestDeadLetterAutomaticRetry(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}})
+		env := testenv.New(t, open(t), appview.Config{Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 5, Backoff: 50 * time.Millisecond}}})
 		ctx := context.Background()
 		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon)}); err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func TestDeadLetterAutomaticRetry(t *testing.T) {
 func TestDeadLetterAfterEveryRetry(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		env := testenv.New(t, open(t), appview.Config{Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}}})
 		ctx := context.Background()
 		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() error("always") end`}); err != nil {
@@ -311,7 +311,7 @@ func TestProcedureScriptWrites(t *testing.T) {
 func TestScriptRetriesAfterRestart(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.NewUnstarted(t, open(t), appview.Config{ScriptRetry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}})
+		env := testenv.NewUnstarted(t, open(t), appview.Config{Scripts: appview.ScriptConfig{Retry: appview.RetryPolicy{Attempts: 3, Backoff: 20 * time.Millisecond}}})
 		ctx := context.Background()
 		if _, err := env.App.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(noteLexicon),
 			IndexHook: `function handle() return true end`}); err != nil {

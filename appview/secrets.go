@@ -19,13 +19,13 @@ const tokenKeyFileName = "token-encryption.key"
 var errPostgresNeedsTokenKey = errors.New("TOKEN_ENCRYPTION_KEY is required with PostgreSQL (base64 of 32 random bytes, e.g. `openssl rand -base64 32`)")
 
 // resolveEncryptionKey returns the 32-byte key that seals secrets at rest.
-// A configured TokenEncryptionKey must be base64 of exactly 32 bytes. When
+// A configured Security.TokenEncryptionKey must be base64 of exactly 32 bytes. When
 // none is configured, SQLite keeps a generated key in a 0600 file beside
 // its database file (sqlitePath), created on first use; PostgreSQL
 // refuses to start.
 func resolveEncryptionKey(cfg Config, dialect string, sqlitePath string) ([]byte, error) {
-	if cfg.TokenEncryptionKey != "" {
-		key, err := oauth.ParseKey(cfg.TokenEncryptionKey)
+	if cfg.Security.TokenEncryptionKey != "" {
+		key, err := oauth.ParseKey(cfg.Security.TokenEncryptionKey)
 		if err != nil {
 			return nil, fmt.Errorf("TOKEN_ENCRYPTION_KEY: %w", err)
 		}

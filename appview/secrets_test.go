@@ -15,7 +15,7 @@ import (
 func TestResolveEncryptionKeyConfigured(t *testing.T) {
 	t.Parallel()
 	want := bytes.Repeat([]byte{0x5a}, 32)
-	cfg := Config{TokenEncryptionKey: base64.StdEncoding.EncodeToString(want)}
+	cfg := Config{Security: SecurityConfig{TokenEncryptionKey: base64.StdEncoding.EncodeToString(want)}}
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		got, err := resolveEncryptionKey(cfg, dialect, filepath.Join(t.TempDir(), "app.db"))
 		if err != nil || !bytes.Equal(got, want) {
@@ -23,7 +23,7 @@ func TestResolveEncryptionKeyConfigured(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"short", base64.StdEncoding.EncodeToString(make([]byte, 16)), "%%%not-base64%%%"} {
-		_, err := resolveEncryptionKey(Config{TokenEncryptionKey: bad}, "postgres", "")
+		_, err := resolveEncryptionKey(Config{Security: SecurityConfig{TokenEncryptionKey: bad}}, "postgres", "")
 		if err == nil || !strings.Contains(err.Error(), "TOKEN_ENCRYPTION_KEY") || !strings.Contains(err.Error(), "32 bytes") {
 			t.Errorf("%q: %v", bad, err)
 		}

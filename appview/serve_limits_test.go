@@ -20,7 +20,10 @@ import (
 func serve(t *testing.T) string {
 	t.Helper()
 	app, err := appview.New(appview.Config{
-		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "s.db"), Port: -1, Logger: quiet, JetstreamURL: "off",
+		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "s.db"),
+		Port:        -1,
+		Logger:      quiet,
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
 	})
 	if err != nil {
 		t.Fatal(err)

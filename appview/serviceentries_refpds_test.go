@@ -29,7 +29,7 @@ func TestServiceEntriesReferencePDS(t *testing.T) {
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
-		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL})
+		env := testenv.New(t, open(t), appview.Config{Network: appview.NetworkConfig{PLCURL: n.PLCURL}})
 		putRefNoteLexicons(t, env)
 		client, _ := env.NewClient(t, apiclients.NewClient{})
 		did := env.App.InstanceDID(ctx)
@@ -104,7 +104,10 @@ func TestServiceEntriesProxiedByReferencePDS(t *testing.T) {
 			t.Fatal(err)
 		}
 		port := lis.Addr().(*net.TCPAddr).Port
-		env := testenv.New(t, open(t), appview.Config{PLCURL: n.PLCURL, PublicURL: fmt.Sprintf("http://localhost:%d", port)})
+		env := testenv.New(t, open(t), appview.Config{
+			Network:   appview.NetworkConfig{PLCURL: n.PLCURL},
+			PublicURL: fmt.Sprintf("http://localhost:%d", port),
+		})
 		serve := func(l net.Listener) {
 			srv := &http.Server{Handler: env.App.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			go func() { _ = srv.Serve(l) }()

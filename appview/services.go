@@ -42,8 +42,8 @@ func (a *App) newServices() *server.Services {
 		Events: a.events, Logger: a.log, Now: a.cfg.Now})
 	policies := xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now)
 	var proxy *xrpcproxy.Router
-	if a.cfg.LexiconResolver != nil {
-		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.LexiconResolver, Directory: a.cfg.Directory,
+	if a.cfg.Network.LexiconResolver != nil {
+		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.Network.LexiconResolver, Directory: a.cfg.Network.Directory,
 			Events: a.events, Metrics: a.metrics, Self: a.isSelf, Logger: a.log})
 	}
 	return &server.Services{
@@ -52,7 +52,7 @@ func (a *App) newServices() *server.Services {
 		Admins: admins.New(admins.Options{Store: a.store, Events: a.events, Claim: a.claimPolicy(), Now: a.cfg.Now,
 			Logger: a.log}),
 		Lexicons: lexSvc,
-		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.LexiconResolver,
+		NetworkLexicons: netlexicons.New(netlexicons.Options{Store: a.store, Lexicons: lexSvc, Resolver: a.cfg.Network.LexiconResolver,
 			Events: a.events, Metrics: a.metrics, Now: a.cfg.Now, Logger: a.log}),
 		ProxyPolicies: policies,
 		Proxy:         proxy,
@@ -65,28 +65,29 @@ func (a *App) newServices() *server.Services {
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
 			Check: checkSetting, Changed: a.settingsChanged,
 			Features: map[string]bool{
-				"jetstream":        a.cfg.JetstreamURL != "off" && a.cfg.EventStream != EventStreamFirehose,
-				"firehose":         a.cfg.EventSource == nil && a.cfg.EventStream == EventStreamFirehose,
-				"metrics":          a.cfg.MetricsAddr != "",
+				"jetstream":        a.cfg.Ingest.JetstreamURL != "off" && a.cfg.Ingest.EventStream != EventStreamFirehose,
+				"firehose":         a.cfg.Ingest.EventSource == nil && a.cfg.Ingest.EventStream == EventStreamFirehose,
+				"metrics":          a.cfg.Metrics.Addr != "",
 				"token_encryption": a.sealer != nil,
 			},
 		}),
 		Backfill: backfilljobs.New(a.backfill, a.events),
 		Records:  records.New(records.Options{Store: a.store, Writer: a.writer, Events: a.events, Labels: a.store}),
 		Sessions: devicesessions.New(devicesessions.Options{Store: a.store, Sealer: a.sealer,
-			Verifier: &devicesessions.Verifier{Directory: a.cfg.Directory, PDS: a.pds}, Events: a.events, Now: a.cfg.Now}),
+			Verifier: &devicesessions.Verifier{Directory: a.cfg.Network.Directory, PDS: a.pds}, Events: a.events, Now: a.cfg.Now}),
 		Writes: writes,
 		Calls: xrpcmethods.New(xrpcmethods.Options{
-			Reads: reads.New(a.store, directoryIdentities{a.cfg.Directory}), Writes: writes, Scripts: a.scripts,
-			Identities: directoryIdentities{a.cfg.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}), Writes: writes, Scripts: a.scripts,
+			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
-		Profiles: profiles.New(profiles.Options{Directory: a.cfg.Directory, HTTPClient: a.cfg.HTTPClient, Logger: a.log}),
+		Profiles: profiles.New(profiles.Options{Directory: a.cfg.Network.Directory, HTTPClient: a.cfg.Network.HTTPClient, Logger: a.log}),
 		ClientKeys: clientkeys.New(clientkeys.Options{
-			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.HTTPClient, Events: a.events, Now: a.cfg.Now,
+			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.Network.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),
 		Domains: doms,
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
-			PLC: &plc.Client{URL: a.cfg.PLCURL, HTTP: a.cfg.HTTPClient}, Directory: a.cfg.Directory, HTTP: a.cfg.HTTPClient, Now: a.cfg.Now}),
+			PLC:       &plc.Client{URL: a.cfg.Network.PLCURL, HTTP: a.cfg.Network.HTTPClient},
+			Directory: a.cfg.Network.Directory, HTTP: a.cfg.Network.HTTPClient, Now: a.cfg.Now}),
 		Entries: serviceentries.New(serviceentries.Options{Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now}),
 		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{
 			Store: a.store, Sealer: a.sealer, Events: a.events, Now: a.cfg.Now,

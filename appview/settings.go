@@ -83,7 +83,7 @@ var envSettings = []envSetting{
 		if v != EventStreamJetstream && v != EventStreamFirehose {
 			return fmt.Errorf("use %s or %s", EventStreamJetstream, EventStreamFirehose)
 		}
-		c.EventStream = v
+		c.Ingest.EventStream = v
 		return nil
 	}},
 	{env: "JETSTREAM_URL", atStart: func(c *Config, v string) error {
@@ -92,19 +92,19 @@ var envSettings = []envSetting{
 				return fmt.Errorf("%w, or off", err)
 			}
 		}
-		c.JetstreamURL = v
+		c.Ingest.JetstreamURL = v
 		return nil
 	}},
 	{env: "RELAY_URL", atStart: func(c *Config, v string) error {
-		c.RelayURL = v
+		c.Ingest.RelayURL = v
 		return checkURL(v, "https", "http", "wss", "ws")
 	}},
 	{env: "PLC_URL", atStart: func(c *Config, v string) error {
-		c.PLCURL = v
+		c.Network.PLCURL = v
 		return checkURL(v, "https", "http")
 	}},
 	{env: "LEXICON_DNS_SERVER", atStart: func(c *Config, v string) error {
-		c.LexiconDNSServer = v
+		c.Network.LexiconDNSServer = v
 		if v == "" {
 			return nil // the system resolver
 		}
@@ -224,8 +224,8 @@ func checkSetting(key, value string) error {
 // the private-network guard lets the origins of the environment's PLC,
 // relay and Jetstream URLs through, never those of a setting.
 func withStartSettings(ctx context.Context, stored map[string]string, cfg Config) Config {
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = cfg.guardedHTTPClient()
+	if cfg.Network.HTTPClient == nil {
+		cfg.Network.HTTPClient = cfg.guardedHTTPClient()
 	}
 	for _, s := range envSettings {
 		v, ok := stored[s.key()]
@@ -267,9 +267,9 @@ type liveSettings struct {
 // configuredLive is liveSettings as the configuration gives them.
 func (c Config) configuredLive() liveSettings {
 	return liveSettings{
-		limits:        apiclients.Limits{Capacity: c.DefaultRateLimitCapacity, RefillRate: c.DefaultRateLimitRefillRate},
+		limits:        apiclients.Limits{Capacity: c.Clients.DefaultRateLimitCapacity, RefillRate: c.Clients.DefaultRateLimitRefillRate},
 		retentionDays: c.EventLogRetentionDays,
-		registryURL:   c.PluginRegistryURL,
+		registryURL:   c.Plugins.RegistryURL,
 	}
 }
 

@@ -95,9 +95,12 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 		now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		registryA, registryB := registryStandIn(t, "alpha"), registryStandIn(t, "beta")
 		env := testenv.New(t, open(t), appview.Config{
-			DefaultRateLimitCapacity: 2, DefaultRateLimitRefillRate: 0.001, EventLogRetentionDays: 30,
-			PluginRegistryURL: registryA, RelayURL: "http://127.0.0.1:1", Now: now,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			Clients:               appview.ClientConfig{DefaultRateLimitCapacity: 2, DefaultRateLimitRefillRate: 0.001},
+			EventLogRetentionDays: 30,
+			Plugins:               appview.PluginConfig{RegistryURL: registryA},
+			Ingest:                appview.IngestConfig{RelayURL: "http://127.0.0.1:1"},
+			Now:                   now,
+			Logger:                slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		})
 		s := settingsAdmin{t, env.Bootstrap(t)}
 
@@ -202,8 +205,13 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 		// configuration, the next one starts with them.
 		restart := func() appview.Config {
 			t.Helper()
-			app, err := appview.New(appview.Config{Store: env.Store, Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
-				JetstreamURL: "off", RelayURL: "http://127.0.0.1:1", PLCURL: env.PLC.URL})
+			app, err := appview.New(appview.Config{
+				Store:    env.Store,
+				Logger:   quiet,
+				Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+				Ingest:   appview.IngestConfig{JetstreamURL: "off", RelayURL: "http://127.0.0.1:1"},
+				Network:  appview.NetworkConfig{PLCURL: env.PLC.URL},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,8 +224,8 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 		s.put("jetstream_url", "wss://jetstream.example.com/subscribe")
 		s.put("event_source", "firehose")
 		s.put("plc_url", otherPLC.URL)
-		if c := env.App.Config(); c.RelayURL != "http://127.0.0.1:1" || c.JetstreamURL != "off" {
-			t.Fatalf("the running instance changed: %q %q", c.RelayURL, c.JetstreamURL)
+		if c := env.App.Config(); c.Ingest.RelayURL != "http://127.0.0.1:1" || c.Ingest.JetstreamURL != "off" {
+			t.Fatalf("the running instance changed: %q %q", c.Ingest.RelayURL, c.Ingest.JetstreamURL)
 		}
 		// Written by hand: a refused variable and a value that cannot
 		// apply are ignored.
@@ -227,27 +235,27 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 			}
 		}
 		c := restart()
-		if c.RelayURL != "https://relay.example.com" || c.JetstreamURL != "wss://jetstream.example.com/subscribe" ||
-			c.EventStream != appview.EventStreamFirehose || c.PLCURL != otherPLC.URL || c.LexiconDNSServer != "" {
-			t.Fatalf("started with %q %q %q %q %q", c.RelayURL, c.JetstreamURL, c.EventStream, c.PLCURL, c.LexiconDNSServer)
+		if c.Ingest.RelayURL != "https://relay.example.com" || c.Ingest.JetstreamURL != "wss://jetstream.example.com/subscribe" ||
+			c.Ingest.EventStream != appview.EventStreamFirehose || c.Network.PLCURL != otherPLC.URL || c.Network.LexiconDNSServer != "" {
+			t.Fatalf("started with %q %q %q %q %q", c.Ingest.RelayURL, c.Ingest.JetstreamURL, c.Ingest.EventStream, c.Network.PLCURL, c.Network.LexiconDNSServer)
 		}
 		// The private-network guard exempts the environment's PLC
 		// directory, not the one a setting names.
-		if resp, err := c.HTTPClient.Get(env.PLC.URL + "/did:plc:nobody"); err != nil {
+		if resp, err := c.Network.HTTPClient.Get(env.PLC.URL + "/did:plc:nobody"); err != nil {
 			t.Fatalf("the environment's PLC directory: %v", err)
 		} else {
 			resp.Body.Close()
 		}
-		if resp, err := c.HTTPClient.Get(otherPLC.URL); err == nil {
+		if resp, err := c.Network.HTTPClient.Get(otherPLC.URL); err == nil {
 			resp.Body.Close()
 			t.Fatal("a setting opened the private-network guard")
 		}
 		for _, k := range []string{"relay_url", "jetstream_url", "event_source", "plc_url", "database_url", "lexicon_dns_server"} {
 			s.delete(k)
 		}
-		if c := restart(); c.RelayURL != "http://127.0.0.1:1" || c.JetstreamURL != "off" ||
-			c.EventStream != appview.EventStreamJetstream || c.PLCURL != env.PLC.URL {
-			t.Fatalf("after DELETE started with %q %q %q %q", c.RelayURL, c.JetstreamURL, c.EventStream, c.PLCURL)
+		if c := restart(); c.Ingest.RelayURL != "http://127.0.0.1:1" || c.Ingest.JetstreamURL != "off" ||
+			c.Ingest.EventStream != appview.EventStreamJetstream || c.Network.PLCURL != env.PLC.URL {
+			t.Fatalf("after DELETE started with %q %q %q %q", c.Ingest.RelayURL, c.Ingest.JetstreamURL, c.Ingest.EventStream, c.Network.PLCURL)
 		}
 
 		// The rate-limit defaults, live, last: the clock moves.
@@ -290,10 +298,13 @@ func TestSettingsReachOtherInstances(t *testing.T) {
 		ctx := context.Background()
 		store := open(t)
 		registryA, registryB := registryStandIn(t, "alpha"), registryStandIn(t, "beta")
-		cfg := appview.Config{PluginRegistryURL: registryA, ChangeReconcile: 200 * time.Millisecond,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+		cfg := appview.Config{
+			Plugins: appview.PluginConfig{RegistryURL: registryA},
+			Cluster: appview.ClusterConfig{ChangeReconcile: 200 * time.Millisecond},
+			Logger:  slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		}
 		a := testenv.New(t, store, cfg)
-		cfg.PLCURL = a.PLC.URL // where the admin's DID document is
+		cfg.Network.PLCURL = a.PLC.URL // where the admin's DID document is
 		b := testenv.New(t, store, cfg)
 		s := settingsAdmin{t, a.Bootstrap(t)}
 		debug := func() bool { return b.App.Config().Logger.Enabled(ctx, slog.LevelDebug) }

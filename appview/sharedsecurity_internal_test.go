@@ -19,9 +19,14 @@ func TestSweepDPoPProofs(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 		store := open(t)
-		a, err := New(Config{Store: store, JetstreamURL: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", EventLogRetentionDays: -1,
-			Now: func() time.Time { return now }})
+		a, err := New(Config{
+			Store:                 store,
+			Ingest:                IngestConfig{JetstreamURL: "off"},
+			Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Security:              SecurityConfig{TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="},
+			EventLogRetentionDays: -1,
+			Now:                   func() time.Time { return now },
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

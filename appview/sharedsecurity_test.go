@@ -33,7 +33,7 @@ func TestDPoPReplayAcrossInstances(t *testing.T) {
 	did := a.PLC.NewAccount(t, false, pds.URL).DID.String()
 	client, secret := a.NewClient(t, apiclients.NewClient{})
 	d := a.SignIn(t, pds, testenv.AppClient{Key: client.Key, Secret: secret}, did)
-	b := testenv.New(t, open(), appview.Config{PublicURL: a.URL, PLCURL: a.PLC.URL})
+	b := testenv.New(t, open(), appview.Config{PublicURL: a.URL, Network: appview.NetworkConfig{PLCURL: a.PLC.URL}})
 
 	call := func(env *testenv.Env, proof string) testenv.Response {
 		t.Helper()

@@ -47,7 +47,7 @@ func cookieHeader(v string) []string { return []string{"Cookie", sessioncookie.C
 func TestSignInWithAdminKey(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env := testenv.New(t, open(t), appview.Config{SessionSecret: testSessionSecret})
+		env := testenv.New(t, open(t), appview.Config{Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
 		admin := env.Bootstrap(t)
 		key := fullKey(t, admin)
 		r := admin.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "limited", "permissions": []string{"lexicons:read"}})
@@ -134,18 +134,18 @@ func TestSignInWithAdminKey(t *testing.T) {
 func TestSessionSecretChangeInvalidatesCookies(t *testing.T) {
 	t.Parallel()
 	store := storagetest.SQLite(t)
-	first := testenv.New(t, store, appview.Config{SessionSecret: testSessionSecret})
+	first := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
 	admin := first.Bootstrap(t)
 	key := fullKey(t, admin)
 	cookie := sessionCookie(t, first.Do(t, "POST", "/auth/login-key", nil, testenv.Bearer(key)...))
 	if r := first.Do(t, "GET", "/admin/lexicons", nil, cookieHeader(cookie)...); r.Status != 200 {
 		t.Fatalf("cookie on the issuing instance: %d %s", r.Status, r.Raw)
 	}
-	same := testenv.New(t, store, appview.Config{SessionSecret: testSessionSecret})
+	same := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
 	if r := same.Do(t, "GET", "/admin/lexicons", nil, cookieHeader(cookie)...); r.Status != 200 {
 		t.Fatalf("cookie on an instance with the same secret: %d %s", r.Status, r.Raw)
 	}
-	changed := testenv.New(t, store, appview.Config{SessionSecret: "the-secret-was-changed-to-this-value!!"})
+	changed := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{SessionSecret: "the-secret-was-changed-to-this-value!!"}})
 	if r := changed.Do(t, "GET", "/admin/lexicons", nil, cookieHeader(cookie)...); r.Status != 401 {
 		t.Fatalf("cookie after SESSION_SECRET changed: %d %s", r.Status, r.Raw)
 	}
@@ -180,7 +180,7 @@ func flip(s string) string {
 // domain, and stores nothing when it refuses.
 func TestLoginRefusals(t *testing.T) {
 	t.Parallel()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: testSessionSecret})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
 	if r := env.Do(t, "GET", "/auth/login", nil); r.Status != 400 ||
 		r.Error(t) != "the handle query parameter (a handle or a DID) is required" {
 		t.Fatalf("no handle: %d %s", r.Status, r.Raw)

@@ -244,7 +244,7 @@ func (s *sourceSink) Resume(ctx context.Context) (int64, bool, error) {
 
 func (s *sourceSink) Identity(ctx context.Context, e ingest.IdentityEvent) {
 	if did, err := syntax.ParseDID(e.DID); err == nil {
-		_ = s.app.cfg.Directory.Purge(ctx, did.AtIdentifier())
+		_ = s.app.cfg.Network.Directory.Purge(ctx, did.AtIdentifier())
 	}
 }
 
@@ -332,7 +332,7 @@ func (a *App) sourceStates() []metrics.SourceState {
 //   - "sources": each event source's status (ingest.Status) by name, {}
 //     when live ingestion is off;
 //   - "ingest": the status of the record stream (the first source, that
-//     is Config.EventSource or Jetstream), or {"enabled": false} when
+//     is Config.Ingest.EventSource or Jetstream), or {"enabled": false} when
 //     live ingestion is off. It predates "sources" and is kept as it was.
 func (a *App) syncStatus() map[string]any {
 	out := map[string]any{"writer": a.writer.Stats()}

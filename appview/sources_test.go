@@ -141,7 +141,7 @@ func putNoteLexicon(t *testing.T, app *appview.App) {
 }
 
 // TestCustomSourceHasItsOwnCursor: a source given through
-// Config.EventSource resumes only from positions it stored itself (never
+// Config.Ingest.EventSource resumes only from positions it stored itself (never
 // from Jetstream's, under either name Jetstream's cursor had), stores its
 // position under its own key, and has its own metrics label, status and
 // event-log entries; after a restart it resumes where it was.
@@ -158,7 +158,10 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 		}
 		src := newFakeSource("labeler-test")
 		reg := prometheus.NewRegistry()
-		env := testenv.New(t, store, appview.Config{EventSource: src, MetricsRegisterer: reg})
+		env := testenv.New(t, store, appview.Config{
+			Ingest:  appview.IngestConfig{EventSource: src},
+			Metrics: appview.MetricsConfig{Registerer: reg},
+		})
 		putNoteLexicon(t, env.App)
 
 		if r := src.waitResume(t); r.ok || r.cursor != 0 {
@@ -239,7 +242,7 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 
 		// A restart resumes from the source's own position.
 		again := newFakeSource("labeler-test")
-		testenv.New(t, store, appview.Config{EventSource: again})
+		testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{EventSource: again}})
 		if r := again.waitResume(t); !r.ok || r.cursor != 5 {
 			t.Fatalf("resumed from %+v, want 5", r)
 		}
@@ -250,21 +253,29 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 func TestSourceNames(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"", "Labeler", "source:x", "two words"} {
-		_, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
-			EventSource: newFakeSource(name)})
+		_, err := appview.New(appview.Config{
+			Store:    storagetest.SQLite(t),
+			Logger:   quiet,
+			Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			Ingest:   appview.IngestConfig{EventSource: newFakeSource(name)},
+		})
 		if err == nil || !strings.Contains(err.Error(), "invalid source name") {
 			t.Errorf("%q: %v", name, err)
 		}
 	}
 }
 
-// TestEventStream: EVENT_SOURCE (Config.EventStream) takes jetstream or
+// TestEventStream: EVENT_SOURCE (Config.Ingest.EventStream) takes jetstream or
 // firehose; New refuses anything else.
 func TestEventStream(t *testing.T) {
 	t.Parallel()
 	for stream, wantErr := range map[string]bool{"": false, "jetstream": false, "firehose": false, "relay": true, "Firehose": true} {
-		_, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, TokenEncryptionKey: testenv.TokenKey,
-			EventStream: stream})
+		_, err := appview.New(appview.Config{
+			Store:    storagetest.SQLite(t),
+			Logger:   quiet,
+			Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			Ingest:   appview.IngestConfig{EventStream: stream},
+		})
 		if wantErr != (err != nil) || (err != nil && !strings.Contains(err.Error(), "unknown event source")) {
 			t.Errorf("%q: %v", stream, err)
 		}
@@ -281,7 +292,7 @@ func TestShutdownOrder(t *testing.T) {
 		ctx := context.Background()
 		src := newFakeSource("ordered")
 		src.last = &delivery{changes: []storage.Change{noteChange("did:plc:last", "3klast", "last words")}, cursor: 99, done: make(chan error, 1)}
-		env := testenv.New(t, store, appview.Config{EventSource: src})
+		env := testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{EventSource: src}})
 		putNoteLexicon(t, env.App)
 		src.waitResume(t)
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -310,7 +321,7 @@ func TestStartWriting(t *testing.T) {
 	t.Parallel()
 	store := storagetest.SQLite(t)
 	src := newFakeSource("later")
-	env := testenv.NewUnstarted(t, store, appview.Config{EventSource: src})
+	env := testenv.NewUnstarted(t, store, appview.Config{Ingest: appview.IngestConfig{EventSource: src}})
 	putNoteLexicon(t, env.App)
 	ctx := context.Background()
 	if _, err := env.App.Writer().Write(ctx, "test", []storage.Change{noteChange("did:plc:w", "3kbefore", "x")}); !errors.Is(err, appview.ErrNotStarted) {
@@ -350,7 +361,10 @@ func TestFailedStartStopsWhatStarted(t *testing.T) {
 	t.Parallel()
 	taken := httptestListener(t)
 	src := newFakeSource("never")
-	env := testenv.NewUnstarted(t, storagetest.SQLite(t), appview.Config{EventSource: src, MetricsAddr: taken})
+	env := testenv.NewUnstarted(t, storagetest.SQLite(t), appview.Config{
+		Ingest:  appview.IngestConfig{EventSource: src},
+		Metrics: appview.MetricsConfig{Addr: taken},
+	})
 	ctx := context.Background()
 	err := env.App.Start(ctx)
 	if err == nil || !strings.Contains(err.Error(), "start metrics listener") {

@@ -23,7 +23,12 @@ import (
 // AdminHandler serves /admin/ and nothing else; Handler serves both.
 func TestSeparateSurfaces(t *testing.T) {
 	t.Parallel()
-	app, err := appview.New(appview.Config{Store: storagetest.SQLite(t), Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey})
+	app, err := appview.New(appview.Config{
+		Store:    storagetest.SQLite(t),
+		Logger:   quiet,
+		Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+		Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +92,7 @@ func TestSeparateSurfaces(t *testing.T) {
 	}
 }
 
-// TestMetricsRegisterer: with Config.MetricsRegisterer, Lexview's metrics
+// TestMetricsRegisterer: with Config.Metrics.Registerer, Lexview's metrics
 // are registered there (without Go runtime metrics, which are the
 // program's), record what the App does, block a second App on the same
 // registry, and are unregistered by Shutdown.
@@ -96,7 +101,7 @@ func TestMetricsRegisterer(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		reg := prometheus.NewRegistry()
-		env := testenv.New(t, store, appview.Config{MetricsRegisterer: reg})
+		env := testenv.New(t, store, appview.Config{Metrics: appview.MetricsConfig{Registerer: reg}})
 		putNoteLexicon(t, env.App)
 		ctx := context.Background()
 		res, err := env.App.Writer().Write(ctx, "embedder", []storage.Change{noteChange("did:plc:m", "3kaaa", "x")})
@@ -112,8 +117,13 @@ func TestMetricsRegisterer(t *testing.T) {
 		if _, ok := metricstest.Value(t, reg, "go_goroutines", nil); ok {
 			t.Fatal("Go runtime metrics registered in the embedder's registry")
 		}
-		if _, err := appview.New(appview.Config{Store: store, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey,
-			MetricsRegisterer: reg}); err == nil || !strings.Contains(err.Error(), "register metrics") {
+		if _, err := appview.New(appview.Config{
+			Store:    store,
+			Logger:   quiet,
+			Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+			Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			Metrics:  appview.MetricsConfig{Registerer: reg},
+		}); err == nil || !strings.Contains(err.Error(), "register metrics") {
 			t.Fatalf("a second App on the same registry: %v", err)
 		}
 		if err := env.App.Shutdown(ctx); err != nil {
@@ -122,8 +132,13 @@ func TestMetricsRegisterer(t *testing.T) {
 		if families, _ := reg.Gather(); len(families) != 0 {
 			t.Fatalf("%d metric families left after Shutdown", len(families))
 		}
-		again, err := appview.New(appview.Config{Store: store, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testenv.TokenKey,
-			MetricsRegisterer: reg})
+		again, err := appview.New(appview.Config{
+			Store:    store,
+			Logger:   quiet,
+			Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+			Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+			Metrics:  appview.MetricsConfig{Registerer: reg},
+		})
 		if err != nil {
 			t.Fatalf("a new App on the registry after Shutdown: %v", err)
 		}
@@ -143,7 +158,7 @@ func TestMetricsListener(t *testing.T) {
 	addr := taken.Addr().String()
 	taken.Close()
 	reg := prometheus.NewRegistry()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{MetricsAddr: addr, MetricsRegisterer: reg})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Metrics: appview.MetricsConfig{Addr: addr, Registerer: reg}})
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -343,7 +343,7 @@ func TestQueriesByHandle(t *testing.T) {
 	t.Parallel()
 	dir := identity.NewMockDirectory()
 	dir.Insert(identity.Identity{DID: "did:plc:alice", Handle: "alice.test"})
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: dir})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Network: appview.NetworkConfig{Directory: dir}})
 	client, _ := env.NewClient(t, apiclients.NewClient{})
 	for _, up := range []string{postLexicon, listLexicon} {
 		target := ""
@@ -379,7 +379,7 @@ func TestQueriesByHandle(t *testing.T) {
 		t.Errorf("malformed did=: %d %s", r.Status, r.Raw)
 	}
 
-	down := testenv.New(t, storagetest.SQLite(t), appview.Config{Directory: failingDirectory{dir}})
+	down := testenv.New(t, storagetest.SQLite(t), appview.Config{Network: appview.NetworkConfig{Directory: failingDirectory{dir}}})
 	downClient, _ := down.NewClient(t, apiclients.NewClient{})
 	if _, err := down.App.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestXRPCProxy(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]
 		pds, appviewSvc, other := newEchoService(t, "pds"), newEchoService(t, "appview"), newEchoService(t, "other")
-		env := testenv.New(t, open(t), appview.Config{LexiconDNSServer: dns.Addr})
+		env := testenv.New(t, open(t), appview.Config{Network: appview.NetworkConfig{LexiconDNSServer: dns.Addr}})
 		admin := env.Bootstrap(t)
 		c, _ := env.NewClient(t, apiclients.NewClient{})
 		call := func(method, path string, body any, headers ...string) testenv.Response {

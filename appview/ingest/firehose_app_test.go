@@ -42,7 +42,10 @@ func TestFirehoseIntoStore(t *testing.T) {
 		store := open(t)
 		src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client(),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		app := startApp(t, store, appview.Config{EventSource: src, Directory: dir})
+		app := startApp(t, store, appview.Config{
+			Ingest:  appview.IngestConfig{EventSource: src},
+			Network: appview.NetworkConfig{Directory: dir},
+		})
 		defer stop(t, app)
 		putLexicon(t, app, "app.test.post")
 		eventually(t, "the subscription", func() bool { return len(server.Cursors()) == 1 })
@@ -130,8 +133,13 @@ func BenchmarkFirehoseIntoSQLite(b *testing.B) {
 	}
 	src := &ingest.Firehose{URL: server.URL, Directory: dir, HTTPClient: server.Client(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	app, err := appview.New(appview.Config{Store: store, EventSource: src, Directory: dir, TokenEncryptionKey: testenv.TokenKey,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	app, err := appview.New(appview.Config{
+		Store:    store,
+		Ingest:   appview.IngestConfig{EventSource: src},
+		Network:  appview.NetworkConfig{Directory: dir},
+		Security: appview.SecurityConfig{TokenEncryptionKey: testenv.TokenKey},
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,8 +26,10 @@ func TestFirehoseReferencePDS(t *testing.T) {
 	if err := store.ApplyBatch(ctx, storage.Batch{Cursors: []storage.StreamCursor{{Name: ingest.CursorKey(ingest.FirehoseName), Value: 0}}}); err != nil {
 		t.Fatal(err)
 	}
-	app := startApp(t, store, appview.Config{EventStream: appview.EventStreamFirehose, RelayURL: pds.PDSURL,
-		PLCURL: pds.PLCURL, AllowPrivateNetworks: true})
+	app := startApp(t, store, appview.Config{
+		Ingest:  appview.IngestConfig{EventStream: appview.EventStreamFirehose, RelayURL: pds.PDSURL},
+		Network: appview.NetworkConfig{PLCURL: pds.PLCURL, AllowPrivateNetworks: true},
+	})
 	defer stop(t, app)
 	putLexicon(t, app, "app.test.post")
 

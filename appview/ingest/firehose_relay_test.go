@@ -43,9 +43,9 @@ func TestFirehoseThroughRelay(t *testing.T) {
 		if err := store.ApplyBatch(ctx, storage.Batch{Cursors: []storage.StreamCursor{{Name: ingest.CursorKey(ingest.FirehoseName), Value: 0}}}); err != nil {
 			t.Fatal(err)
 		}
-		cfg := appview.Config{EventStream: appview.EventStreamFirehose, RelayURL: relay.URL,
-			PLCURL: pds.PLCURL, AllowPrivateNetworks: true}
-		cfg.MetricsRegisterer = prometheus.NewRegistry()
+		cfg := appview.Config{Ingest: appview.IngestConfig{EventStream: appview.EventStreamFirehose, RelayURL: relay.URL},
+			Network: appview.NetworkConfig{PLCURL: pds.PLCURL, AllowPrivateNetworks: true}}
+		cfg.Metrics.Registerer = prometheus.NewRegistry()
 		app := startApp(t, store, cfg)
 		putLexicon(t, app, "app.test.post")
 
@@ -92,7 +92,7 @@ func TestFirehoseThroughRelay(t *testing.T) {
 		const commitsWhileDown = 4 // bob's first commit and three records
 
 		reg := prometheus.NewRegistry()
-		cfg.MetricsRegisterer = reg
+		cfg.Metrics.Registerer = reg
 		app = startApp(t, store, cfg)
 		defer stop(t, app)
 		waitText(post("kept"), "kept, edited while down")

@@ -42,8 +42,10 @@ func newResyncWorld(t *testing.T, store storage.Store) *resyncWorld {
 	dir := w.plc.Directory()
 	src := &ingest.Firehose{URL: w.server.URL, Directory: dir, HTTPClient: w.server.Client(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	w.app = startApp(t, store, appview.Config{EventSource: src, Directory: dir, PLCURL: w.plc.URL(),
-		RelayURL: w.pds.URL(), AllowPrivateNetworks: true})
+	w.app = startApp(t, store, appview.Config{
+		Ingest:  appview.IngestConfig{EventSource: src, RelayURL: w.pds.URL()},
+		Network: appview.NetworkConfig{Directory: dir, PLCURL: w.plc.URL(), AllowPrivateNetworks: true},
+	})
 	t.Cleanup(func() { stop(t, w.app) })
 	putLexicon(t, w.app, "app.test.post")
 	eventually(t, "the subscription", func() bool { return len(w.server.Cursors()) == 1 })

@@ -24,8 +24,10 @@ func TestJetstreamAccountStatus(t *testing.T) {
 		store := open(t)
 		js := jetstreamtest.New(t)
 		plc, pds := backfilltest.NewPLC(t), backfilltest.NewPDS(t)
-		app := startApp(t, store, appview.Config{JetstreamURL: js.URL, Directory: plc.Directory(), PLCURL: plc.URL(),
-			RelayURL: pds.URL(), AllowPrivateNetworks: true})
+		app := startApp(t, store, appview.Config{
+			Ingest:  appview.IngestConfig{JetstreamURL: js.URL, RelayURL: pds.URL()},
+			Network: appview.NetworkConfig{Directory: plc.Directory(), PLCURL: plc.URL(), AllowPrivateNetworks: true},
+		})
 		defer stop(t, app)
 		putLexicon(t, app, "app.test.post")
 		eventually(t, "a subscription", func() bool { return js.Connected() == 1 })

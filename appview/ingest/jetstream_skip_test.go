@@ -81,7 +81,10 @@ func TestJetstreamSkipsOversizedEvent(t *testing.T) {
 		store := open(t)
 		js := jetstreamtest.New(t)
 		reg := prometheus.NewRegistry()
-		app := startApp(t, store, appview.Config{JetstreamURL: js.URL, MetricsRegisterer: reg})
+		app := startApp(t, store, appview.Config{
+			Ingest:  appview.IngestConfig{JetstreamURL: js.URL},
+			Metrics: appview.MetricsConfig{Registerer: reg},
+		})
 		defer stop(t, app)
 		putLexicon(t, app, "app.test.note")
 		eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
@@ -129,7 +132,10 @@ func TestJetstreamSkipsUndecodableEvents(t *testing.T) {
 	store := storagetest.SQLite(t)
 	js := jetstreamtest.New(t)
 	reg := prometheus.NewRegistry()
-	app := startApp(t, store, appview.Config{JetstreamURL: js.URL, MetricsRegisterer: reg})
+	app := startApp(t, store, appview.Config{
+		Ingest:  appview.IngestConfig{JetstreamURL: js.URL},
+		Metrics: appview.MetricsConfig{Registerer: reg},
+	})
 	defer stop(t, app)
 	putLexicon(t, app, "app.test.note")
 	eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
@@ -183,8 +189,10 @@ func TestJetstreamSkipsPastEventTooLargeToReadThrough(t *testing.T) {
 	store := storagetest.SQLite(t)
 	js := jetstreamtest.New(t)
 	reg := prometheus.NewRegistry()
-	app := startApp(t, store, appview.Config{MetricsRegisterer: reg,
-		EventSource: &ingest.Jetstream{URL: js.URL, MaxMessageSize: 1 << 10, MaxSkipSize: 8 << 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	app := startApp(t, store, appview.Config{
+		Metrics: appview.MetricsConfig{Registerer: reg},
+		Ingest:  appview.IngestConfig{EventSource: &ingest.Jetstream{URL: js.URL, MaxMessageSize: 1 << 10, MaxSkipSize: 8 << 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}},
+	})
 	defer stop(t, app)
 	putLexicon(t, app, "app.test.note")
 	eventually(t, "a subscription", func() bool { return js.Connected() == 1 })

@@ -31,7 +31,7 @@ func startApp(t *testing.T, store storage.Store, cfg appview.Config) *appview.Ap
 	t.Helper()
 	cfg.Store = store
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.TokenEncryptionKey = testenv.TokenKey
+	cfg.Security.TokenEncryptionKey = testenv.TokenKey
 	app, err := appview.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestJetstreamIngestion(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
-		app := startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		app := startApp(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}})
 		defer stop(t, app)
 
 		// No record lexicon yet: no connection (Jetstream would send everything).
@@ -185,7 +185,7 @@ func TestJetstreamResumesAfterRestart(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		store := open(t)
 		js := jetstreamtest.New(t)
-		app := startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		app := startApp(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}})
 		putLexicon(t, app, "app.test.note")
 		eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
 		js.Commit("did:plc:a", "create", "app.test.note", "1", "3kaaaaaaaaaa1", cid, note("before"))
@@ -196,7 +196,7 @@ func TestJetstreamResumesAfterRestart(t *testing.T) {
 		for i := range 50 {
 			js.Commit("did:plc:a", "create", "app.test.note", fmt.Sprintf("down%02d", i), "3kaaaaaaaab"+fmt.Sprintf("%02d", i), cid, note("while down"))
 		}
-		app = startApp(t, store, appview.Config{JetstreamURL: js.URL})
+		app = startApp(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}})
 		defer stop(t, app)
 		eventually(t, "the missed records", func() bool {
 			n, _ := store.CountRecords(context.Background(), "app.test.note")
@@ -219,7 +219,7 @@ func TestStaleCursorStartsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := jetstreamtest.New(t)
-	app := startApp(t, store, appview.Config{EventSource: &ingest.Jetstream{URL: js.URL}})
+	app := startApp(t, store, appview.Config{Ingest: appview.IngestConfig{EventSource: &ingest.Jetstream{URL: js.URL}}})
 	defer stop(t, app)
 	putLexicon(t, app, "app.test.note")
 	eventually(t, "a subscription", func() bool { return js.Connected() == 1 })
@@ -253,7 +253,7 @@ func TestJetstreamResumesAcrossTheCursorMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			js := jetstreamtest.New(t)
-			app := startApp(t, store, appview.Config{JetstreamURL: js.URL}) // New migrates
+			app := startApp(t, store, appview.Config{Ingest: appview.IngestConfig{JetstreamURL: js.URL}}) // New migrates
 			defer stop(t, app)
 			putLexicon(t, app, "app.test.note")
 			eventually(t, "a subscription", func() bool { return js.Connected() == 1 })

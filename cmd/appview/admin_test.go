@@ -115,8 +115,12 @@ func TestAdminBootstrap(t *testing.T) {
 			}
 
 			// Both keys work on the admin API and carry every permission.
-			app, err := appview.New(appview.Config{Store: store, JetstreamURL: "off", TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			app, err := appview.New(appview.Config{
+				Store:    store,
+				Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+				Security: appview.SecurityConfig{TokenEncryptionKey: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="},
+				Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

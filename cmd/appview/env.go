@@ -68,28 +68,33 @@ func unquote(v string) string {
 // configFromEnv maps the environment onto appview.Config.
 func configFromEnv(getenv func(string) string) (appview.Config, error) {
 	cfg := appview.Config{
-		DatabaseURL:        getenv("DATABASE_URL"),
-		Host:               getenv("HOST"),
-		PublicURL:          getenv("PUBLIC_URL"),
-		SessionSecret:      getenv("SESSION_SECRET"),
-		TokenEncryptionKey: getenv("TOKEN_ENCRYPTION_KEY"),
-		EventStream:        getenv("EVENT_SOURCE"),
-		JetstreamURL:       getenv("JETSTREAM_URL"),
-		RelayURL:           getenv("RELAY_URL"),
-		PLCURL:             getenv("PLC_URL"),
-		MetricsAddr:        getenv("METRICS_ADDR"),
-		PluginRegistryURL:  getenv("PLUGIN_REGISTRY_URL"),
-		PluginDir:          getenv("PLUGIN_DIR"),
-		LexiconDNSServer:   getenv("LEXICON_DNS_SERVER"),
-		InstanceID:         getenv("INSTANCE_ID"),
+		DatabaseURL: getenv("DATABASE_URL"),
+		Host:        getenv("HOST"),
+		PublicURL:   getenv("PUBLIC_URL"),
+		Security: appview.SecurityConfig{
+			SessionSecret:      getenv("SESSION_SECRET"),
+			TokenEncryptionKey: getenv("TOKEN_ENCRYPTION_KEY"),
+			AdminClaim:         appview.ClaimMode(getenv("ADMIN_CLAIM")),
+		},
+		Ingest: appview.IngestConfig{
+			EventStream:  getenv("EVENT_SOURCE"),
+			JetstreamURL: getenv("JETSTREAM_URL"),
+			RelayURL:     getenv("RELAY_URL"),
+		},
+		Network: appview.NetworkConfig{
+			PLCURL:               getenv("PLC_URL"),
+			LexiconDNSServer:     getenv("LEXICON_DNS_SERVER"),
+			AllowPrivateNetworks: getenv("ALLOW_PRIVATE_NETWORKS") == "true",
+		},
+		Plugins: appview.PluginConfig{RegistryURL: getenv("PLUGIN_REGISTRY_URL"), Dir: getenv("PLUGIN_DIR")},
+		Cluster: appview.ClusterConfig{InstanceID: getenv("INSTANCE_ID")},
+		Metrics: appview.MetricsConfig{Addr: getenv("METRICS_ADDR")},
 	}
 	for _, aud := range strings.Split(getenv("SERVICE_AUTH_AUDIENCES"), ",") {
 		if aud = strings.TrimSpace(aud); aud != "" {
-			cfg.ServiceAuthAudiences = append(cfg.ServiceAuthAudiences, aud)
+			cfg.Security.ServiceAuthAudiences = append(cfg.Security.ServiceAuthAudiences, aud)
 		}
 	}
-	cfg.AdminClaim = appview.ClaimMode(getenv("ADMIN_CLAIM"))
-	cfg.AllowPrivateNetworks = getenv("ALLOW_PRIVATE_NETWORKS") == "true"
 	var errs []error
 	intVar := func(name string, dst *int) {
 		if v := getenv(name); v != "" {
@@ -110,13 +115,13 @@ func configFromEnv(getenv func(string) string) (appview.Config, error) {
 			cfg.Port = -1 // any free port
 		}
 	}
-	intVar("DEFAULT_RATE_LIMIT_CAPACITY", &cfg.DefaultRateLimitCapacity)
+	intVar("DEFAULT_RATE_LIMIT_CAPACITY", &cfg.Clients.DefaultRateLimitCapacity)
 	if v := getenv("DEFAULT_RATE_LIMIT_REFILL_RATE"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("DEFAULT_RATE_LIMIT_REFILL_RATE: %q is not a number", v))
 		}
-		cfg.DefaultRateLimitRefillRate = f
+		cfg.Clients.DefaultRateLimitRefillRate = f
 	}
 	intVar("EVENT_LOG_RETENTION_DAYS", &cfg.EventLogRetentionDays)
 	if getenv("EVENT_LOG_RETENTION_DAYS") == "0" {

@@ -22,9 +22,9 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.DatabaseURL != env["DATABASE_URL"] || cfg.Host != "0.0.0.0" || cfg.Port != -1 || cfg.PublicURL != env["PUBLIC_URL"] ||
-		cfg.JetstreamURL != "off" || cfg.RelayURL != env["RELAY_URL"] || cfg.PLCURL != env["PLC_URL"] ||
-		cfg.DefaultRateLimitCapacity != 7 || cfg.DefaultRateLimitRefillRate != 0.5 || cfg.EventLogRetentionDays != -1 ||
-		cfg.MetricsAddr != env["METRICS_ADDR"] || len(cfg.ServiceAuthAudiences) != 2 || cfg.ServiceAuthAudiences[1] != "did:web:b.example" {
+		cfg.Ingest.JetstreamURL != "off" || cfg.Ingest.RelayURL != env["RELAY_URL"] || cfg.Network.PLCURL != env["PLC_URL"] ||
+		cfg.Clients.DefaultRateLimitCapacity != 7 || cfg.Clients.DefaultRateLimitRefillRate != 0.5 || cfg.EventLogRetentionDays != -1 ||
+		cfg.Metrics.Addr != env["METRICS_ADDR"] || len(cfg.Security.ServiceAuthAudiences) != 2 || cfg.Security.ServiceAuthAudiences[1] != "did:web:b.example" {
 		t.Fatalf("mapped config: %+v", cfg)
 	}
 	env = map[string]string{"PORT": "eighty", "DEFAULT_RATE_LIMIT_REFILL_RATE": "fast"}

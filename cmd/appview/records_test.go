@@ -32,7 +32,12 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // started.
 func writingApp(t *testing.T, store storage.Store) *appview.App {
 	t.Helper()
-	app, err := appview.New(appview.Config{Store: store, Logger: quiet, JetstreamURL: "off", TokenEncryptionKey: testTokenKey})
+	app, err := appview.New(appview.Config{
+		Store:    store,
+		Logger:   quiet,
+		Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+		Security: appview.SecurityConfig{TokenEncryptionKey: testTokenKey},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +131,13 @@ func TestRecordsImportCommand(t *testing.T) {
 	defer taken.Close()
 	// Neither ingestion nor the metrics listener may start: the latter
 	// would fail on its taken address.
-	cfg := appview.Config{DatabaseURL: dbURL, Logger: quiet, TokenEncryptionKey: testTokenKey,
-		JetstreamURL: "ws://127.0.0.1:1/subscribe", MetricsAddr: taken.Addr().String()}
+	cfg := appview.Config{
+		DatabaseURL: dbURL,
+		Logger:      quiet,
+		Security:    appview.SecurityConfig{TokenEncryptionKey: testTokenKey},
+		Ingest:      appview.IngestConfig{JetstreamURL: "ws://127.0.0.1:1/subscribe"},
+		Metrics:     appview.MetricsConfig{Addr: taken.Addr().String()},
+	}
 	setup, err := appview.New(cfg)
 	if err != nil {
 		t.Fatal(err)

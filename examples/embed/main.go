@@ -60,10 +60,10 @@ func run(ctx context.Context, dbPath string, port int) error {
 		port = -1 // appview.Config: any free port
 	}
 	app, err := appview.New(appview.Config{
-		DatabaseURL:  "sqlite://" + dbPath,
-		Port:         port,
-		JetstreamURL: "off", // this example indexes only what it stores itself
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DatabaseURL: "sqlite://" + dbPath,
+		Port:        port,
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"}, // this example indexes only what it stores itself
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err

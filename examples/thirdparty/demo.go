@@ -83,14 +83,16 @@ func startDemo(ctx context.Context) (_ *demo, err error) {
 	}
 	d.LexviewURL = "http://" + ln.Addr().String()
 	d.app, err = appview.New(appview.Config{
-		DatabaseURL:          "sqlite://" + filepath.Join(d.dir, "lexview.db"),
-		PublicURL:            d.LexviewURL,
-		Port:                 ln.Addr().(*net.TCPAddr).Port,
-		JetstreamURL:         "off",                     // it only indexes what the demo writes
-		PLCURL:               d.plc.URL,                 // never the real directory
-		AllowPrivateNetworks: true,                      // the stand-ins live on 127.0.0.1
-		SessionSecret:        rand.Text() + rand.Text(), // no dashboard here
-		Logger:               slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DatabaseURL: "sqlite://" + filepath.Join(d.dir, "lexview.db"),
+		PublicURL:   d.LexviewURL,
+		Port:        ln.Addr().(*net.TCPAddr).Port,
+		Ingest:      appview.IngestConfig{JetstreamURL: "off"}, // it only indexes what the demo writes
+		Network: appview.NetworkConfig{
+			PLCURL:               d.plc.URL, // never the real directory
+			AllowPrivateNetworks: true,      // the stand-ins live on 127.0.0.1
+		},
+		Security: appview.SecurityConfig{SessionSecret: rand.Text() + rand.Text()}, // no dashboard here
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		ln.Close()

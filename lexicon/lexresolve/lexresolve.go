@@ -99,7 +99,7 @@ type Schema struct {
 }
 
 // Resolver is the whole resolver: authorities (cached) and schemas
-// (fetched afresh). appview.Config.LexiconResolver replaces it in tests or for
+// (fetched afresh). appview.Config.Network.LexiconResolver replaces it in tests or for
 // embedders with their own resolution.
 type Resolver interface {
 	// Authority resolves the NSID's authority to its DID and identity.

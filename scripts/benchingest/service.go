@@ -204,9 +204,14 @@ func startInProcess(cfg serviceConfig) (*inProcess, error) {
 		return nil, err
 	}
 	app, err := appview.New(appview.Config{
-		DatabaseURL: cfg.dbURL, JetstreamURL: cfg.jetstreamURL, MetricsAddr: addr,
-		Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port, PLCURL: cfg.plc(), AllowPrivateNetworks: cfg.allowPrivateNetworks,
-		SessionSecret: sessionSecret, TokenEncryptionKey: tokenKey, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		DatabaseURL: cfg.dbURL,
+		Ingest:      appview.IngestConfig{JetstreamURL: cfg.jetstreamURL},
+		Metrics:     appview.MetricsConfig{Addr: addr},
+		Host:        "127.0.0.1",
+		Port:        ln.Addr().(*net.TCPAddr).Port,
+		Network:     appview.NetworkConfig{PLCURL: cfg.plc(), AllowPrivateNetworks: cfg.allowPrivateNetworks},
+		Security:    appview.SecurityConfig{SessionSecret: sessionSecret, TokenEncryptionKey: tokenKey},
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		ln.Close()

@@ -264,7 +264,12 @@ const benchTokenKey = "bGV4dmlldy1iZW5jaHF1ZXJ5LXRva2VuLWtleS0zMiE="
 // appConfig is the App configuration of the benchmark: no live source, a
 // quiet logger.
 func appConfig(s storage.Store) appview.Config {
-	return appview.Config{Store: s, JetstreamURL: "off", SessionSecret: randomSecret(), TokenEncryptionKey: benchTokenKey, Logger: quietLogger()}
+	return appview.Config{
+		Store:    s,
+		Ingest:   appview.IngestConfig{JetstreamURL: "off"},
+		Security: appview.SecurityConfig{SessionSecret: randomSecret(), TokenEncryptionKey: benchTokenKey},
+		Logger:   quietLogger(),
+	}
 }
 
 func randomSecret() string {

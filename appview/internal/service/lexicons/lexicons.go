@@ -36,7 +36,7 @@ type Options struct {
 	Scripts  ScriptChecker
 	Backfill BackfillStarter
 	// LiveIngestion tells whether the instance follows a live event
-	// stream. Without one (JETSTREAM_URL=off and no Config.EventSource)
+	// stream. Without one (JETSTREAM_URL=off and no Config.Ingest.EventSource)
 	// an upload that does not say backfill stores it as false and starts
 	// no job: an instance that does not follow the network does not start
 	// crawling it unasked.

@@ -219,7 +219,7 @@ type Env struct {
 }
 
 // New starts an instance on store, background work included. cfg may
-// leave Store, PLCURL and Logger unset.
+// leave Store, Network.PLCURL and Logger unset.
 func New(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	t.Helper()
 	env := NewUnstarted(t, store, cfg)
@@ -235,31 +235,31 @@ func NewUnstarted(t testing.TB, store storage.Store, cfg appview.Config) *Env {
 	t.Helper()
 	plc := NewPLC(t)
 	cfg.Store = store
-	if cfg.PLCURL == "" {
-		cfg.PLCURL = plc.URL
+	if cfg.Network.PLCURL == "" {
+		cfg.Network.PLCURL = plc.URL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.JetstreamURL == "" {
-		cfg.JetstreamURL = "off"
+	if cfg.Ingest.JetstreamURL == "" {
+		cfg.Ingest.JetstreamURL = "off"
 	}
-	if cfg.TokenEncryptionKey == "" {
-		cfg.TokenEncryptionKey = TokenKey
+	if cfg.Security.TokenEncryptionKey == "" {
+		cfg.Security.TokenEncryptionKey = TokenKey
 	}
-	cfg.AllowPrivateNetworks = true // stand-ins live on 127.0.0.1
+	cfg.Network.AllowPrivateNetworks = true // stand-ins live on 127.0.0.1
 	// Account.ServiceAuth mints tokens for this audience.
-	cfg.ServiceAuthAudiences = append(cfg.ServiceAuthAudiences, TestAudience)
+	cfg.Security.ServiceAuthAudiences = append(cfg.Security.ServiceAuthAudiences, TestAudience)
 	if cfg.EventLogRetentionDays == 0 {
 		// Tests seed entries with fixed past dates; the started App's purge
 		// worker must not remove them mid-test.
 		cfg.EventLogRetentionDays = -1
 	}
-	if cfg.RelayURL == "" {
-		cfg.RelayURL = "http://127.0.0.1:1" // never the real network
+	if cfg.Ingest.RelayURL == "" {
+		cfg.Ingest.RelayURL = "http://127.0.0.1:1" // never the real network
 	}
-	if cfg.LexiconDNSServer == "" && cfg.LexiconResolver == nil {
-		cfg.LexiconDNSServer = "127.0.0.1:1" // _lexicon look-ups fail at once, off the network
+	if cfg.Network.LexiconDNSServer == "" && cfg.Network.LexiconResolver == nil {
+		cfg.Network.LexiconDNSServer = "127.0.0.1:1" // _lexicon look-ups fail at once, off the network
 	}
 	// Start the server first so that PUBLIC_URL (the DPoP htu origin) is
 	// its real address.

@@ -40,7 +40,10 @@ type backfillWorld struct {
 func startBackfill(t *testing.T, repos, records int) *backfillWorld {
 	t.Helper()
 	pds := backfilltest.NewPDS(t)
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret, RelayURL: pds.URL()})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Ingest:   appview.IngestConfig{RelayURL: pds.URL()},
+	})
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	if r.Status != 201 {

@@ -24,7 +24,7 @@ const sessionSecret = "a-session-secret-of-at-least-32-bytes!"
 // its super user and an hv_ key holding all of the user's permissions.
 func startInstance(t *testing.T) (*testenv.Env, string) {
 	t.Helper()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{SessionSecret: sessionSecret}})
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	if r.Status != 201 {

@@ -42,7 +42,10 @@ func (p publisher) Schema(_ context.Context, nsid string) (lexresolve.Schema, er
 func TestBrowserNetworkLexicons(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	pub := publisher{docs: map[string]string{"com.example.feed.post": strings.Replace(recordLexicon, "app.test.post", "com.example.feed.post", 1)}}
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret, LexiconResolver: pub})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Network:  appview.NetworkConfig{LexiconResolver: pub},
+	})
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	key, _ := r.Object(t)["key"].(string)

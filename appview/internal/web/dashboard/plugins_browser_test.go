@@ -56,7 +56,10 @@ func pluginOrigin(t *testing.T) string {
 // configured.
 func startPluginInstance(t *testing.T, origin string) (*testenv.Env, string) {
 	t.Helper()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{SessionSecret: sessionSecret, PluginRegistryURL: origin + "/index.json"})
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Plugins:  appview.PluginConfig{RegistryURL: origin + "/index.json"},
+	})
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	if r.Status != 201 {

@@ -410,7 +410,7 @@ func TestOwnedClientsAreBounded(t *testing.T) {
 func TestChildBuckets(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		const capacity = 8
-		f := setup(t, open, appview.Config{DefaultRateLimitCapacity: capacity, DefaultRateLimitRefillRate: 0.0001})
+		f := setup(t, open, appview.Config{Clients: appview.ClientConfig{DefaultRateLimitCapacity: capacity, DefaultRateLimitRefillRate: 0.0001}})
 		one, _ := create(t, f.alice, nil)
 		two, _ := create(t, f.alice, nil)
 

@@ -423,7 +423,7 @@ func expectLimited(t *testing.T, r testenv.Response) {
 
 func TestRateLimits(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		env, su := newEnv(t, open, appview.Config{DefaultRateLimitCapacity: 4, DefaultRateLimitRefillRate: 0.001})
+		env, su := newEnv(t, open, appview.Config{Clients: appview.ClientConfig{DefaultRateLimitCapacity: 4, DefaultRateLimitRefillRate: 0.001}})
 		limited := map[string]any{"rate_limit_capacity": 3, "rate_limit_refill_rate": 0.001}
 		id, key := create(t, su, limited)
 		_, other := create(t, su, limited)

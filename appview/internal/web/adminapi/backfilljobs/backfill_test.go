@@ -243,7 +243,7 @@ func TestStateTransitions(t *testing.T) {
 func TestLexiconUploadStartsBackfill(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
-		w := setupWith(t, open(t), "", appview.Config{EventSource: quietSource{}})
+		w := setupWith(t, open(t), "", appview.Config{Ingest: appview.IngestConfig{EventSource: quietSource{}}})
 		w.account(t, 4)
 		w.account(t, 3)
 		const likeDoc = `{"lexicon":1,"id":"app.test.like","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`

@@ -86,7 +86,10 @@ func TestReferencePDS(t *testing.T) {
 			&identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		}
 		store := open(t)
-		env := testenv.NewUnstarted(t, store, appview.Config{PLCURL: net.PLCURL, Directory: dir, RelayURL: net.PDSURL})
+		env := testenv.NewUnstarted(t, store, appview.Config{
+			Network: appview.NetworkConfig{PLCURL: net.PLCURL, Directory: dir},
+			Ingest:  appview.IngestConfig{RelayURL: net.PDSURL},
+		})
 		env.PLC = plc
 		if err := env.App.Start(context.Background()); err != nil {
 			t.Fatal(err)

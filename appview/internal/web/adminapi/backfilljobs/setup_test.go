@@ -111,7 +111,7 @@ func setupWith(t *testing.T, store storage.Store, relayURL string, cfg appview.C
 		base:    &identity.BaseDirectory{PLCURL: plc.URL, SkipHandleVerification: true},
 		handles: map[string]syntax.DID{},
 	}
-	cfg.PLCURL, cfg.Directory, cfg.RelayURL = plc.URL, dir, relayURL
+	cfg.Network.PLCURL, cfg.Network.Directory, cfg.Ingest.RelayURL = plc.URL, dir, relayURL
 	env := testenv.NewUnstarted(t, store, cfg)
 	env.PLC = plc // the directory resolves through this PLC
 	if err := env.App.Start(context.Background()); err != nil {

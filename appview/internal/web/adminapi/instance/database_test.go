@@ -130,7 +130,10 @@ func TestFeatureFlags(t *testing.T) {
 			}
 		}
 
-		env = testenv.New(t, open(t), appview.Config{JetstreamURL: "wss://jetstream.invalid/subscribe", MetricsAddr: "127.0.0.1:0"})
+		env = testenv.New(t, open(t), appview.Config{
+			Ingest:  appview.IngestConfig{JetstreamURL: "wss://jetstream.invalid/subscribe"},
+			Metrics: appview.MetricsConfig{Addr: "127.0.0.1:0"},
+		})
 		su = env.Bootstrap(t)
 		su.Do(t, "GET", "/admin/feature-flags", nil).JSON(t, &body)
 		if !body.Flags["jetstream"] || !body.Flags["metrics"] {
