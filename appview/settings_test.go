@@ -88,7 +88,6 @@ func eventually(t *testing.T, what string, ok func() bool) {
 // cannot be overridden are refused.
 func TestSettingsOverrideEnvironment(t *testing.T) {
 	t.Parallel()
-	const day = 24 * time.Hour
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		ctx := context.Background()
 		var skew atomic.Int64 // the instance's clock runs this far ahead
