@@ -198,7 +198,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.events = eventlog.New(eventlog.Options{Store: a.store, Now: cfg.Now, Logger: a.log})
-	a.pds = oauth.NewClient(writepath.NewSessionSource(a.store, a.sealer, cfg.Now),
+	a.pds = oauth.NewClient(writepath.NewSessionSource(writepath.SessionSourceOptions{Store: a.store, Sealer: a.sealer, Now: cfg.Now}),
 		oauth.ClientOptions{HTTPClient: cfg.Network.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
 	if a.pluginRuntime, err = wasm.New(ctx, wasm.Options{Limits: wasm.Limits{
@@ -253,9 +253,9 @@ func (a *App) build(ctx context.Context) error {
 		Events: a.events, Metrics: a.metrics, Logger: a.log, Now: cfg.Now, Hook: a.scripts,
 	})
 	limits := apiclients.Limits{Capacity: cfg.Clients.DefaultRateLimitCapacity, RefillRate: cfg.Clients.DefaultRateLimitRefillRate}
-	a.clients = apiclients.NewRegistry(a.store, limits, cfg.Now, a.log)
+	a.clients = apiclients.NewRegistry(apiclients.RegistryOptions{Store: a.store, Defaults: limits, Now: cfg.Now, Logger: a.log})
 	a.clients.SetInstances(a.leadership.Live)
-	a.clientManager = apiclients.NewManager(a.store, a.clients, a.events, cfg.Now)
+	a.clientManager = apiclients.NewManager(apiclients.ManagerOptions{Store: a.store, Registry: a.clients, Events: a.events, Now: cfg.Now})
 	if cfg.Security.AdminClaim == ClaimWithToken {
 		a.claimToken = newClaimToken()
 	}

@@ -40,7 +40,7 @@ func (a *App) newServices() *server.Services {
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
 		Events: a.events, Logger: a.log, Now: a.cfg.Now})
-	policies := xrpcproxy.NewPolicies(a.store, a.events, a.cfg.Now)
+	policies := xrpcproxy.NewPolicies(xrpcproxy.PoliciesOptions{Store: a.store, Events: a.events, Now: a.cfg.Now})
 	var proxy *xrpcproxy.Router
 	if a.cfg.Network.LexiconResolver != nil {
 		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.Network.LexiconResolver, Directory: a.cfg.Network.Directory,

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -20,11 +19,11 @@ import (
 // supplies it).
 func BenchmarkAllowPerInstance(b *testing.B) {
 	store := storagetest.SQLite(b)
-	reg := apiclients.NewRegistry(store, apiclients.Limits{Capacity: 100, RefillRate: 2}, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	reg := apiclients.NewRegistry(apiclients.RegistryOptions{Store: store, Defaults: apiclients.Limits{Capacity: 100, RefillRate: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	var live atomic.Int64
 	live.Store(3)
 	reg.SetInstances(func() int { return int(live.Load()) })
-	mgr := apiclients.NewManager(store, reg, nil, time.Now)
+	mgr := apiclients.NewManager(apiclients.ManagerOptions{Store: store, Registry: reg})
 	c, _, err := mgr.Create(context.Background(), apiclients.NewClient{
 		Name: "bench", ClientIDURL: "https://bench.test/m.json", ClientURI: "https://bench.test",
 		RedirectURIs: []string{"https://bench.test/cb"}, CreatedBy: "did:plc:bench",

@@ -44,9 +44,24 @@ type Manager struct {
 	now    func() time.Time
 }
 
-// NewManager returns a Manager; events may be nil.
-func NewManager(store ManagerStore, reg *Registry, events *eventlog.Log, now func() time.Time) *Manager {
-	return &Manager{store: store, reg: reg, events: events, now: now}
+// ManagerOptions configures NewManager.
+type ManagerOptions struct {
+	// Store holds the API clients.
+	Store ManagerStore
+	// Registry is told of every change, so that it applies to the next call.
+	Registry *Registry
+	// Events records the audit entries; nil records nothing.
+	Events *eventlog.Log
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// NewManager returns a Manager.
+func NewManager(opts ManagerOptions) *Manager {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Manager{store: opts.Store, reg: opts.Registry, events: opts.Events, now: opts.Now}
 }
 
 // Errors of the service, with the specification's messages.

@@ -62,9 +62,27 @@ type entry struct {
 	checkedAt time.Time
 }
 
-// NewRegistry returns a registry over store with default bucket limits.
-func NewRegistry(store Store, defaults Limits, now func() time.Time, log *slog.Logger) *Registry {
-	return &Registry{store: store, defaults: defaults, now: now, log: log, entries: map[string]*entry{}}
+// RegistryOptions configures NewRegistry.
+type RegistryOptions struct {
+	// Store holds the API clients.
+	Store Store
+	// Defaults are the bucket limits of the clients without their own.
+	Defaults Limits
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Logger receives the registry's warnings; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// NewRegistry returns a registry over opts.Store with default bucket limits.
+func NewRegistry(opts RegistryOptions) *Registry {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Registry{store: opts.Store, defaults: opts.Defaults, now: opts.Now, log: opts.Logger, entries: map[string]*entry{}}
 }
 
 // SetInstances tells the registry how many instances share the traffic

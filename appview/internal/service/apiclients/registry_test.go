@@ -58,8 +58,8 @@ type fixture struct {
 func newFixture(t testing.TB, defaults apiclients.Limits) *fixture {
 	store := storagetest.SQLite(t)
 	f := &fixture{store: store, hooks: &hookStore{Store: store}, clk: &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}}
-	f.reg = apiclients.NewRegistry(f.hooks, defaults, f.clk.now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	f.mgr = apiclients.NewManager(store, f.reg, nil, f.clk.now)
+	f.reg = apiclients.NewRegistry(apiclients.RegistryOptions{Store: f.hooks, Defaults: defaults, Now: f.clk.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	f.mgr = apiclients.NewManager(apiclients.ManagerOptions{Store: store, Registry: f.reg, Now: f.clk.now})
 	return f
 }
 
@@ -326,8 +326,8 @@ func TestEditDuringLoad(t *testing.T) {
 // identification and the rate-limit check for a cached client.
 func BenchmarkIdentifyAndAllow(b *testing.B) {
 	store := storagetest.SQLite(b)
-	reg := apiclients.NewRegistry(store, apiclients.Limits{Capacity: 100, RefillRate: 2}, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	mgr := apiclients.NewManager(store, reg, nil, time.Now)
+	reg := apiclients.NewRegistry(apiclients.RegistryOptions{Store: store, Defaults: apiclients.Limits{Capacity: 100, RefillRate: 2}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mgr := apiclients.NewManager(apiclients.ManagerOptions{Store: store, Registry: reg})
 	c, _, err := mgr.Create(context.Background(), apiclients.NewClient{
 		Name: "bench", ClientIDURL: "https://bench.test/m.json", ClientURI: "https://bench.test",
 		RedirectURIs: []string{"https://bench.test/cb"}, CreatedBy: "did:plc:bench",

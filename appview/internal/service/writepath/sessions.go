@@ -27,9 +27,22 @@ type SessionSource struct {
 	now    func() time.Time
 }
 
-// NewSessionSource returns the session source over store.
-func NewSessionSource(store SessionStore, sealer *oauth.Sealer, now func() time.Time) *SessionSource {
-	return &SessionSource{store: store, sealer: sealer, now: now}
+// SessionSourceOptions configures NewSessionSource.
+type SessionSourceOptions struct {
+	// Store holds the device sessions.
+	Store SessionStore
+	// Sealer opens and seals their secrets.
+	Sealer *oauth.Sealer
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// NewSessionSource returns the session source over opts.Store.
+func NewSessionSource(opts SessionSourceOptions) *SessionSource {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &SessionSource{store: opts.Store, sealer: opts.Sealer, now: opts.Now}
 }
 
 // Load implements oauth.SessionSource.

@@ -130,9 +130,22 @@ type Policies struct {
 	expires time.Time
 }
 
+// PoliciesOptions configures NewPolicies.
+type PoliciesOptions struct {
+	// Store holds the policy (a setting).
+	Store storage.SettingsStore
+	// Events records the audit entry of a change.
+	Events *eventlog.Log
+	// Now is the clock of the policy's cache; time.Now when nil.
+	Now func() time.Time
+}
+
 // NewPolicies returns the policy service.
-func NewPolicies(store storage.SettingsStore, events *eventlog.Log, now func() time.Time) *Policies {
-	return &Policies{store: store, events: events, now: now}
+func NewPolicies(opts PoliciesOptions) *Policies {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Policies{store: opts.Store, events: opts.Events, now: opts.Now}
 }
 
 // Get returns the policy in force (DefaultPolicy when none is stored).
