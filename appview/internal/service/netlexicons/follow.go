@@ -27,12 +27,32 @@ func (s *Service) reload(ctx context.Context) error {
 		}
 		t[r.AuthorityDID][r.NSID] = true
 	}
+	s.addingMu.Lock()
+	for nsid, did := range s.adding {
+		if t[did] == nil {
+			t[did] = map[string]bool{}
+		}
+		t[did][nsid] = true
+	}
+	s.addingMu.Unlock()
 	s.tracked.Store(&t)
 	return nil
 }
 
-// track adds did → nsid to the tracked set (until the next reload).
+// doneAdding ends what track began for an Add of nsid: from now on a
+// reload tracks nsid only if its row is stored.
+func (s *Service) doneAdding(nsid string) {
+	s.addingMu.Lock()
+	delete(s.adding, nsid)
+	s.addingMu.Unlock()
+}
+
+// track adds did → nsid to the tracked set, and keeps it there across
+// reloads until doneAdding.
 func (s *Service) track(did, nsid string) {
+	s.addingMu.Lock()
+	s.adding[nsid] = did
+	s.addingMu.Unlock()
 	t := tracked{}
 	if cur := s.tracked.Load(); cur != nil {
 		for d, ns := range *cur {

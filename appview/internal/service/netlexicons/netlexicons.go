@@ -64,6 +64,13 @@ type Service struct {
 	mu      sync.Mutex // serialises adds, removals and refreshes
 	tracked atomic.Pointer[tracked]
 	pending chan string // NSIDs whose schema commits the live source saw
+
+	// adding holds the lexicons an Add is storing (NSID → authority DID):
+	// a reload while their rows are not yet written keeps them tracked,
+	// so that an event source woken by the lexicon's store still follows
+	// the schema collection.
+	addingMu sync.Mutex
+	adding   map[string]string
 }
 
 // New returns the service.
@@ -74,7 +81,7 @@ func New(opt Options) *Service {
 	if opt.Metrics == nil {
 		opt.Metrics = noMetrics{}
 	}
-	return &Service{opt: opt, pending: make(chan string, pendingEvents)}
+	return &Service{opt: opt, pending: make(chan string, pendingEvents), adding: map[string]string{}}
 }
 
 // Resolved is what resolving an NSID found.
@@ -140,6 +147,12 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 	// Tracked before the lexicon is stored: storing it wakes the event
 	// sources, which then read Following.
 	s.track(sch.Authority.DID, nsid)
+	added := false
+	defer func() {
+		if !added {
+			s.doneAdding(nsid)
+		}
+	}()
 	up := lexicon.Upload{Document: sch.Document, TargetCollection: targetCollection}
 	if cur, ok := s.opt.Lexicons.Snapshot().Get(nsid); ok {
 		up.Script, up.IndexHook = cur.Script, cur.IndexHook
@@ -147,6 +160,7 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 	res, err := s.opt.Lexicons.Put(ctx, actor, up)
 	if err != nil {
 		s.opt.Metrics.LexiconFetch(ReasonAdd, string(lexresolve.StepLexicon))
+		s.doneAdding(nsid)
 		if rerr := s.reload(ctx); rerr != nil { // untrack what was not stored
 			s.opt.Logger.WarnContext(ctx, "reading network lexicons failed", "err", rerr)
 		}
@@ -166,6 +180,8 @@ func (s *Service) Add(ctx context.Context, actor, nsid, targetCollection string)
 	if row, err = s.opt.Store.GetNetworkLexicon(ctx, nsid); err != nil {
 		return Added{}, err
 	}
+	s.doneAdding(nsid) // its row is stored: a reload finds it
+	added = true
 	if err := s.reload(ctx); err != nil {
 		s.opt.Logger.WarnContext(ctx, "reading network lexicons failed", "err", err)
 	}
