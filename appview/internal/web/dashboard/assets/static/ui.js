@@ -104,7 +104,15 @@ export function confirmed(message, { ok = "Delete" } = {}) {
   $("confirm-ok").textContent = ok;
   dialog.returnValue = "";
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    // A dialog's close event is queued, not dispatched at once: the
+    // previous confirmation's event can arrive after this one opened the
+    // dialog again, and is ignored (the dialog is still open then).
+    const closed = () => {
+      if (dialog.open) return;
+      dialog.removeEventListener("close", closed);
+      resolve(dialog.returnValue === "ok");
+    };
+    dialog.addEventListener("close", closed);
     dialog.showModal();
     $("confirm-cancel").focus();
   });
