@@ -77,14 +77,16 @@ func (a *App) components() []*part {
 //     sources saw, and all every Network.LexiconRecheck (commits they missed)
 //  2. sweeps: tombstones, rejection reports, retiring client keys, expired
 //     OAuth requests and DPoP proofs (hourly)
-//  3. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  4. event-log purge: hourly, and at once when the retention changes
+//  3. link index pass: indexes the links of the records stored before
+//     the link index existed, once, resuming where it stopped (indexbuild.go)
+//  4. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  5. event-log purge: hourly, and at once when the retention changes
 //     (EventLogRetentionDays or the setting event_log_retention_days;
 //     none while it keeps everything)
-//  5. labeler subscriptions: one per active labeler, in line with the
+//  6. labeler subscriptions: one per active labeler, in line with the
 //     store at start, on every change through the labelers service, and
 //     every 30 s (labelsub.DefaultReconcile)
-//  6. event sources, one per source ("source NAME"), whose writes are
+//  7. event sources, one per source ("source NAME"), whose writes are
 //     fenced by the leader's lease
 func (a *App) leaderComponents() []*part {
 	parts := []*part{
@@ -92,6 +94,7 @@ func (a *App) leaderComponents() []*part {
 			a.svc.NetworkLexicons.Run(ctx, a.cfg.Network.LexiconRecheck)
 		}}},
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
+		{name: "link index pass", component: &worker{run: a.runLinkPass}},
 	}
 	if a.sealer != nil {
 		parts = append(parts, &part{name: "linked repo refresh", component: &worker{run: func(ctx context.Context) {

@@ -175,8 +175,6 @@ type LinkIndexStatus struct {
 	Done bool
 	// Scanned counts the stored records the background pass has read.
 	Scanned int64
-	// Links counts the links stored.
-	Links int64
 	// Skipped counts the links this process did not index because a
 	// record exceeded a bound (MaxLinksPerRecord, MaxLinkDepth,
 	// MaxLinkTargetLen, MaxLinkPathLen), since it started.

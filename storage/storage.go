@@ -42,6 +42,7 @@ type Store interface {
 	NetworkLexiconStore
 	ClusterStore
 	DPoPReplayStore
+	LinkStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -133,21 +133,53 @@ const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
 		AS t(u, d, c, k, ci, rv, rec, us, cus)
 	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
-	` + sqlstore.RecordUpsertConflict
+	` + sqlstore.RecordUpsertConflict + `
+	RETURNING uri, (extract(epoch FROM created_at) * 1000000)::bigint`
 
-func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
+func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) ([]sqlstore.Stored, error) {
 	n := len(recs)
 	uris, dids, cols, rkeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	cids, revs, values := make([]string, n), make([]string, n), make([][]byte, n)
 	times, created := make([]int64, n), make([]int64, n)
+	index := make(map[string]int, n)
 	for i, r := range recs {
 		uris[i], dids[i], cols[i], rkeys[i] = r.URI, r.DID, r.Collection, r.RKey
 		cids[i], revs[i], values[i] = r.CID, r.Rev, r.Value
 		times[i], created[i] = r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()
+		index[r.URI] = i
 	}
-	_, err := tx.ExecContext(ctx, upsertRecords, textArray[string](uris), textArray[string](dids), textArray[string](cols),
+	rows, err := tx.QueryContext(ctx, upsertRecords, textArray[string](uris), textArray[string](dids), textArray[string](cols),
 		textArray[string](rkeys), textArray[string](cids), textArray[string](revs), textArray[[]byte](values),
 		pq.Array(times), pq.Array(created))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	stored := make([]sqlstore.Stored, 0, n)
+	for rows.Next() {
+		var uri string
+		var micros int64
+		if err := rows.Scan(&uri, &micros); err != nil {
+			return nil, err
+		}
+		stored = append(stored, sqlstore.Stored{Index: index[uri], CreatedAt: time.UnixMicro(micros).UTC()})
+	}
+	return stored, rows.Err()
+}
+
+const insertLinks = `INSERT INTO record_links (target, source, created_at, uri, did)
+	SELECT t, s, timestamptz 'epoch' + us * interval '1 microsecond', u, d
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS l(t, s, us, u, d)
+	ON CONFLICT DO NOTHING`
+
+func (dialect) InsertLinks(ctx context.Context, tx *sql.Tx, links []sqlstore.LinkRow) error {
+	n := len(links)
+	targets, sources, uris, dids, created := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, l := range links {
+		targets[i], sources[i], uris[i], dids[i], created[i] = l.Target, l.Source, l.URI, l.DID, l.CreatedAt.UnixMicro()
+	}
+	_, err := tx.ExecContext(ctx, insertLinks, textArray[string](targets), textArray[string](sources),
+		pq.Array(created), textArray[string](uris), textArray[string](dids))
 	return err
 }
 
@@ -192,3 +224,6 @@ func MigrationsDigest() string {
 	})
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// LockShared implements sqlstore.Dialect.
+func (dialect) LockShared() string { return " FOR SHARE" }

@@ -156,11 +156,12 @@ func (a *rawAuthorizer) allows(op int, arg1, arg2, db string) bool {
 		if db != "main" && db != "" {
 			return false
 		}
-		return sqlstore.RawReadable(arg1, arg2) || arg2 == "" && db == "" && a.commonTable(arg1)
+		return sqlstore.RawReadable(arg1, arg2) || arg2 == "" && db == "" && a.commonTable(arg1) ||
+			a.write && sqlstore.RawTriggerTable(arg1)
 	case sqlite3.SQLITE_FUNCTION:
 		return sqlstore.RawSQLiteFunction(arg2)
 	case sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE:
-		return a.write && db == "main" && arg1 == sqlstore.RawWriteTable
+		return a.write && db == "main" && (arg1 == sqlstore.RawWriteTable || sqlstore.RawTriggerTable(arg1))
 	case sqlite3.SQLITE_TRANSACTION:
 		// database/sql rolls the transaction back by itself when the
 		// context ends, possibly before RunRaw removes the authorizer.

@@ -217,18 +217,43 @@ func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
 	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
-	` + sqlstore.RecordUpsertConflict
+	` + sqlstore.RecordUpsertConflict + `
+	RETURNING created_at`
 
-func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error {
+func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) ([]sqlstore.Stored, error) {
 	stmt, err := tx.PrepareContext(ctx, upsertRecord)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	stored := make([]sqlstore.Stored, 0, len(recs))
+	for i, r := range recs {
+		var created int64
+		err := stmt.QueryRowContext(ctx, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev,
+			string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()).Scan(&created)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // skipped: an older revision, a tombstone, a replay
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", r.URI, err)
+		}
+		stored = append(stored, sqlstore.Stored{Index: i, CreatedAt: time.UnixMicro(created).UTC()})
+	}
+	return stored, nil
+}
+
+const insertLink = `INSERT INTO record_links (target, source, created_at, uri, did) VALUES (?1, ?2, ?3, ?4, ?5)
+	ON CONFLICT DO NOTHING`
+
+func (dialect) InsertLinks(ctx context.Context, tx *sql.Tx, links []sqlstore.LinkRow) error {
+	stmt, err := tx.PrepareContext(ctx, insertLink)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	for _, r := range recs {
-		if _, err := stmt.ExecContext(ctx, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev,
-			string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()); err != nil {
-			return fmt.Errorf("%s: %w", r.URI, err)
+	for _, l := range links {
+		if _, err := stmt.ExecContext(ctx, l.Target, l.Source, l.CreatedAt.UnixMicro(), l.URI, l.DID); err != nil {
+			return fmt.Errorf("link of %s: %w", l.URI, err)
 		}
 	}
 	return nil
@@ -264,3 +289,7 @@ func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	}
 	return nil
 }
+
+// LockShared implements sqlstore.Dialect: SQLite's one writer excludes
+// every other.
+func (dialect) LockShared() string { return "" }

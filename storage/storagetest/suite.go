@@ -38,13 +38,14 @@ func Suites() []Suite {
 		{"Labels", RunLabels},
 		{"Plugins", RunPlugins},
 		{"NetworkLexicons", RunNetworkLexicons},
+		{"Links", RunLinks},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
 // Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos, Labels,
-// Plugins, NetworkLexicons), each of its tests on a fresh store. A storage.Store
+// Plugins, NetworkLexicons, Links), each of its tests on a fresh store. A storage.Store
 // implementation, Lexview's or an embedder's own, must pass it:
 //
 //	func TestStore(t *testing.T) {

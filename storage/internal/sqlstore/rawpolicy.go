@@ -17,6 +17,16 @@ import (
 // RawWriteTable is the one table a raw write may change.
 const RawWriteTable = "records"
 
+// rawTriggerTables are the tables that triggers on the records table keep
+// (the link index): a raw write that changes records changes them through
+// those triggers, so the database's enforcement lets a write reach them,
+// while the statement itself may not name them (schemaTables).
+var rawTriggerTables = setOf("record_links")
+
+// RawTriggerTable reports whether a raw write may reach table through the
+// triggers on the records table.
+func RawTriggerTable(table string) bool { return rawTriggerTables[strings.ToLower(table)] }
+
 // RawRelations are the relations a raw statement may read: the records
 // table, the record tombstones and the documented views.
 var RawRelations = []string{"records", "record_tombstones", "lexicon_info"}
@@ -83,7 +93,7 @@ var schemaTables = setOf(
 	"admin_users", "admin_api_keys", "api_clients", "client_auth_keys", "device_sessions", "dpop_provisions",
 	"event_log", "settings", "setting_blobs", "scripts", "script_variables", "lexicons", "stream_cursors",
 	"backfill_jobs", "backfill_repos", "dead_letters", "script_retries", "schema_migrations", "script_sql_role",
-	"repo_states", "account_states",
+	"repo_states", "account_states", "record_links", "link_index_state",
 )
 
 // deniedNames are catalogs and functions that reach files, the network,

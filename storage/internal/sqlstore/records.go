@@ -126,8 +126,12 @@ func (db *DB) ApplyBatch(ctx context.Context, b storage.Batch) error {
 			}
 		}
 		if len(upserts) > 0 {
-			if err := db.dialect.UpsertRecords(ctx, tx, upserts); err != nil {
+			stored, err := db.dialect.UpsertRecords(ctx, tx, upserts)
+			if err != nil {
 				return fmt.Errorf("upsert records: %w", err)
+			}
+			if err := db.indexLinks(ctx, tx, upserts, stored); err != nil {
+				return err
 			}
 		}
 		for _, c := range b.Cursors {

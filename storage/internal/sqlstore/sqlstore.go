@@ -43,11 +43,21 @@ type Dialect interface {
 	// same CID keeps its indexed_at and created_at: a record's sort key
 	// moves only when the record changes. created_at is the record's
 	// CreatedAt, which the caller has computed.
-	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) error
+	// It returns the records written (not skipped), with the created_at
+	// each row holds after the write, for the link index.
+	UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) ([]Stored, error)
+	// InsertLinks stores link rows inside tx; rows already stored are
+	// left as they are.
+	InsertLinks(ctx context.Context, tx *sql.Tx, links []LinkRow) error
 	// DeleteRecords removes records (at most one per URI) inside tx. A
 	// delete carrying a rev removes only rows at that rev or older, and
 	// leaves a tombstone at that rev.
 	DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error
+
+	// LockShared ends a SELECT inside a write transaction so that the
+	// rows read stay as read until it commits (" FOR SHARE"), or is ""
+	// where a writer excludes every other anyway (SQLite).
+	LockShared() string
 
 	// JSONDialect renders access to record fields for QueryRecords.
 	JSONDialect
@@ -76,6 +86,8 @@ type DB struct {
 	// reads keeps the reader pool's statements prepared; writes the
 	// writer pool's few hot ones (label ingestion).
 	reads, writes *stmtCache
+	// links counts what the link index skipped.
+	links linkCounters
 }
 
 // Open wraps a writer and a reader pool (they may be the same *sql.DB).
