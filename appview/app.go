@@ -193,6 +193,7 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.metrics.WatchSources(a.sourceStates)
+	a.metrics.WatchLinkIndex(a.linkIndexState)
 	a.lexicons = lexicon.NewRegistry(a.store)
 	if err := a.lexicons.Load(ctx); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/metrics"
 )
 
 // Pacing of the link index's background pass over the records stored
@@ -69,4 +70,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// linkIndexState reads the link index's state for the metrics, within a
+// scrape's patience.
+func (a *App) linkIndexState() (metrics.LinkIndexState, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := a.store.LinkIndexStatus(ctx)
+	if err != nil {
+		return metrics.LinkIndexState{}, false
+	}
+	return metrics.LinkIndexState{Done: st.Done, Scanned: st.Scanned, Skipped: st.Skipped}, true
 }

@@ -40,6 +40,7 @@ type Metrics struct {
 	Leader             *prometheus.GaugeVec   // instance
 
 	sources *sourceCollector
+	links   *linkCollector
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -48,6 +49,7 @@ func New() *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		sources:  newSourceCollector(),
+		links:    newLinkCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
 		}, []string{"source", "collection"}),
@@ -134,7 +136,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.sources,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.sources, m.links,
 	}
 }
 
