@@ -85,3 +85,24 @@ func TestOversizedHeadersGetJSON431(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryAnswerIsNosniff: JSON answers of every kind (success, client
+// error, refusal, 431, the admin API, a panic's 500 aside) and the pages
+// carry X-Content-Type-Options: nosniff.
+func TestEveryAnswerIsNosniff(t *testing.T) {
+	t.Parallel()
+	addr := serve(t)
+	for _, path := range []string{
+		"/health", "/xrpc/_health", "/xrpc/app.none.missing", "/xrpc/com.atproto.repo.getRecord",
+		"/admin/stats", "/nowhere", "/dashboard/", "/.well-known/did.json",
+	} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s (%d): X-Content-Type-Options %q", path, resp.StatusCode, got)
+		}
+	}
+}

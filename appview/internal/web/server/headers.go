@@ -21,6 +21,16 @@ const ServerMaxHeaderBytes = 4 * MaxHeaderBytes
 // errHeaderTooLarge is the error of the 431 answer.
 const errHeaderTooLarge = "request header fields too large"
 
+// securityHeaders sets the headers every answer carries, whatever serves
+// it: X-Content-Type-Options: nosniff, so that no browser reads a JSON
+// answer (or a record's text inside one) as HTML or script.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitHeaders answers 431 with a JSON error for a request whose head is
 // larger than MaxHeaderBytes, and passes the others to next.
 func limitHeaders(next http.Handler) http.Handler {

@@ -228,7 +228,7 @@ func New(svc Services, p Parts) *Surfaces {
 	all := http.NewServeMux()
 	all.Handle("/admin/", am)
 	all.Handle("/", pub)
-	wrap := func(h http.Handler) http.Handler { return limitHeaders(respond.Recover(log, h)) }
+	wrap := func(h http.Handler) http.Handler { return securityHeaders(limitHeaders(respond.Recover(log, h))) }
 	return &Surfaces{
 		All: wrap(all), Public: wrap(pub), Admin: wrap(adm),
 		AdminRoutes: am.Mounted(), xrpc: xh,
