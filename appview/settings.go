@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 )
 
@@ -309,6 +310,7 @@ func (a *App) applySettings(ctx context.Context) error {
 	prev := a.live.current.Swap(&next)
 	a.clients.SetDefaults(next.limits)
 	a.plugins.SetRegistryURL(next.registryURL)
+	a.labelSubs.SetMaxFrame(labelerMaxFrame(stored[labelsub.MaxFrameSetting]))
 	a.live.level.set(next.logLevel)
 	if prev != nil && prev.retentionDays != next.retentionDays {
 		select {
@@ -370,4 +372,15 @@ func (h *filteredHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *filteredHandler) WithGroup(name string) slog.Handler {
 	return &filteredHandler{f: h.f, next: h.next.WithGroup(name)}
+}
+
+// labelerMaxFrame is the labeler frame limit the setting
+// labelsub.MaxFrameSetting holds, or 0 (the default) when it is absent or
+// invalid (a value the settings API refuses cannot be stored through it).
+func labelerMaxFrame(v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
+		return 0
+	}
+	return n
 }

@@ -322,3 +322,19 @@ func TestSettingsReachOtherInstances(t *testing.T) {
 		eventually(t, "the deleted plugin_registry_url on the other instance", func() bool { return slices.Equal(s.official(b), []string{"alpha"}) })
 	})
 }
+
+// TestLabelerMaxFrameSetting: labeler.max_frame_bytes takes a number of
+// bytes within its bounds, and nothing else.
+func TestLabelerMaxFrameSetting(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	adm := env.Bootstrap(t)
+	for value, want := range map[string]int{
+		"abc": 400, "-1": 400, "65535": 400, "67108865": 400,
+		"65536": 200, "4194304": 200, "67108864": 200,
+	} {
+		if r := adm.Do(t, "PUT", "/admin/settings/labeler.max_frame_bytes", map[string]any{"value": value}); r.Status != want {
+			t.Errorf("%q: %d %s, want %d", value, r.Status, r.Raw, want)
+		}
+	}
+}

@@ -3,8 +3,11 @@ package labelsub
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"math"
 
 	comatproto "github.com/bluesky-social/indigo/api/atproto"
+	cbg "github.com/whyrusleeping/cbor-gen"
 
 	"github.com/lexview/lexview/appview/internal/core/streamframe"
 )
@@ -66,4 +69,51 @@ func decodeFrame(data []byte) (frame, error) {
 		return frame{}, fmt.Errorf("%d bytes after the frame body", r.Len())
 	}
 	return f, nil
+}
+
+// peekLabelsSeq reads the sequence number of a #labels frame from its
+// head, the frame's first bytes: the body is a map whose keys DAG-CBOR
+// orders shortest first, so "seq" comes before "labels". It reports false
+// when the head is no #labels message or seq is not among the members
+// read before the head ends.
+func peekLabelsSeq(head []byte) (int64, bool) {
+	r := bytes.NewReader(head)
+	hdr, err := streamframe.ReadHeader(r)
+	if err != nil || hdr.Op != opMessage || hdr.Type != "#labels" {
+		return 0, false
+	}
+	cr := cbg.NewCborReader(r)
+	maj, n, err := cr.ReadHeader()
+	if err != nil || maj != cbg.MajMap {
+		return 0, false
+	}
+	for range n {
+		maj, klen, err := cr.ReadHeader()
+		if err != nil || maj != cbg.MajTextString || klen > 64 {
+			return 0, false
+		}
+		key := make([]byte, klen)
+		if _, err := io.ReadFull(cr, key); err != nil {
+			return 0, false
+		}
+		maj, v, err := cr.ReadHeader()
+		if err != nil {
+			return 0, false
+		}
+		if string(key) != "seq" {
+			// Only seq is wanted, and it comes first; an unsigned
+			// member before it (none in a well-formed body) is passed.
+			if maj != cbg.MajUnsignedInt && maj != cbg.MajNegativeInt {
+				return 0, false
+			}
+			continue
+		}
+		switch {
+		case maj == cbg.MajUnsignedInt && v <= math.MaxInt64:
+			return int64(v), true
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
@@ -31,8 +32,11 @@ import (
 
 // Defaults of the Options' limits.
 const (
-	DefaultReconcile   = 30 * time.Second
-	DefaultMaxFrame    = 1 << 20 // bytes
+	DefaultReconcile = 30 * time.Second
+	DefaultMaxFrame  = 1 << 20 // bytes
+	// MinMaxFrame and MaxMaxFrame bound what MaxFrameSetting may set.
+	MinMaxFrame        = 64 << 10
+	MaxMaxFrame        = 64 << 20
 	DefaultMinBackoff  = time.Second
 	DefaultMaxBackoff  = 5 * time.Minute
 	DefaultMaxFuture   = 5 * time.Minute
@@ -86,9 +90,15 @@ type Options struct {
 	// store (changes made through another instance); default
 	// DefaultReconcile.
 	Reconcile time.Duration
-	// MaxFrame is the largest frame read, in bytes: a larger one closes
-	// the connection. Default DefaultMaxFrame.
+	// MaxFrame is the largest frame kept, in bytes: a larger one is
+	// skipped (read to its end and dropped, counted, logged and recorded
+	// in the event log), and the cursor moves past it. Default
+	// DefaultMaxFrame; the setting MaxFrameSetting overrides it
+	// (Manager.SetMaxFrame).
 	MaxFrame int64
+	// maxFrame is the override SetMaxFrame sets, shared by the
+	// subscriptions (0: MaxFrame).
+	maxFrame *atomic.Int64
 	// MinBackoff and MaxBackoff bound the wait before reconnecting: it
 	// doubles from MinBackoff after each failed connection up to
 	// MaxBackoff, with up to half of it added at random. Defaults
@@ -126,6 +136,9 @@ func (c Options) withDefaults() Options {
 	if c.MaxFrame <= 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
+	if c.maxFrame == nil {
+		c.maxFrame = new(atomic.Int64)
+	}
 	return c
 }
 
@@ -154,6 +167,23 @@ func New(cfg Options) *Manager {
 		cfg: cfg.withDefaults(), changed: make(chan struct{}, 1),
 		pending: map[string]bool{}, subs: map[string]*subscription{}, reports: map[string]*reporter{},
 	}
+}
+
+// MaxFrameSetting is the setting that raises (or lowers) the largest
+// labeler frame kept, in bytes, from MinMaxFrame to MaxMaxFrame; without
+// it, Options.MaxFrame applies. It is read when a connection opens.
+const MaxFrameSetting = "labeler.max_frame_bytes"
+
+// SetMaxFrame sets the largest frame kept on connections opened from now
+// on; n <= 0 goes back to Options.MaxFrame.
+func (m *Manager) SetMaxFrame(n int64) { m.cfg.maxFrame.Store(max(n, 0)) }
+
+// frameLimit is the largest frame kept now.
+func (c Options) frameLimit() int64 {
+	if n := c.maxFrame.Load(); n > 0 {
+		return n
+	}
+	return c.MaxFrame
 }
 
 // Changed tells the Manager that a labeler was added, had its status

@@ -320,19 +320,64 @@ func TestMalformedAndOversizedFrames(t *testing.T) {
 		if len(lab.Cursors()) != 1 {
 			t.Fatal("a malformed frame ended the connection")
 		}
-		// An oversized frame ends the connection; the next continues after
-		// it (the stand-in does not resend frames to a client past them).
+	})
+}
+
+// TestOversizedFrameIsSkipped: a frame over the limit, which the labeler
+// replays from its log on every connection, is skipped (counted, logged,
+// recorded with its sequence number) and the cursor moves past it, on the
+// same connection; the labels after it are stored. Through
+// Manager.SetMaxFrame the limit rises for later connections, and the same
+// frame is then kept.
+func TestOversizedFrameIsSkipped(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
+		h := newHarness(t, open(t))
+		h.cfg.MaxFrame = 4096
+		h.start()
+		lab := h.labeler(labelertest.Options{})
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(1), "one")))
 		big := lab.Label(post(3), "big")
 		huge := strings.Repeat("x", 8192)
 		big.CID = &huge
-		lab.EmitFrame(labelertest.LabelsFrame(lab.Seq()+1, []labeling.Label{big}))
-		waitFor(t, "a reconnection", func() bool { return len(lab.Cursors()) == 2 })
+		bigSeq := lab.Emit(big)
+		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(4), "four")))
 		if n := h.refused(lab.DID, labelsub.RefusedOversized); n != 1 {
 			t.Fatalf("oversized frames counted = %d, want 1", n)
 		}
-		h.waitCursor(lab.DID, lab.Emit(lab.Label(post(4), "four")))
 		if len(h.labels(post(3))) != 0 || len(h.labels(post(4))) != 1 {
 			t.Fatal("wrong labels after the oversized frame")
+		}
+		if c := lab.Cursors(); len(c) != 1 {
+			t.Fatalf("connections from cursors %v: the oversized frame ended one", c)
+		}
+		skipped := h.events.of("labeler.frame_skipped", lab.DID)
+		if len(skipped) != 1 || skipped[0].Detail.(map[string]any)["seq"] != bigSeq || skipped[0].Severity != "warn" {
+			t.Fatalf("frame_skipped entries: %+v", skipped)
+		}
+	})
+}
+
+// TestMaxFrameRaised: Manager.SetMaxFrame raises the limit over
+// Options.MaxFrame, and a frame under it is kept.
+func TestMaxFrameRaised(t *testing.T) {
+	t.Parallel()
+	forEachStore(t, func(t *testing.T, open func(testing.TB) storage.LabelStore) {
+		h := newHarness(t, open(t))
+		h.cfg.MaxFrame = 4096
+		h.start()
+		h.m.SetMaxFrame(64 << 10)
+		lab := h.labeler(labelertest.Options{})
+		var many []labeling.Label // about 200 bytes each
+		for i := range 60 {
+			many = append(many, lab.Label(post(100+i), "many"))
+		}
+		if n := len(labelertest.LabelsFrame(1, many)); n <= 4096 {
+			t.Fatalf("the frame is only %d bytes", n)
+		}
+		h.waitCursor(lab.DID, lab.Emit(many...))
+		if len(h.labels(post(159))) != 1 || h.refused(lab.DID, labelsub.RefusedOversized) != 0 {
+			t.Fatal("the frame under the raised limit was not kept")
 		}
 	})
 }

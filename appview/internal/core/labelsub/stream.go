@@ -27,9 +27,6 @@ const pipelineDepth = 8
 // errGap ends a connection that skipped sequence numbers.
 var errGap = errors.New("sequence gap")
 
-// errOversized ends a connection that sent a frame over Options.MaxFrame.
-var errOversized = errors.New("frame over the size limit")
-
 // stream is one connection to a labeler: a reader goroutine decodes and
 // checks frames while the caller's goroutine stores them in order.
 type stream struct {
@@ -209,35 +206,39 @@ func (st *stream) apply(ctx context.Context, batch []checked) error {
 
 // read decodes and checks frames and sends the events to out, in order,
 // until the connection or ctx ends. A frame that does not decode is
-// counted and skipped; an error frame or an oversized one ends the
-// connection.
+// counted and skipped; an error frame ends the connection. A frame over
+// the size limit is skipped too, and counts as its event without labels,
+// so that the cursor moves past it: a labeler replays its log from the
+// cursor, and would send the same frame again on every connection.
 func (st *stream) read(ctx context.Context, conn *websocket.Conn, jobs, ordered chan<- *job) error {
 	s := st.sub
 	last := st.cursor
+	limit := s.cfg.frameLimit()
 	for {
 		typ, r, err := conn.Reader(ctx)
 		if err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
-		data, err := io.ReadAll(io.LimitReader(r, s.cfg.MaxFrame+1))
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
 		if err != nil {
 			return fmt.Errorf("reading: %w", err)
 		}
 		st.lastRead.Store(time.Now().UnixNano())
-		if int64(len(data)) > s.cfg.MaxFrame {
-			s.report.refuse(ctx, RefusedOversized)
-			conn.Close(websocket.StatusMessageTooBig, "frame over "+strconv.FormatInt(s.cfg.MaxFrame, 10)+" bytes")
-			return fmt.Errorf("%w (%d bytes)", errOversized, s.cfg.MaxFrame)
-		}
-		if typ != websocket.MessageBinary {
+		var f frame
+		switch {
+		case int64(len(data)) > limit:
+			if f, err = st.skipOversized(ctx, r, data, limit); err != nil {
+				return err
+			}
+		case typ != websocket.MessageBinary:
 			s.report.refuse(ctx, RefusedMalformed)
 			continue
-		}
-		f, err := decodeFrame(data)
-		if err != nil {
-			s.report.refuse(ctx, RefusedMalformed)
-			s.cfg.Logger.Debug("undecodable frame from labeler", "labeler", s.did, "err", err)
-			continue
+		default:
+			if f, err = decodeFrame(data); err != nil {
+				s.report.refuse(ctx, RefusedMalformed)
+				s.cfg.Logger.Debug("undecodable frame from labeler", "labeler", s.did, "err", err)
+				continue
+			}
 		}
 		switch {
 		case f.err != nil:
@@ -271,6 +272,32 @@ func (st *stream) read(ctx context.Context, conn *websocket.Conn, jobs, ordered 
 			last = f.labels.Seq
 		}
 	}
+}
+
+// skipOversized reads the rest of a frame over limit (whose first limit+1
+// bytes are head) and drops it: it is counted, logged at WARN and recorded
+// in the event log with its sequence number, read from the head (a
+// #labels body starts with seq in DAG-CBOR's key order). It returns the
+// frame as a #labels event without labels, so that the cursor moves past
+// it, or an empty frame when the head holds no sequence number (the gap
+// it leaves is then crossed by connecting again once, see read).
+func (st *stream) skipOversized(ctx context.Context, r io.Reader, head []byte, limit int64) (frame, error) {
+	s := st.sub
+	rest, err := io.Copy(io.Discard, r)
+	if err != nil {
+		return frame{}, fmt.Errorf("reading: %w", err)
+	}
+	size := int64(len(head)) + rest
+	s.report.refuse(ctx, RefusedOversized)
+	seq, ok := peekLabelsSeq(head)
+	s.cfg.Logger.Warn("skipped a labeler frame over the size limit", "labeler", s.did, "seq", seq, "bytes", size,
+		"limit", limit, "setting", MaxFrameSetting)
+	s.report.record(ctx, "labeler.frame_skipped", eventlog.Warn, map[string]any{
+		"seq": seq, "bytes": size, "limit": limit, "setting": MaxFrameSetting})
+	if !ok {
+		return frame{}, nil
+	}
+	return frame{labels: &comatproto.LabelSubscribeLabels_Labels{Seq: seq}}, nil
 }
 
 // check checks and verifies an event's labels, counting the refused ones.

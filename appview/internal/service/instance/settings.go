@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -192,6 +194,10 @@ func checkSettingValue(key, value string) error {
 	case eventlog.VerboseSetting:
 		if value != "true" && value != "false" {
 			return fail.Invalidf("%s must be true or false", key)
+		}
+	case labelsub.MaxFrameSetting:
+		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
+			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, labelsub.MinMaxFrame, labelsub.MaxMaxFrame)
 		}
 	}
 	return nil
