@@ -39,6 +39,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/scripthost"
 	"github.com/lexview/lexview/appview/internal/core/serviceauth"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/backlinks"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
@@ -88,6 +89,7 @@ type App struct {
 	live          liveState // the settings read at use time (settings.go)
 	writer        *indexer.Writer
 	scripts       *scripthost.Runtime
+	backlinks     *backlinks.Service // backlink queries, for the XRPC methods and scripts
 	backfill      *backfilljobs.Manager
 	resyncSlots   chan struct{}     // bounds the repositories fetched again after gaps (sources.go)
 	labelSubs     *labelsub.Manager // one subscription per active labeler
@@ -216,11 +218,13 @@ func (a *App) build(ctx context.Context) error {
 	// runtime gets links to the writer and the XRPC handler, both built
 	// below, before New returns: nothing runs before Start, and no request
 	// arrives before New returns.
+	a.backlinks = backlinks.New(a.store)
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
 		Events: a.events, Sealer: a.sealer, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
+		Backlinks: a.backlinks,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err

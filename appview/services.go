@@ -7,6 +7,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/plc"
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/backfilljobs"
+	"github.com/lexview/lexview/appview/internal/service/backlinks"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 	"github.com/lexview/lexview/appview/internal/service/deadletters"
 	"github.com/lexview/lexview/appview/internal/service/devicesessions"
@@ -35,7 +36,7 @@ import (
 func (a *App) newServices() *server.Services {
 	lexSvc := lexicons.New(lexicons.Options{
 		Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
-		LiveIngestion: len(a.sources) > 0,
+		LiveIngestion: len(a.sources) > 0, BuiltinMethods: backlinks.Methods,
 	})
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
@@ -80,7 +81,8 @@ func (a *App) newServices() *server.Services {
 			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}), Writes: writes, Scripts: a.scripts,
 			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
-		Profiles: profiles.New(profiles.Options{Directory: a.cfg.Network.Directory, HTTPClient: a.cfg.Network.HTTPClient, Logger: a.log}),
+		Backlinks: a.backlinks,
+		Profiles:  profiles.New(profiles.Options{Directory: a.cfg.Network.Directory, HTTPClient: a.cfg.Network.HTTPClient, Logger: a.log}),
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.Network.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

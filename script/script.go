@@ -206,6 +206,14 @@ type Host interface {
 	// Labels returns the labels that apply now to each subject (AT URIs
 	// or DIDs), keyed by subject; subjects without labels are absent.
 	Labels(ctx context.Context, subjects []string) (map[string][]storage.Label, error)
+	// Backlinks returns a page of the records linking to q.Subject from
+	// q.Source, newest first (storage.LinkStore). A refused query (a bad
+	// subject, source, account, limit or cursor) is an error whose text
+	// says why.
+	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
+	// CountBacklinks counts the records linking to subject from source and
+	// the distinct accounts they belong to.
+	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
 	// XRPC calls a local XRPC method as the invocation's caller and
 	// returns the HTTP status and body.
 	XRPC(ctx context.Context, inv *Invocation, httpMethod, nsid string, params url.Values, body []byte) (int, []byte, error)

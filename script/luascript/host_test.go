@@ -51,3 +51,9 @@ func (nopHost) XRPC(context.Context, *script.Invocation, string, string, url.Val
 	return 0, nil, errNoHost
 }
 func (nopHost) HTTPClient() *http.Client { return http.DefaultClient }
+func (nopHost) Backlinks(context.Context, storage.BacklinkQuery) (storage.BacklinkPage, error) {
+	return storage.BacklinkPage{}, errNoHost
+}
+func (nopHost) CountBacklinks(context.Context, string, storage.LinkSource) (storage.BacklinkCount, error) {
+	return storage.BacklinkCount{}, errNoHost
+}

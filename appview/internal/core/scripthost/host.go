@@ -243,6 +243,26 @@ func (h host) Labels(ctx context.Context, subjects []string) (map[string][]stora
 	return h.r.opt.Labels.LabelsFor(ctx, subjects, h.r.opt.Now())
 }
 
+var errNoBacklinks = errors.New("backlinks are not available on this instance")
+
+// Backlinks returns a page of the records linking to a subject
+// (Options.Backlinks).
+func (h host) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error) {
+	if h.r.opt.Backlinks == nil {
+		return storage.BacklinkPage{}, errNoBacklinks
+	}
+	return h.r.opt.Backlinks.Backlinks(ctx, q)
+}
+
+// CountBacklinks counts the records linking to a subject and their
+// accounts (Options.Backlinks).
+func (h host) CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
+	if h.r.opt.Backlinks == nil {
+		return storage.BacklinkCount{}, errNoBacklinks
+	}
+	return h.r.opt.Backlinks.CountBacklinks(ctx, subject, source)
+}
+
 // wrapWriteErr is the script's error for a PDS write that failed: the
 // write path decides what a PDS client's failure means (an expired
 // session, or an upstream failure).

@@ -71,6 +71,14 @@ type Labels interface {
 	LabelsFor(ctx context.Context, subjects []string, now time.Time) (map[string][]storage.Label, error)
 }
 
+// Backlinks answers scripts' backlink queries (db.backlinks,
+// db.backlinkCount): the backlinks service, which checks them as it
+// checks the XRPC methods' queries.
+type Backlinks interface {
+	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
+	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
+}
+
 // LocalXRPC calls a local XRPC method in-process, as the invocation's
 // caller.
 type LocalXRPC func(ctx context.Context, inv *script.Invocation, httpMethod, nsid string, query map[string][]string, body []byte) (int, []byte, error)
@@ -103,6 +111,8 @@ type Options struct {
 	LinkedRepos LinkedRepos
 	// Labels serves scripts' label reads (db.labels); nil: no labels.
 	Labels Labels
+	// Backlinks serves scripts' backlink queries; nil: they fail.
+	Backlinks Backlinks
 	// Plugins runs the script-library functions of WASM plugins
 	// (plugins.call); nil when the instance has none.
 	Plugins Plugins

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
@@ -41,8 +42,12 @@ type Options struct {
 	// no job: an instance that does not follow the network does not start
 	// crawling it unasked.
 	LiveIngestion bool
-	Events        *eventlog.Log
-	Logger        *slog.Logger
+	// BuiltinMethods are the NSIDs of XRPC methods the instance answers
+	// itself, whatever lexicon is uploaded under them: such an upload is
+	// stored, with a warning that its route is not served.
+	BuiltinMethods []string
+	Events         *eventlog.Log
+	Logger         *slog.Logger
 }
 
 // Service manages lexicons.
@@ -111,6 +116,10 @@ func (s *Service) put(ctx context.Context, actor string, u lexicon.Upload, backf
 		res.ScriptErrors = errs
 		s.opt.Events.Record(ctx, eventlog.Entry{Type: "lexicon.script_invalid", Severity: eventlog.Warn, ActorDID: actor,
 			Subject: l.ID, Detail: map[string]any{"revision": l.Revision, "errors": errs}})
+	}
+	if slices.Contains(s.opt.BuiltinMethods, l.ID) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s is a built-in method of this instance: the lexicon is stored, "+
+			"but the built-in method answers every call of %s (its script, if any, never runs)", l.ID, l.ID))
 	}
 	if backfill && l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
 		s.startBackfill(ctx, actor, l, defaulted, &res)

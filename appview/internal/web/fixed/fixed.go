@@ -5,9 +5,12 @@
 //     caller's PDS through their DPoP session (the write path);
 //   - GET /xrpc/app.social.actor.getProfile resolves an actor through the
 //     identity directory (PLC) and reads their profile record from their
-//     PDS.
+//     PDS;
+//   - GET /xrpc/blue.microcosm.links.getBacklinks, getBacklinksCount and
+//     getBacklinkDids answer Constellation's backlink queries from the
+//     link index (service/backlinks; see docs/queries.md#backlinks).
 //
-// Both are wrapped exactly like the dynamic XRPC routes: API client
+// All are wrapped exactly like the dynamic XRPC routes: API client
 // identification and rate limiting first, then user authentication
 // (xrpc.UserMiddleware).
 package fixed
@@ -49,20 +52,23 @@ type Options struct {
 	Blobs Blobs
 	// Profiles looks profiles up for getProfile.
 	Profiles *profiles.Service
-	Logger   *slog.Logger
+	// Backlinks answers the backlink methods.
+	Backlinks Backlinks
+	Logger    *slog.Logger
 }
 
 // Handler serves the fixed endpoints.
 type Handler struct {
-	blobs    Blobs
-	profiles *profiles.Service
-	log      *slog.Logger
-	wrap     func(http.Handler) http.Handler
+	blobs     Blobs
+	profiles  *profiles.Service
+	backlinks Backlinks
+	log       *slog.Logger
+	wrap      func(http.Handler) http.Handler
 }
 
 // New returns a Handler with unset options at their defaults.
 func New(o Options) *Handler {
-	h := &Handler{blobs: o.Blobs, profiles: o.Profiles, log: o.Logger}
+	h := &Handler{blobs: o.Blobs, profiles: o.Profiles, backlinks: o.Backlinks, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -84,6 +90,9 @@ func New(o Options) *Handler {
 func (h *Handler) Mount(mux *http.ServeMux) {
 	mux.Handle("POST "+UploadBlobPath, h.wrap(http.HandlerFunc(h.uploadBlob)))
 	mux.Handle("GET "+GetProfilePath, h.wrap(http.HandlerFunc(h.getProfile)))
+	if h.backlinks != nil {
+		h.mountBacklinks(mux)
+	}
 }
 
 // getProfile answers GET /xrpc/app.social.actor.getProfile for an

@@ -18,6 +18,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/backfilljobs"
+	"github.com/lexview/lexview/appview/internal/service/backlinks"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
 	"github.com/lexview/lexview/appview/internal/service/deadletters"
 	"github.com/lexview/lexview/appview/internal/service/devicesessions"
@@ -108,6 +109,9 @@ type Services struct {
 	// Calls runs XRPC methods (scripts and the default behaviour), for
 	// HTTP calls and scripts' in-process calls alike.
 	Calls *xrpcmethods.Dispatcher
+	// Backlinks answers the built-in blue.microcosm.links.* methods; nil:
+	// they are not served.
+	Backlinks *backlinks.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -189,7 +193,11 @@ func New(svc Services, p Parts) *Surfaces {
 		Proxied: svc.Entries, Forward: forward,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
-	fixed.New(fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}).Mount(pub)
+	fixedOpts := fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}
+	if svc.Backlinks != nil {
+		fixedOpts.Backlinks = svc.Backlinks
+	}
+	fixed.New(fixedOpts).Mount(pub)
 	oauthapi.New(oauthapi.Options{Clients: svc.Clients, Users: p.Users, Sessions: svc.Sessions, Keys: svc.ClientKeys,
 		Logger: log}).Mount(pub)
 	thirdparty.New(thirdparty.Options{Manager: svc.Clients, Users: p.Users, Logger: log}).Mount(pub)
