@@ -42,7 +42,7 @@ func TestLinkIndexPass(t *testing.T) {
 			}
 		}
 		src, _ := storage.ParseLinkSource("app.test.like:subject.uri")
-		if c, err := store.CountBacklinks(ctx, post, src); err != nil || c.Records != 0 {
+		if c, err := store.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: post, Source: src, DIDs: true}); err != nil || c.Records != 0 {
 			t.Fatalf("before the pass: %+v %v", c, err)
 		}
 
@@ -52,7 +52,7 @@ func TestLinkIndexPass(t *testing.T) {
 			st, err := store.LinkIndexStatus(ctx)
 			return err == nil && st.Done
 		})
-		if c, err := store.CountBacklinks(ctx, post, src); err != nil || c.Records != n || c.DIDs != n {
+		if c, err := store.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: post, Source: src, DIDs: true}); err != nil || c.Records != n || c.DIDs != n {
 			t.Fatalf("after the pass: %+v %v", c, err)
 		}
 		if v, ok := metricstest.Value(t, reg, "lexview_link_index_ready", nil); !ok || v != 1 {

@@ -141,8 +141,17 @@ type BacklinkPage struct {
 	Cursor  string
 }
 
+// BacklinkCountQuery selects what CountBacklinks counts: the records
+// linking to Subject from Source, and with DIDs also the distinct
+// accounts they belong to (a count that costs more).
+type BacklinkCountQuery struct {
+	Subject string
+	Source  LinkSource
+	DIDs    bool
+}
+
 // BacklinkCount counts the records linking to a subject from a source,
-// and the distinct accounts they belong to.
+// and the distinct accounts they belong to (0 unless asked for).
 type BacklinkCount struct {
 	Records int64
 	DIDs    int64
@@ -188,9 +197,9 @@ type LinkStore interface {
 	// q.Source. Invalid queries and cursors return an error wrapping
 	// ErrInvalidBacklinkQuery.
 	Backlinks(ctx context.Context, q BacklinkQuery) (BacklinkPage, error)
-	// CountBacklinks counts the records linking to subject from source,
-	// and their distinct accounts.
-	CountBacklinks(ctx context.Context, subject string, source LinkSource) (BacklinkCount, error)
+	// CountBacklinks counts the records linking to q.Subject from
+	// q.Source, and with q.DIDs their distinct accounts.
+	CountBacklinks(ctx context.Context, q BacklinkCountQuery) (BacklinkCount, error)
 	// BacklinkDIDs returns a page of the distinct accounts linking to
 	// q.Subject from q.Source.
 	BacklinkDIDs(ctx context.Context, q BacklinkDIDQuery) (BacklinkDIDPage, error)

@@ -210,7 +210,7 @@ func testLinksReplay(t *testing.T, s storage.Store) {
 	for range 3 {
 		apply(t, s, ops...)
 	}
-	c, err := s.CountBacklinks(context.Background(), postURI(1), source(t, likeSrc))
+	c, err := s.CountBacklinks(context.Background(), storage.BacklinkCountQuery{Subject: postURI(1), Source: source(t, likeSrc), DIDs: true})
 	if err != nil || c != (storage.BacklinkCount{Records: 2, DIDs: 2}) {
 		t.Fatalf("count after replays: %+v %v", c, err)
 	}
@@ -218,7 +218,7 @@ func testLinksReplay(t *testing.T, s storage.Store) {
 	// one target from one path, count once.
 	twice := Rec("did:plc:c", "app.test.list", "x", base, map[string]any{"items": []any{"did:plc:z", "did:plc:z"}})
 	apply(t, s, put(twice), put(twice))
-	c, err = s.CountBacklinks(context.Background(), "did:plc:z", source(t, "app.test.list:items[]"))
+	c, err = s.CountBacklinks(context.Background(), storage.BacklinkCountQuery{Subject: "did:plc:z", Source: source(t, "app.test.list:items[]")})
 	if err != nil || c.Records != 1 {
 		t.Fatalf("count of a repeated link: %+v %v", c, err)
 	}
@@ -322,7 +322,7 @@ func testLinkingAccounts(t *testing.T, s storage.Store) {
 	}
 	apply(t, s, ops...)
 	src := source(t, likeSrc)
-	c, err := s.CountBacklinks(context.Background(), postURI(1), src)
+	c, err := s.CountBacklinks(context.Background(), storage.BacklinkCountQuery{Subject: postURI(1), Source: src, DIDs: true})
 	if err != nil || c != (storage.BacklinkCount{Records: 30, DIDs: 12}) {
 		t.Fatalf("count: %+v %v", c, err)
 	}

@@ -162,14 +162,21 @@ func splitRecordURI(uri string) (collection, rkey string) {
 }
 
 // CountBacklinks implements storage.LinkStore.
-func (db *DB) CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
-	if err := checkSubject(subject); err != nil {
+func (db *DB) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
+	if err := checkSubject(q.Subject); err != nil {
 		return storage.BacklinkCount{}, err
 	}
 	var c storage.BacklinkCount
-	err := db.reader.QueryRowContext(ctx, Bind(db.dialect,
-		`SELECT COUNT(*), COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`),
-		subject, source.String()).Scan(&c.Records, &c.DIDs)
+	var err error
+	if q.DIDs {
+		err = db.reader.QueryRowContext(ctx, Bind(db.dialect,
+			`SELECT COUNT(*), COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`),
+			q.Subject, q.Source.String()).Scan(&c.Records, &c.DIDs)
+	} else {
+		err = db.reader.QueryRowContext(ctx, Bind(db.dialect,
+			`SELECT COUNT(*) FROM record_links WHERE target = ? AND source = ?`),
+			q.Subject, q.Source.String()).Scan(&c.Records)
+	}
 	if err != nil {
 		return storage.BacklinkCount{}, fmt.Errorf("count backlinks: %w", err)
 	}

@@ -31,7 +31,7 @@ var Methods = []string{MethodGetBacklinks, MethodGetBacklinksCount, MethodGetBac
 // Store is the link index as the service reads it (storage.LinkStore).
 type Store interface {
 	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
-	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
+	CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error)
 	BacklinkDIDs(ctx context.Context, q storage.BacklinkDIDQuery) (storage.BacklinkDIDPage, error)
 }
 
@@ -90,11 +90,25 @@ func (s *Service) CountBacklinks(ctx context.Context, subject string, source sto
 	if err := checkQuery(subject, source, 0, ""); err != nil {
 		return storage.BacklinkCount{}, err
 	}
-	n, err := s.store.CountBacklinks(ctx, subject, source)
+	n, err := s.store.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: subject, Source: source, DIDs: true})
 	if err != nil {
 		return storage.BacklinkCount{}, storeErr(err)
 	}
 	return n, nil
+}
+
+// CountLinkingRecords counts the records linking to subject from source,
+// without the distinct accounts (which cost more to count). Its refusals
+// are CountBacklinks'.
+func (s *Service) CountLinkingRecords(ctx context.Context, subject string, source storage.LinkSource) (int64, error) {
+	if err := checkQuery(subject, source, 0, ""); err != nil {
+		return 0, err
+	}
+	n, err := s.store.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: subject, Source: source})
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	return n.Records, nil
 }
 
 // BacklinkDIDs returns a page of the distinct accounts linking to

@@ -23,8 +23,8 @@ func (f *fakeStore) Backlinks(_ context.Context, q storage.BacklinkQuery) (stora
 	return storage.BacklinkPage{Total: 1}, f.err
 }
 
-func (f *fakeStore) CountBacklinks(_ context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
-	f.got = append(f.got, storage.BacklinkQuery{Subject: subject, Source: source})
+func (f *fakeStore) CountBacklinks(_ context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
+	f.got = append(f.got, storage.BacklinkQuery{Subject: q.Subject, Source: q.Source})
 	return storage.BacklinkCount{Records: 2, DIDs: 1}, f.err
 }
 

@@ -17,7 +17,7 @@ import (
 // (*backlinks.Service).
 type Backlinks interface {
 	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
-	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
+	CountLinkingRecords(ctx context.Context, subject string, source storage.LinkSource) (int64, error)
 	BacklinkDIDs(ctx context.Context, q storage.BacklinkDIDQuery) (storage.BacklinkDIDPage, error)
 }
 
@@ -89,14 +89,14 @@ func (h *Handler) getBacklinksCount(w http.ResponseWriter, r *http.Request) {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
-	n, err := h.backlinks.CountBacklinks(r.Context(), p.subject, p.source)
+	n, err := h.backlinks.CountLinkingRecords(r.Context(), p.subject, p.source)
 	if err != nil {
 		respond.Fail(w, r, h.log, err)
 		return
 	}
 	respond.JSON(w, http.StatusOK, struct {
 		Total int64 `json:"total"`
-	}{n.Records})
+	}{n})
 }
 
 // backlinkDIDsAnswer is getBacklinkDids' answer: Total counts the
