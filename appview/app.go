@@ -245,7 +245,7 @@ func (a *App) build(ctx context.Context) error {
 	// Backfill: the job manager writes through the one batch writer.
 	bcfg := backfilljobs.Options{
 		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
-		RelayURL: cfg.Ingest.RelayURL, Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.Cluster.InstanceID,
+		RelayURL: cfg.Ingest.RelayURL, RelayHTTPClient: cfg.sourceHTTPClient(cfg.Ingest.RelayURL), Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.Cluster.InstanceID,
 	}
 	if a.metrics != nil {
 		bcfg.Metrics = a.metrics
@@ -336,12 +336,12 @@ func eventSources(cfg Config) ([]ingest.Source, error) {
 	case cfg.Ingest.EventSource != nil:
 		out = append(out, cfg.Ingest.EventSource)
 	case cfg.Ingest.EventStream == EventStreamFirehose:
-		out = append(out, &ingest.Firehose{URL: cfg.Ingest.RelayURL, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		out = append(out, &ingest.Firehose{URL: cfg.Ingest.RelayURL, Directory: cfg.Network.Directory, HTTPClient: cfg.sourceHTTPClient(cfg.Ingest.RelayURL),
 			Logger: cfg.Logger, Now: cfg.Now})
 	case cfg.Ingest.EventStream != EventStreamJetstream:
 		return nil, fmt.Errorf("unknown event source %q: use %q or %q", cfg.Ingest.EventStream, EventStreamJetstream, EventStreamFirehose)
 	case cfg.Ingest.JetstreamURL != "off":
-		out = append(out, &ingest.Jetstream{URL: cfg.Ingest.JetstreamURL, HTTPClient: cfg.Network.HTTPClient,
+		out = append(out, &ingest.Jetstream{URL: cfg.Ingest.JetstreamURL, HTTPClient: cfg.sourceHTTPClient(cfg.Ingest.JetstreamURL),
 			Logger: cfg.Logger, Now: cfg.Now})
 	}
 	seen := map[string]bool{}

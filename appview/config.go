@@ -122,6 +122,12 @@ type Config struct {
 	Plugins  PluginConfig   // WASM plugins
 	Cluster  ClusterConfig  // several instances on one PostgreSQL database
 	Metrics  MetricsConfig  // Prometheus metrics
+
+	// sourceOrigins are the URLs (PLC, relay, Jetstream) whose origins the
+	// configured sources' own clients may reach on a private network: set
+	// when the default Network.HTTPClient is made, from the configuration
+	// as the environment gave it (never from a setting).
+	sourceOrigins []string
 }
 
 // SecurityConfig holds the instance's secrets and who may act as it.
@@ -176,8 +182,13 @@ type NetworkConfig struct {
 	PLCURL string
 	// HTTPClient makes outbound calls (PDSes, relays, PLC); default a
 	// client with timeouts that refuses private, loopback and other
-	// non-public addresses (except at the origins, scheme, host and port,
-	// of PLCURL, Ingest.RelayURL and Ingest.JetstreamURL).
+	// non-public addresses. With the default, the configured sources'
+	// own clients (the PLC lookups and operations, the firehose or
+	// Jetstream connection, backfill's relay calls) may also reach the
+	// origins, scheme, host and port, of PLCURL, Ingest.RelayURL and
+	// Ingest.JetstreamURL wherever they are; targets that clients or DID
+	// documents choose (the XRPC proxy, network lexicons, PDSes, labelers)
+	// never get that exemption.
 	HTTPClient *http.Client
 	// AllowPrivateNetworks lets the default HTTPClient reach loopback and
 	// private addresses, and labeler subscriptions use plain-http
@@ -416,12 +427,12 @@ func (c Config) withDefaults() Config {
 		c.Scripts.Engine = luascript.New(luascript.Options{Logger: c.Logger, Now: c.Now})
 	}
 	if c.Network.HTTPClient == nil {
-		c.Network.HTTPClient = c.guardedHTTPClient()
+		c = c.withGuardedHTTPClient()
 	}
 	if c.Network.Directory == nil {
 		base := &identity.BaseDirectory{
 			PLCURL:                 c.Network.PLCURL,
-			HTTPClient:             *c.Network.HTTPClient,
+			HTTPClient:             *c.sourceHTTPClient(c.Network.PLCURL),
 			SkipHandleVerification: true,
 			TryAuthoritativeDNS:    false,
 			UserAgent:              "lexview/" + Version,
@@ -437,24 +448,48 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// guardedHTTPClient is the default Network.HTTPClient: timeouts, and
-// private, loopback and other non-public addresses refused unless
-// Network.AllowPrivateNetworks, except at the origins of Network.PLCURL,
-// Ingest.RelayURL and Ingest.JetstreamURL (their defaults when unset).
-func (c Config) guardedHTTPClient() *http.Client {
+// withGuardedHTTPClient returns c with the default Network.HTTPClient:
+// timeouts, and private, loopback and other non-public addresses refused
+// unless Network.AllowPrivateNetworks. It notes the URLs of Network.PLCURL,
+// Ingest.RelayURL and Ingest.JetstreamURL (their defaults when unset),
+// whose origins the sources' own clients may reach (sourceHTTPClient).
+func (c Config) withGuardedHTTPClient() Config {
 	or := func(v, def string) string {
 		if v == "" {
 			return def
 		}
 		return v
 	}
+	c.Network.HTTPClient = c.guardedHTTPClient()
+	c.sourceOrigins = []string{or(c.Network.PLCURL, DefaultPLCURL), or(c.Ingest.RelayURL, DefaultRelayURL),
+		or(c.Ingest.JetstreamURL, DefaultJetstreamURL)}
+	return c
+}
+
+// guardedHTTPClient is a guarded client (see withGuardedHTTPClient) that
+// may also reach the origins of allow.
+func (c Config) guardedHTTPClient(allow ...string) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: netguard.NewTransport(netguard.Options{
 		AllowPrivate: c.Network.AllowPrivateNetworks,
 		// The operator chose these; they may live on a private network.
 		// Only their origins: other ports of their hosts stay guarded.
-		AllowOrigins: []string{or(c.Network.PLCURL, DefaultPLCURL), or(c.Ingest.RelayURL, DefaultRelayURL),
-			or(c.Ingest.JetstreamURL, DefaultJetstreamURL)},
+		AllowOrigins: allow,
 	})}
+}
+
+// sourceHTTPClient is the client of a configured source at sourceURL (the
+// PLC directory, the relay, Jetstream): with the default
+// Network.HTTPClient, a guarded client that may also reach sourceURL's
+// origin when it is one the environment configured (sourceOrigins);
+// otherwise Network.HTTPClient.
+func (c Config) sourceHTTPClient(sourceURL string) *http.Client {
+	origin := netguard.OriginOf(sourceURL)
+	for _, u := range c.sourceOrigins {
+		if origin != "" && netguard.OriginOf(u) == origin {
+			return c.guardedHTTPClient(sourceURL)
+		}
+	}
+	return c.Network.HTTPClient
 }
 
 // validate refuses settings that must not run; unset fields are valid

@@ -8,47 +8,66 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/internal/netguard"
 )
 
-// TestDefaultClientAllowsConfiguredOriginsOnly: with PLC_URL on a
-// loopback port, the default outbound client (scripts' http.*, PDS calls)
-// reaches that origin but not another port of the same host, directly or
-// through a redirect.
-func TestDefaultClientAllowsConfiguredOriginsOnly(t *testing.T) {
+// TestSourceOriginsOnlyForSources: with PLC_URL, RELAY_URL and
+// JETSTREAM_URL on loopback ports, the PLC lookups reach the PLC (the
+// sources' own clients may reach their configured origins), but the
+// default outbound client, which serves targets that clients and DID
+// documents choose (the XRPC proxy, network lexicons, PDS calls, scripts'
+// http.*), reaches none of them: a DID document naming the relay's
+// origin as its PDS cannot make the instance call the relay.
+func TestSourceOriginsOnlyForSources(t *testing.T) {
 	t.Parallel()
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer other.Close()
-	plc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/redirect" {
-			http.Redirect(w, r, other.URL, http.StatusFound)
-		}
-	}))
-	defer plc.Close()
+	reached := make(chan string, 16)
+	stub := func(name string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached <- name }))
+		t.Cleanup(s.Close)
+		return s
+	}
+	relay, jetstream := stub("relay"), stub("jetstream")
+	plc := testenv.NewPLC(t)
+	const did = "did:plc:sourceorigins0000000000a"
+	plc.Register(did, "alice.test", relay.URL)
 	app, err := appview.New(appview.Config{
 		DatabaseURL: "sqlite://" + filepath.Join(t.TempDir(), "o.db"),
 		Logger:      quiet,
-		Ingest:      appview.IngestConfig{JetstreamURL: "off"},
+		Ingest:      appview.IngestConfig{JetstreamURL: "off", RelayURL: relay.URL},
 		Network:     appview.NetworkConfig{PLCURL: plc.URL},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer app.Shutdown(context.Background())
-	c := app.Config().Network.HTTPClient
 
-	resp, err := c.Get(plc.URL + "/did:plc:abc")
+	// The PLC lookups reach the PLC on loopback.
+	id, err := app.Config().Network.Directory.LookupDID(context.Background(), syntax.DID(did))
 	if err != nil {
-		t.Fatalf("PLC_URL refused: %v", err)
+		t.Fatalf("the PLC on loopback was not reached: %v", err)
 	}
-	resp.Body.Close()
-	for _, url := range []string{other.URL, plc.URL + "/redirect"} {
+	pds := id.PDSEndpoint()
+	if pds != relay.URL {
+		t.Fatalf("PDS endpoint %q", pds)
+	}
+	// The default client reaches none of the sources' origins, so the
+	// PDS the document names (the relay) is refused.
+	c := app.Config().Network.HTTPClient
+	for _, url := range []string{pds + "/xrpc/com.atproto.repo.getRecord", plc.URL + "/" + did, jetstream.URL} {
 		if resp, err := c.Get(url); !errors.Is(err, netguard.ErrBlocked) {
 			if err == nil {
 				resp.Body.Close()
 			}
-			t.Errorf("%s: reached another port of PLC_URL's host: %v", url, err)
+			t.Errorf("%s: the default client reached a source's origin: %v", url, err)
 		}
+	}
+	select {
+	case name := <-reached:
+		t.Fatalf("%s was reached through the default client", name)
+	default:
 	}
 }

@@ -88,7 +88,7 @@ func (a *App) newServices() *server.Services {
 		}),
 		Domains: doms,
 		Identity: serviceid.New(serviceid.Options{Store: a.store, Domains: doms, Sealer: a.sealer, Events: a.events,
-			PLC:       &plc.Client{URL: a.cfg.Network.PLCURL, HTTP: a.cfg.Network.HTTPClient},
+			PLC:       &plc.Client{URL: a.cfg.Network.PLCURL, HTTP: a.cfg.sourceHTTPClient(a.cfg.Network.PLCURL)},
 			Directory: a.cfg.Network.Directory, HTTP: a.cfg.Network.HTTPClient, Now: a.cfg.Now}),
 		Entries: serviceentries.New(serviceentries.Options{Store: a.store, Lexicons: a.lexicons, Events: a.events, Now: a.cfg.Now}),
 		InstanceKeys: clientkeys.NewInstance(clientkeys.InstanceOptions{

@@ -222,11 +222,12 @@ func checkSetting(key, value string) error {
 // defaults are filled in). A stored value that cannot apply, or a setting
 // of a variable that cannot be overridden, is logged and ignored. The
 // default HTTP client is made first, from cfg as the environment gave it:
-// the private-network guard lets the origins of the environment's PLC,
-// relay and Jetstream URLs through, never those of a setting.
+// the sources' own clients may reach the origins of the environment's
+// PLC, relay and Jetstream URLs on a private network, never those of a
+// setting.
 func withStartSettings(ctx context.Context, stored map[string]string, cfg Config) Config {
 	if cfg.Network.HTTPClient == nil {
-		cfg.Network.HTTPClient = cfg.guardedHTTPClient()
+		cfg = cfg.withGuardedHTTPClient()
 	}
 	for _, s := range envSettings {
 		v, ok := stored[s.key()]

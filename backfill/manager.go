@@ -97,12 +97,16 @@ type Options struct {
 	Writer     Writer
 	Lexicons   Snapshotter
 	Directory  identity.Directory
-	HTTPClient *http.Client // required: reaches PDSes and the relay (pass a guarded client)
+	HTTPClient *http.Client // required: reaches PDSes, whose addresses accounts choose (pass a guarded client)
 	RelayURL   string
-	Events     Audit   // audit trail; nil records nothing
-	Metrics    Metrics // nil records nothing
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// RelayHTTPClient reaches RelayURL; default HTTPClient. It may allow
+	// the relay's own origin on a private network, which HTTPClient must
+	// not: PDS endpoints come from DID documents.
+	RelayHTTPClient *http.Client
+	Events          Audit   // audit trail; nil records nothing
+	Metrics         Metrics // nil records nothing
+	Logger          *slog.Logger
+	Now             func() time.Time
 
 	PageSize          int           // listRecords page size; default 100
 	DiscoveryPageSize int           // relay page size; default 1000
@@ -245,7 +249,7 @@ func New(cfg Options) (*Manager, error) {
 	return &Manager{
 		cfg: cfg,
 		http: &fetcher{
-			client: cfg.HTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
+			client: cfg.HTTPClient, relay: cfg.RelayURL, relayClient: cfg.RelayHTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
 			maxWait: cfg.MaxRateLimitWait, maxLimit: 5, maxBody: 32 << 20, now: cfg.Now,
 		},
 		broker:   newBroker(),

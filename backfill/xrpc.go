@@ -57,14 +57,17 @@ func notImplemented(err error) bool {
 // with backoff for network errors and 5xx answers, and waits for 429
 // answers as Retry-After or RateLimit-Reset ask.
 type fetcher struct {
-	client   *http.Client
-	timeout  time.Duration // per request
-	retries  int           // retries after the first attempt (network errors, 5xx)
-	backoff  time.Duration // first retry delay, doubled each retry
-	maxWait  time.Duration // longest rate-limit wait honoured
-	maxLimit int           // rate-limit waits per call before 429 counts as a failure
-	maxBody  int64
-	now      func() time.Time
+	client *http.Client
+	// relayClient, when set, makes the calls to the relay (base relay).
+	relay       string
+	relayClient *http.Client
+	timeout     time.Duration // per request
+	retries     int           // retries after the first attempt (network errors, 5xx)
+	backoff     time.Duration // first retry delay, doubled each retry
+	maxWait     time.Duration // longest rate-limit wait honoured
+	maxLimit    int           // rate-limit waits per call before 429 counts as a failure
+	maxBody     int64
+	now         func() time.Time
 }
 
 // get calls method on base with params and decodes the JSON answer into out.
@@ -134,9 +137,13 @@ func (f *fetcher) call(ctx context.Context, base, method string, params url.Valu
 	if len(params) > 0 {
 		u += "?" + params.Encode()
 	}
+	client := f.client
+	if f.relayClient != nil && base == f.relay {
+		client = f.relayClient
+	}
 	attempt, limited := 0, 0
 	for {
-		wait, err := f.once(ctx, u, method, accept, timeout, read)
+		wait, err := f.once(ctx, client, u, method, accept, timeout, read)
 		if err == nil {
 			return nil
 		}
@@ -172,7 +179,7 @@ var errBadAnswer = errors.New("malformed answer")
 
 // once makes one request. For a 429 it returns the wait the server asked
 // for (0 when it named none).
-func (f *fetcher) once(ctx context.Context, u, method, accept string, timeout time.Duration,
+func (f *fetcher) once(ctx context.Context, client *http.Client, u, method, accept string, timeout time.Duration,
 	read func(body io.Reader) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -182,7 +189,7 @@ func (f *fetcher) once(ctx context.Context, u, method, accept string, timeout ti
 	}
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "lexview-backfill")
-	resp, err := f.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", method, err)
 	}

@@ -91,3 +91,18 @@ func joinHostPort(host, port string) string {
 	}
 	return net.JoinHostPort(host, port)
 }
+
+// OriginOf returns the canonical origin of an absolute http, https, ws or
+// wss URL (ws and wss as http and https, the default port explicit), or
+// "" for anything else: two URLs with one origin name the same service.
+func OriginOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	origin, _, ok := originOf(u)
+	if !ok {
+		return ""
+	}
+	return origin
+}
