@@ -101,6 +101,8 @@ type Engine struct {
 	// afterRun, when set, sees each run's final state (tests check the
 	// memory accounting).
 	afterRun func(*run)
+	// output bounds scripts' log() and print() (output.go).
+	output *outputLimiter
 }
 
 var _ script.Engine = (*Engine)(nil)
@@ -116,7 +118,8 @@ func New(o Options) *Engine {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Engine{limits: o.Limits.withDefaults(), pool: make(chan *vm, o.PoolSize), log: o.Logger, now: o.Now, tids: newTIDSource()}
+	return &Engine{limits: o.Limits.withDefaults(), pool: make(chan *vm, o.PoolSize), log: o.Logger, now: o.Now, tids: newTIDSource(),
+		output: newOutputLimiter(o.Now)}
 }
 
 // Limits returns the engine's limits (defaults filled in).
@@ -198,6 +201,7 @@ func (p *program) AppendRun(ctx context.Context, inv *script.Invocation, dst []b
 			healthy = false
 		}
 		v.L.RemoveContext()
+		v.reportDropped()
 		if p.e.afterRun != nil {
 			p.e.afterRun(v.run)
 		}

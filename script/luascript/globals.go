@@ -158,6 +158,9 @@ func (v *vm) logFn(L *lua.LState) int {
 		v.charge(int64(maxLogMessage + len("…")))
 		msg = msg[:maxLogMessage] + "…"
 	}
+	if !v.line() {
+		return 0
+	}
 	v.run.logs++
 	if v.run.logs > maxLogEvents {
 		// The event log is not a firehose: later calls of this run go
@@ -168,9 +171,6 @@ func (v *vm) logFn(L *lua.LState) int {
 	v.run.inv.Host.Log(v.run.ctx, v.run.inv, msg)
 	return 0
 }
-
-// maxLogEvents bounds the event-log entries one execution writes.
-const maxLogEvents = 20
 
 // now(): the current time as an atproto datetime string.
 func (v *vm) nowFn(L *lua.LState) int {

@@ -217,6 +217,9 @@ func (v *vm) print(L *lua.LState) int {
 		b.WriteString(s)
 	}
 	v.charge(int64(b.Len()))
+	if !v.line() {
+		return 0
+	}
 	method := ""
 	if v.run != nil && v.run.inv != nil {
 		method = v.run.inv.Method

@@ -56,6 +56,9 @@ type run struct {
 	// charged (tables.go).
 	extents map[*lua.LTable]int
 	logs    int // log() calls so far
+	// lines counts the lines of output written (log() and print()),
+	// dropped those the output bounds dropped (output.go).
+	lines, dropped int
 }
 
 // Base functions scripts keep. Everything else in gopher-lua's base
