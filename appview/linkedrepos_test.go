@@ -23,13 +23,12 @@ import (
 // is authorized from the authorize_url the admin API returns, and an open
 // grant by whoever follows its invite and signs in. The grants become
 // active, bound to those accounts, and the used invite is gone. The
-// invite page belongs to the public surface only.
-//
-// Not parallel: its refreshes run every 500 ms beside the script's writes
-// through the same grant, and under a loaded machine the two can race on
-// the session's refresh token (see the closing note of the session that
-// parallelised the suite).
+// invite page belongs to the public surface only. Its refreshes run every
+// 500 ms beside the script's writes through the same grant: the two take
+// turns on the session (oauthclient.Client.WithSession), so that no
+// refresh token is spent twice.
 func TestLinkedReposAuthorize(t *testing.T) {
+	t.Parallel()
 	n := refpds.Start(t)
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		backend := t.Name()[strings.LastIndexByte(t.Name(), '/')+1:]

@@ -16,11 +16,12 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-// Sessions resumes grants' OAuth sessions (oauthclient.Client): the
-// session signs DPoP requests to the account's PDS and refreshes its
-// tokens when the PDS says they expired.
+// Sessions runs code with a grant's OAuth session (oauthclient.Client):
+// the session signs DPoP requests to the account's PDS and refreshes its
+// tokens when the PDS says they expired, while no other user of the same
+// session (the background refresh) runs.
 type Sessions interface {
-	Session(ctx context.Context, did syntax.DID, sessionID string) (*indigooauth.ClientSession, error)
+	WithSession(ctx context.Context, did syntax.DID, sessionID string, fn func(*indigooauth.ClientSession) error) error
 }
 
 // Write is a write into a linked account's repository.
@@ -86,11 +87,16 @@ func (s *Service) Write(ctx context.Context, sessions Sessions, w Write) (Writte
 	if err != nil {
 		return Written{}, fmt.Errorf("the grant's session: %w", err)
 	}
-	sess, err := sessions.Session(ctx, syntax.DID(g.DID), stored.Sealed)
-	if err != nil {
+	var out Written
+	var resumed bool
+	err = sessions.WithSession(ctx, syntax.DID(g.DID), stored.Sealed, func(sess *indigooauth.ClientSession) error {
+		resumed = true
+		out, err = post(ctx, sess.APIClient(), w)
+		return err
+	})
+	if !resumed && err != nil {
 		return Written{}, fmt.Errorf("resume the grant's session: %w", err)
 	}
-	out, err := post(ctx, sess.APIClient(), w)
 	if err != nil {
 		s.writeFailed(ctx, g, w, err)
 		return Written{}, err

@@ -67,16 +67,16 @@ type tokenSessions struct {
 	opened int
 }
 
-func (s *tokenSessions) Session(_ context.Context, did syntax.DID, sessionID string) (*indigooauth.ClientSession, error) {
+func (s *tokenSessions) WithSession(_ context.Context, did syntax.DID, sessionID string, fn func(*indigooauth.ClientSession) error) error {
 	s.opened++
 	key, err := atcrypto.GeneratePrivateKeyP256()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg := indigooauth.NewPublicConfig("https://lexview.example/oauth-client-metadata.json", "https://lexview.example/oauth/callback", []string{"atproto"})
-	return &indigooauth.ClientSession{Client: http.DefaultClient, Config: &cfg, DPoPPrivateKey: key,
+	return fn(&indigooauth.ClientSession{Client: http.DefaultClient, Config: &cfg, DPoPPrivateKey: key,
 		Data: &indigooauth.ClientSessionData{AccountDID: did, SessionID: sessionID, HostURL: s.pds, AuthServerURL: s.pds,
-			AuthServerTokenEndpoint: s.pds + "/oauth/token", AccessToken: sessionID, RefreshToken: "r"}}, nil
+			AuthServerTokenEndpoint: s.pds + "/oauth/token", AccessToken: sessionID, RefreshToken: "r"}})
 }
 
 func TestWrite(t *testing.T) {

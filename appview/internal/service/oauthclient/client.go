@@ -69,7 +69,10 @@ type Options struct {
 }
 
 // Client starts and finishes OAuth flows as the instance.
-type Client struct{ opt Options }
+type Client struct {
+	opt   Options
+	locks sessionLocks // one user of a kept session at a time (WithSession)
+}
 
 // New returns a Client.
 func New(opt Options) *Client {
@@ -238,7 +241,9 @@ func (c *Client) Callback(ctx context.Context, host string, params url.Values) (
 
 // Session resumes a stored session: an indigo ClientSession that signs
 // DPoP requests to the account's PDS, refreshes its tokens and stores them
-// again, sealed.
+// again, sealed. A caller that may refresh it (any request to the PDS may)
+// should use WithSession instead, which keeps other users of the session
+// out meanwhile.
 func (c *Client) Session(ctx context.Context, did syntax.DID, sessionID string) (*indigooauth.ClientSession, error) {
 	if c.opt.Sealer == nil {
 		return nil, errOff
@@ -324,12 +329,10 @@ func callbackOrigin(callbackURL string) string {
 // and stores them again, sealed: a refused refresh (the session revoked,
 // expired or unknown there) is an error.
 func (c *Client) Refresh(ctx context.Context, did syntax.DID, sessionID string) error {
-	sess, err := c.Session(ctx, did, sessionID)
-	if err != nil {
-		return err
-	}
-	if _, err := sess.RefreshTokens(ctx); err != nil {
-		return fmt.Errorf("refresh the session of %s: %w", did, err)
-	}
-	return nil
+	return c.WithSession(ctx, did, sessionID, func(sess *indigooauth.ClientSession) error {
+		if _, err := sess.RefreshTokens(ctx); err != nil {
+			return fmt.Errorf("refresh the session of %s: %w", did, err)
+		}
+		return nil
+	})
 }
