@@ -25,6 +25,11 @@ func RunFieldIndexes(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"WritesKeepEntries", testFieldIndexWrites},
 		{"DropPurgesEntries", testFieldIndexDrop},
 		{"BuildWhileWriting", testFieldIndexBuildWhileWriting},
+		{"PlannerAnswersAsScan", testPlannerAnswersAsScan},
+		{"PlannerKeysetStableWhileAdding", testPlannerKeysetStable},
+		{"PlannerCursorAcrossIndexChange", testPlannerCursorAcrossIndexChange},
+		{"PlannerExplain", testPlannerExplain},
+		{"PlannerScanHint", testPlannerScanHint},
 	})
 }
 

@@ -99,6 +99,9 @@ func (db *DB) BuildFieldIndexes(ctx context.Context, n int) (storage.FieldIndexP
 	if err != nil {
 		return storage.FieldIndexProgress{}, fmt.Errorf("build field indexes: %w", err)
 	}
+	if len(progress.Finished) > 0 {
+		db.fieldIndexes.forget()
+	}
 	if work == nil {
 		return progress, nil
 	}

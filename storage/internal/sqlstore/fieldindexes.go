@@ -214,6 +214,7 @@ func (db *DB) GetFieldIndex(ctx context.Context, id int64) (storage.FieldIndex, 
 // BuildFieldIndexes, a chunk at a time, rather than here in one long
 // transaction.
 func (db *DB) DropFieldIndex(ctx context.Context, id int64) error {
+	defer db.fieldIndexes.forget()
 	return db.execOne(ctx, "drop field index", `UPDATE field_indexes SET state = 'dropping', updated_at = ?
 		WHERE id = ? AND state <> 'dropping'`, db.dialect.Time(time.Now()), id)
 }

@@ -88,6 +88,8 @@ type DB struct {
 	reads, writes *stmtCache
 	// links counts what the link index skipped.
 	links linkCounters
+	// fieldIndexes caches the ready value indexes (plan.go).
+	fieldIndexes fieldIndexCache
 }
 
 // Open wraps a writer and a reader pool (they may be the same *sql.DB).
