@@ -127,15 +127,8 @@ func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.R
 	if err != nil {
 		return storage.RecordQueryPage{}, err
 	}
-	// Statements whose plan does not depend on their arguments' values
-	// run prepared: unfiltered listings in creation order, and those
-	// answered from an index alone. A prepared statement may be planned
-	// without its parameters' values (PostgreSQL switches to such a
-	// generic plan after five runs); that is harmless for a walk of an
-	// index, but a filter's selectivity (a LIKE prefix, a range) is
-	// exactly what the planner needs the values for.
 	query := db.reader.QueryContext
-	if rq.q.Sort == "" && len(rq.labels.terms) == 0 && p.residual == nil && (p.drive == nil || p.drive.conds[0].op == "=") {
+	if walksAnIndex(rq, p) {
 		query = db.reads.query
 	}
 	rows, err := query(ctx, Bind(db.dialect, stmt), args...)
@@ -173,6 +166,25 @@ func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.R
 		page.Cursor = storage.EncodeCursor(rq.scope, pos)
 	}
 	return page, nil
+}
+
+// walksAnIndex reports whether the statement of rq as p plans it walks
+// one index whatever its arguments' values: an unfiltered listing in
+// creation order, one driven by an indexed equality alone, or a sort read
+// from its index (with conditions on the sorted field only). Such
+// statements run prepared. A prepared statement may be planned without
+// its parameters' values (PostgreSQL switches to such a generic plan
+// after five runs); that is harmless for a walk of an index, but a
+// filter's selectivity (a LIKE prefix, a range) is exactly what the
+// planner needs the values for.
+func walksAnIndex(rq *recordQuery, p plan) bool {
+	if len(rq.labels.terms) > 0 || p.residual != nil {
+		return false
+	}
+	if p.sortIndex != 0 {
+		return true
+	}
+	return rq.q.Sort == "" && (p.drive == nil || p.drive.conds[0].op == "=")
 }
 
 // createdOrder renders a page in creation order: from the records, or
@@ -247,7 +259,7 @@ func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int
 // order after the cursor (field_index_number_order, whose str is NULL,
 // for groups 0, 2 and 3; field_index_string_order for group 1), merged.
 func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit int) (string, []any, error) {
-	from, base, err := db.source(rq, p, true)
+	source, base, err := db.source(rq, p, true)
 	if err != nil {
 		return "", nil, err
 	}
@@ -263,10 +275,15 @@ func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit 
 		}
 		w := where{}
 		w.addAll(base)
-		col := `v.num`
+		// The key columns the branch's index holds, the others constant:
+		// the index then covers what the branch reads of the entries.
+		// (Typed NULLs: PostgreSQL types an untyped one text.)
+		col, keys := `v.num`, strconv.Itoa(g)+` AS k_grp, v.num AS k_num, CAST(NULL AS TEXT)`+db.dialect.Bytewise()+` AS k_str`
+		index := `field_index_number_order`
 		switch g {
 		case 1:
-			col = `v.str`
+			col, keys = `v.str`, `1 AS k_grp, CAST(NULL AS NUMERIC) AS k_num, v.str AS k_str`
+			index = `field_index_string_order`
 			w.add(`v.grp = 1 AND v.str IS NOT NULL`)
 		case 3:
 			w.add(`v.grp = 3 AND v.str IS NULL AND v.num IS NULL`)
@@ -276,7 +293,14 @@ func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit 
 		if after != nil && after.grp == g {
 			keysetIndexed(*after, rq.cmp, &w)
 		}
-		branches = append(branches, `SELECT * FROM (SELECT `+servedColumns+`, v.grp AS k_grp, v.num AS k_num, v.str AS k_str FROM `+from+
+		from := source
+		if db.dialect.Name() == "sqlite" {
+			// The branch walks its group in order for LIMIT rows; SQLite,
+			// without statistics, may otherwise judge the primary key
+			// cheaper and walk every entry.
+			from = strings.Replace(source, `field_index_values v`, `field_index_values v INDEXED BY `+index, 1)
+		}
+		branches = append(branches, `SELECT * FROM (SELECT `+servedColumns+`, `+keys+` FROM `+from+
 			` WHERE `+w.sql()+` ORDER BY `+col+` `+rq.dir+`, v.rec_uri `+rq.dir+` LIMIT ?) AS b`+strconv.Itoa(g))
 		args = append(append(args, w.args...), limit+1)
 	}
@@ -311,7 +335,7 @@ func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 		}
 		var n int64
 		query := db.reader.QueryRowContext
-		if p.drive != nil && p.residual == nil && len(rq.labels.terms) == 0 && p.drive.conds[0].op == "=" {
+		if p.drive != nil && walksAnIndex(rq, p) {
 			query = db.reads.queryRow
 		}
 		if err := query(ctx, Bind(db.dialect, stmt), args...).Scan(&n); err != nil {
