@@ -25,6 +25,7 @@ func RunFieldIndexes(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"WritesKeepEntries", testFieldIndexWrites},
 		{"DropPurgesEntries", testFieldIndexDrop},
 		{"BuildWhileWriting", testFieldIndexBuildWhileWriting},
+		{"FailedBuildRestarts", testFieldIndexFailedBuild},
 		{"PlannerAnswersAsScan", testPlannerAnswersAsScan},
 		{"PlannerKeysetStableWhileAdding", testPlannerKeysetStable},
 		{"PlannerCursorAcrossIndexChange", testPlannerCursorAcrossIndexChange},
@@ -490,4 +491,38 @@ func testFieldIndexBuildWhileWriting(t *testing.T, s storage.Store) {
 	fresh, _ := declareT(t, s, "v.w", storage.FieldIndexValue)
 	buildAll(t, s, 1000)
 	sameEntries(t, "built while writing, against a fresh build", got, entriesOf(t, s, fresh.ID))
+}
+
+// testFieldIndexFailedBuild: a build that cannot go on (on SQLite, a record
+// that a script stored as malformed JSON) marks its index failed, with the
+// error; declaring it again restarts it.
+func testFieldIndexFailedBuild(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	if s.Dialect() != "sqlite" {
+		t.Skip("only SQLite stores malformed JSON")
+	}
+	apply(t, s, put(fieldRec("did:plc:alice", 1, 1)))
+	bad := fieldRec("did:plc:alice", 2, 2)
+	rawT(t, s, `INSERT INTO records (uri, did, collection, rkey, cid, record, indexed_at) VALUES (?, 'did:plc:alice', '`+
+		fieldIndexCollection+`', 'k00002', 'bafybad', '{"v": {"w":', 0)`, bad.URI)
+	f, _ := declareT(t, s, "v.w", storage.FieldIndexValue)
+	finished := buildAll(t, s, 10)
+	if len(finished) != 1 || finished[0].State != storage.FieldIndexFailed || finished[0].Error == "" {
+		t.Fatalf("finished: %+v", finished)
+	}
+	if got := getIndexT(t, s, f.ID); got.State != storage.FieldIndexFailed || got.Error != finished[0].Error {
+		t.Fatalf("failed index: %+v", got)
+	}
+	rawT(t, s, `DELETE FROM records WHERE uri = ?`, bad.URI)
+	again, created := declareT(t, s, "v.w", storage.FieldIndexValue)
+	if created || again.ID != f.ID || again.State != storage.FieldIndexBuilding || again.Error != "" {
+		t.Fatalf("declared again: %+v %v", again, created)
+	}
+	if finished := buildAll(t, s, 10); len(finished) != 1 || finished[0].State != storage.FieldIndexReady {
+		t.Fatalf("rebuilt: %+v", finished)
+	}
+	sameEntries(t, "rebuilt", entriesOf(t, s, f.ID), wantEntries(t, s, []string{fieldRec("did:plc:alice", 1, 1).URI}))
+	if _, err := s.QueryRecords(ctx, storage.RecordQuery{Collection: fieldIndexCollection, Filter: leaf("v.w", "=", 1.0)}); err != nil {
+		t.Fatal(err)
+	}
 }

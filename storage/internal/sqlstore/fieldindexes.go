@@ -62,6 +62,13 @@ func (db *DB) DeclareFieldIndex(ctx context.Context, spec storage.FieldIndexSpec
 	if err != nil {
 		return storage.FieldIndex{}, false, err
 	}
+	// The build's total, counted before the transaction: on SQLite it
+	// holds the one writer, and a count of a large collection takes a
+	// while. (Records written meanwhile are indexed by their writes.)
+	total, err := db.CountRecords(ctx, spec.Collection)
+	if err != nil {
+		return storage.FieldIndex{}, false, err
+	}
 	var out storage.FieldIndex
 	var created bool
 	err = db.inTx(ctx, func(tx *sql.Tx) error {
@@ -70,7 +77,7 @@ func (db *DB) DeclareFieldIndex(ctx context.Context, spec storage.FieldIndexSpec
 			WHERE collection = ? AND path = ? AND kind = ? AND state <> 'dropping'`), spec.Collection, spec.Path, string(spec.Kind)))
 		switch {
 		case err == nil && f.State == storage.FieldIndexFailed:
-			out, err = db.restartFieldIndex(ctx, tx, f)
+			out, err = db.restartFieldIndex(ctx, tx, f, total)
 			return err
 		case err == nil:
 			out = f
@@ -85,10 +92,6 @@ func (db *DB) DeclareFieldIndex(ctx context.Context, spec storage.FieldIndexSpec
 		}
 		if n >= storage.MaxFieldIndexes {
 			return invalidIndex("collection %s has %d field indexes already, the most it may have", spec.Collection, n)
-		}
-		total, err := countCollection(ctx, db.dialect, tx, spec.Collection)
-		if err != nil {
-			return err
 		}
 		valueSQL := ""
 		if spec.Kind == storage.FieldIndexValue {
@@ -141,26 +144,14 @@ func (db *DB) awaitWriters(ctx context.Context, tx *sql.Tx) error {
 // restartFieldIndex starts a failed index's build again from the start.
 // Its entries are current (the triggers kept them while it was failed);
 // the build adds the missing ones.
-func (db *DB) restartFieldIndex(ctx context.Context, tx *sql.Tx, f storage.FieldIndex) (storage.FieldIndex, error) {
-	total, err := countCollection(ctx, db.dialect, tx, f.Collection)
-	if err != nil {
-		return f, err
-	}
-	f, err = scanFieldIndex(tx.QueryRowContext(ctx, Bind(db.dialect, `UPDATE field_indexes
+func (db *DB) restartFieldIndex(ctx context.Context, tx *sql.Tx, f storage.FieldIndex, total int64) (storage.FieldIndex, error) {
+	f, err := scanFieldIndex(tx.QueryRowContext(ctx, Bind(db.dialect, `UPDATE field_indexes
 		SET state = 'building', error = '', done = 0, total = ?, pos_created = NULL, pos_uri = '', updated_at = ?
 		WHERE id = ? RETURNING `+fieldIndexColumns), total, db.dialect.Time(time.Now()), f.ID))
 	if err != nil {
 		return f, fmt.Errorf("restart field index: %w", err)
 	}
 	return f, nil
-}
-
-func countCollection(ctx context.Context, d Dialect, tx *sql.Tx, collection string) (int64, error) {
-	var n int64
-	if err := tx.QueryRowContext(ctx, Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`), collection).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count records: %w", err)
-	}
-	return n, nil
 }
 
 func (db *DB) findFieldIndex(ctx context.Context, spec storage.FieldIndexSpec) (storage.FieldIndex, bool, error) {
