@@ -52,7 +52,9 @@ func fieldBenchRecord(i int) storage.Record {
 //   - KeysetDeepPage: a page sorted by createdAt after a cursor 100,000
 //     records deep;
 //   - ScanEqualityNone, ScanCount: the same questions on subject.cid,
-//     which has no index, for comparison (a scan of the collection).
+//     which has no index, for comparison (a scan of the collection);
+//   - WriteBatch100: batches of 100 new likes, into the indexed
+//     collection and into one without indexes (records/s).
 func BenchFieldIndex(b *testing.B, open func(testing.TB) storage.Store) {
 	ctx := context.Background()
 	start := time.Now()
@@ -72,6 +74,7 @@ func BenchFieldIndex(b *testing.B, open func(testing.TB) storage.Store) {
 			b.Fatal(err)
 		}
 	}
+	seeded := time.Now()
 	for {
 		p, err := s.BuildFieldIndexes(ctx, 5000)
 		if err != nil {
@@ -81,6 +84,7 @@ func BenchFieldIndex(b *testing.B, open func(testing.TB) storage.Store) {
 			break
 		}
 	}
+	b.Logf("%s: 2 value indexes over %d records built in %v", s.Dialect(), FieldIndexFixtureRecords, time.Since(seeded).Round(time.Millisecond))
 	const limit = 20
 	sorted := storage.RecordQuery{Collection: fieldBenchCollection, Sort: "createdAt", Limit: storage.MaxQueryLimit}
 	for range 100_000 / storage.MaxQueryLimit {
@@ -131,4 +135,31 @@ func BenchFieldIndex(b *testing.B, open func(testing.TB) storage.Store) {
 	page("KeysetDeepPage", sorted, limit)
 	page("ScanEqualityNone", storage.RecordQuery{Filter: eq("subject.cid", "bafyreinone")}, 0)
 	count("ScanCount", eq("subject.cid", "bafyreibench0"), popular)
+	// Writes of 100 new likes a batch, into the indexed collection and
+	// into one without indexes.
+	next := FieldIndexFixtureRecords
+	for _, indexed := range []bool{true, false} {
+		name := "WriteBatch100/indexes=2"
+		if !indexed {
+			name = "WriteBatch100/indexes=0"
+		}
+		b.Run(name, func(b *testing.B) {
+			ops := make([]storage.RecordOp, 100)
+			for b.Loop() {
+				for j := range ops {
+					r := fieldBenchRecord(next)
+					if !indexed {
+						r.Collection = "app.bench.unindexed"
+						r.URI = "at://" + r.DID + "/" + r.Collection + "/" + r.RKey
+					}
+					ops[j] = storage.RecordOp{Record: r}
+					next++
+				}
+				if err := s.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(ops))/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }
