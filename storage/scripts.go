@@ -242,9 +242,10 @@ type RecordQuery struct {
 	// (numerically), then strings (bytewise), then booleans (false first);
 	// records where the field is absent, null, an object or an array come
 	// last. Ties are broken by URI. Descending order reverses the values
-	// and URIs within each group, never the groups. Field-sorted pages are
-	// cursored by offset, so records written between pages may be skipped
-	// or repeated.
+	// and URIs within each group, never the groups. Field-sorted pages
+	// have keyset cursors too (the position of the last record: its
+	// group, value and URI), so records written between pages are neither
+	// skipped nor repeated.
 	Sort string
 	// Ascending reverses the default descending order.
 	Ascending bool
@@ -260,6 +261,19 @@ type RecordQuery struct {
 	Labels []LabelCondition
 	// LabelsAt is when label expiry is judged; zero means now.
 	LabelsAt time.Time
+	// OnScan, when set, is called when the query is answered by scanning
+	// the collection while a value index (see FieldIndexStore) would have
+	// served it. The store does not know how large the collection is, nor
+	// rate-limits the calls: the caller does.
+	OnScan func(ScanHint)
+}
+
+// ScanHint describes a query answered by scanning a collection: a value
+// index on one of Fields (the filter's indexable fields, then the sort
+// field, in order) would have served it.
+type ScanHint struct {
+	Collection string
+	Fields     []string
 }
 
 // LabelCondition selects records by the labels that apply to them

@@ -43,6 +43,7 @@ type Store interface {
 	ClusterStore
 	DPoPReplayStore
 	LinkStore
+	FieldIndexStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

@@ -21,3 +21,5 @@ func BenchmarkApplyLabels(b *testing.B) {
 		b.Run(fmt.Sprintf("perEvent=%d", n), func(b *testing.B) { storagetest.BenchApplyLabels(b, n, openBench) })
 	}
 }
+
+func BenchmarkFieldIndex(b *testing.B) { storagetest.BenchFieldIndex(b, openBench) }

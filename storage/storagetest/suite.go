@@ -39,14 +39,16 @@ func Suites() []Suite {
 		{"Plugins", RunPlugins},
 		{"NetworkLexicons", RunNetworkLexicons},
 		{"Links", RunLinks},
+		{"FieldIndexes", RunFieldIndexes},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
 // Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos, Labels,
-// Plugins, NetworkLexicons, Links), each of its tests on a fresh store. A storage.Store
-// implementation, Lexview's or an embedder's own, must pass it:
+// Plugins, NetworkLexicons, Links, FieldIndexes), each of its tests on a
+// fresh store. A storage.Store implementation, Lexview's or an embedder's
+// own, must pass it:
 //
 //	func TestStore(t *testing.T) {
 //		storagetest.RunAll(t, func(t testing.TB) storage.Store { return openMine(t) })

@@ -223,18 +223,11 @@ func checkLikePattern(p string) error {
 // strings, then booleans, then everything else (absent, null, object,
 // array), values and then URIs in dir within each group.
 func sortKeys(d JSONDialect, field JSONAccess, dir string) Frag {
-	var args []any
+	g := fieldGroup(field)
+	args := append([]any{}, g.Args...)
 	var b strings.Builder
-	b.WriteString(`CASE WHEN `)
-	b.WriteString(field.Number.SQL)
-	args = append(args, field.Number.Args...)
-	b.WriteString(` IS NOT NULL THEN 0 WHEN `)
-	b.WriteString(field.String.SQL)
-	args = append(args, field.String.Args...)
-	b.WriteString(` IS NOT NULL THEN 1 WHEN `)
-	b.WriteString(field.Bool.SQL)
-	args = append(args, field.Bool.Args...)
-	b.WriteString(` IS NOT NULL THEN 2 ELSE 3 END, `)
+	b.WriteString(g.SQL)
+	b.WriteString(`, `)
 	for _, f := range []Frag{field.Number, field.String, field.Bool} {
 		b.WriteString(f.SQL)
 		b.WriteString(" " + dir + ", ")

@@ -141,14 +141,17 @@ type JSONDialect interface {
 	// Bytewise is appended to a text expression to order and compare it
 	// bytewise ("" when text already compares so).
 	Bytewise() string
+	// PathText is the path in the dialect's own form, as JSONField binds
+	// it: `$."a"[0]` on SQLite, `{"a","0"}` on PostgreSQL.
+	PathText(path []PathStep) string
 }
 
 // SQLiteJSON is the JSONDialect of SQLite: json_type and json_extract on
 // the record text, with the path (`$."a"[0]`) bound as an argument.
 type SQLiteJSON struct{}
 
-// JSONField implements JSONDialect.
-func (SQLiteJSON) JSONField(path []PathStep) JSONAccess {
+// PathText implements JSONDialect.
+func (SQLiteJSON) PathText(path []PathStep) string {
 	var b strings.Builder
 	b.WriteByte('$')
 	for _, s := range path {
@@ -162,7 +165,12 @@ func (SQLiteJSON) JSONField(path []PathStep) JSONAccess {
 			b.WriteByte(']')
 		}
 	}
-	p := b.String()
+	return b.String()
+}
+
+// JSONField implements JSONDialect.
+func (d SQLiteJSON) JSONField(path []PathStep) JSONAccess {
+	p := d.PathText(path)
 	return JSONAccess{
 		Number:  Frag{`(CASE WHEN json_type(record, ?) IN ('integer', 'real') THEN json_extract(record, ?) END)`, []any{p, p}},
 		String:  Frag{`(CASE WHEN json_type(record, ?) = 'text' THEN json_extract(record, ?) END)`, []any{p, p}},
@@ -201,6 +209,9 @@ func pgPath(steps []PathStep) string {
 	b.WriteByte('}')
 	return b.String()
 }
+
+// PathText implements JSONDialect.
+func (PostgresJSON) PathText(path []PathStep) string { return pgPath(path) }
 
 // JSONField implements JSONDialect. #> reads a path element as an array
 // index or an object key depending on the value it meets; where that could

@@ -4,51 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lexview/lexview/storage"
 )
 
-// maxQueryOffset bounds the offset a field-sort cursor may carry.
-const maxQueryOffset = 1 << 30
-
-// recordQuery is a validated storage.RecordQuery rendered as SQL parts.
+// recordQuery is a validated storage.RecordQuery, its conditions apart.
 type recordQuery struct {
-	where []string
-	args  []any
+	q     storage.RecordQuery
+	dir   string // ASC or DESC
+	cmp   string // the keyset comparison: > or <
 	scope string
+	// didLo <= uri < didHi selects q.DID's records ("" without a DID).
+	didLo, didHi string
+	labels       where
+	sortPath     []PathStep // nil without a field sort
 }
 
-// prepareQuery validates q and renders its scope (collection, DID,
-// filter) as WHERE terms.
+// prepareQuery validates q (every error it returns wraps
+// storage.ErrInvalidQuery) and renders its parts.
 func (db *DB) prepareQuery(q storage.RecordQuery) (*recordQuery, error) {
 	if q.Collection == "" {
 		return nil, invalid("a collection is required")
 	}
-	rq := &recordQuery{where: []string{`collection = ?`}, args: []any{q.Collection}}
+	rq := &recordQuery{q: q, dir: "DESC", cmp: "<"}
+	if q.Ascending {
+		rq.dir, rq.cmp = "ASC", ">"
+	}
 	if q.DID != "" {
 		// The URI prefix at://DID/COLLECTION/ fixes both, and lets the
 		// primary key find the repository's records.
-		lo, hi := URIPrefixRange("at://" + q.DID + "/" + q.Collection + "/")
-		rq.where = []string{`uri >= ?`, `uri < ?`}
-		rq.args = []any{lo, hi}
+		rq.didLo, rq.didHi = URIPrefixRange("at://" + q.DID + "/" + q.Collection + "/")
 	}
 	if q.Filter != nil {
-		cond, args, err := translateFilter(db.dialect, q.Filter)
-		if err != nil {
+		if _, _, err := translateFilter(db.dialect, q.Filter); err != nil {
 			return nil, err
 		}
-		rq.where = append(rq.where, cond)
-		rq.args = append(rq.args, args...)
 	}
 	if len(q.Labels) > 0 {
 		terms, args, err := translateLabels(db.dialect, q.Labels, q.LabelsAt)
 		if err != nil {
 			return nil, err
 		}
-		rq.where = append(rq.where, terms...)
-		rq.args = append(rq.args, args...)
+		rq.labels = where{terms: terms, args: args}
+	}
+	if q.Sort != "" {
+		path, err := ParseFieldPath(q.Sort)
+		if err != nil {
+			return nil, fmt.Errorf("sort: %w", err)
+		}
+		rq.sortPath = path
 	}
 	filter, err := json.Marshal(q.Filter)
 	if err != nil {
@@ -61,13 +67,15 @@ func (db *DB) prepareQuery(q storage.RecordQuery) (*recordQuery, error) {
 		}
 		filter = append(append(filter, 0), labels...)
 	}
-	dir := "desc"
-	if q.Ascending {
-		dir = "asc"
-	}
 	// "records-query/created": pages by creation time since migration 12;
 	// cursors of the earlier order (by indexing time) are refused.
-	rq.scope = strings.Join([]string{"records-query/created", q.Collection, q.DID, q.Sort, dir, string(filter)}, "\x00")
+	// "records-query/keyset": field sorts page by key since migration 30;
+	// their offset cursors are refused.
+	version := "records-query/created"
+	if q.Sort != "" {
+		version = "records-query/keyset"
+	}
+	rq.scope = strings.Join([]string{version, q.Collection, q.DID, q.Sort, strings.ToLower(rq.dir), string(filter)}, "\x00")
 	return rq, nil
 }
 
@@ -80,68 +88,48 @@ func queryLimit(n int) int {
 }
 
 // QueryRecords implements storage.QueryStore. It reads servedColumns
-// (see servedScanner). Sorting by creation time
-// (Record.CreatedAt) uses keyset cursors (the position of the last record); sorting by a field
-// uses offset cursors. Both are bound to the query's scope.
+// (see servedScanner), and pages by keyset: in creation order
+// (Record.CreatedAt) after the position of the last record, in a field
+// sort after its key (fieldKey). Cursors are bound to the query's scope.
+// The planner (plan.go) answers from a value index where one serves.
 func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.RecordQueryPage, error) {
 	rq, err := db.prepareQuery(q)
 	if err != nil {
 		return storage.RecordQueryPage{}, err
 	}
-	limit := queryLimit(q.Limit)
-	dir := "DESC"
-	if q.Ascending {
-		dir = "ASC"
-	}
-	var order string
-	var orderArgs []any
-	offset := 0
-	if q.Sort == "" {
-		order = `created_at ` + dir + `, uri ` + dir
-		if q.Cursor != "" {
-			pos, err := storage.DecodeCursor(rq.scope, q.Cursor)
-			if err != nil || pos.URI == "" {
-				return storage.RecordQueryPage{}, badCursor()
-			}
-			t := db.dialect.Time(pos.Time)
-			if q.Ascending {
-				rq.where = append(rq.where, `created_at >= ? AND (created_at > ? OR uri > ?)`)
-			} else {
-				rq.where = append(rq.where, `created_at <= ? AND (created_at < ? OR uri < ?)`)
-			}
-			rq.args = append(rq.args, t, t, pos.URI)
-		}
-	} else {
-		path, err := ParseFieldPath(q.Sort)
+	for attempt := 0; ; attempt++ {
+		p, err := db.plan(ctx, rq)
 		if err != nil {
-			return storage.RecordQueryPage{}, fmt.Errorf("sort: %w", err)
+			return storage.RecordQueryPage{}, err
 		}
-		keys := sortKeys(db.dialect, db.dialect.JSONField(path), dir)
-		order, orderArgs = keys.SQL, keys.Args
-		if q.Cursor != "" {
-			pos, err := storage.DecodeCursor(rq.scope, q.Cursor)
-			if err != nil || pos.URI != "" || pos.Time.UnixMicro() <= 0 || pos.Time.UnixMicro() > maxQueryOffset {
-				return storage.RecordQueryPage{}, badCursor()
-			}
-			offset = int(pos.Time.UnixMicro())
+		page, err := db.queryPage(ctx, rq, p)
+		if err != nil || len(page.Records) > 0 || attempt > 0 {
+			return page, err
+		}
+		if again, err := db.replan(ctx, p); err != nil || !again {
+			return page, err
 		}
 	}
-	stmt := `SELECT ` + servedColumns + ` FROM records WHERE ` + strings.Join(rq.where, ` AND `) +
-		` ORDER BY ` + order + ` LIMIT ?`
-	args := append(append(rq.args, orderArgs...), limit+1)
-	if offset > 0 {
-		stmt += ` OFFSET ?`
-		args = append(args, offset)
+}
+
+// pageStatement renders a page of rq as p plans it.
+func (db *DB) pageStatement(ctx context.Context, rq *recordQuery, p plan, limit int) (string, []any, error) {
+	if rq.q.Sort == "" {
+		return db.createdOrder(rq, p, limit)
 	}
-	// Only unfiltered listings in creation order run prepared. A prepared
-	// statement may be planned without its parameters' values (PostgreSQL
-	// switches to such a generic plan after five runs); that is harmless
-	// for a listing that walks an index, but a filter's selectivity (a
-	// LIKE prefix, a range) is exactly what the planner needs the values
-	// for.
-	query := db.reads.query
-	if q.Filter != nil || q.Sort != "" || len(q.Labels) > 0 {
-		query = db.reader.QueryContext
+	return db.fieldOrder(ctx, rq, p, limit)
+}
+
+// queryPage answers rq as p plans it.
+func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.RecordQueryPage, error) {
+	limit := queryLimit(rq.q.Limit)
+	stmt, args, err := db.pageStatement(ctx, rq, p, limit)
+	if err != nil {
+		return storage.RecordQueryPage{}, err
+	}
+	query := db.reader.QueryContext
+	if walksAnIndex(rq, p) {
+		query = db.reads.query
 	}
 	rows, err := query(ctx, Bind(db.dialect, stmt), args...)
 	if err != nil {
@@ -149,9 +137,17 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	}
 	defer rows.Close()
 	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit+1)}
+	var keys []fieldKey
 	var sc servedScanner
 	for rows.Next() {
-		rec, err := sc.scan(rows)
+		var rec storage.Record
+		if rq.q.Sort == "" {
+			rec, err = sc.scan(rows)
+		} else {
+			var k fieldKey
+			rec, k, err = sc.scanKeyed(rows)
+			keys = append(keys, k)
+		}
 		if err != nil {
 			return storage.RecordQueryPage{}, err
 		}
@@ -162,33 +158,205 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	}
 	if len(page.Records) > limit {
 		page.Records = page.Records[:limit]
-		if q.Sort == "" {
-			last := page.Records[limit-1]
-			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{Time: last.CreatedAt, URI: last.URI})
-		} else {
-			page.Cursor = storage.EncodeCursor(rq.scope, storage.Position{Time: time.UnixMicro(int64(offset + limit))})
+		last := page.Records[limit-1]
+		pos := storage.Position{Time: last.CreatedAt, URI: last.URI}
+		if rq.q.Sort != "" {
+			pos = keys[limit-1].position()
 		}
+		page.Cursor = storage.EncodeCursor(rq.scope, pos)
 	}
 	return page, nil
+}
+
+// walksAnIndex reports whether the statement of rq as p plans it walks
+// one index whatever its arguments' values: an unfiltered listing in
+// creation order, one driven by an indexed equality alone, or a sort read
+// from its index (with conditions on the sorted field only). Such
+// statements run prepared. A prepared statement may be planned without
+// its parameters' values (PostgreSQL switches to such a generic plan
+// after five runs); that is harmless for a walk of an index, but a
+// filter's selectivity (a LIKE prefix, a range) is exactly what the
+// planner needs the values for.
+func walksAnIndex(rq *recordQuery, p plan) bool {
+	if len(rq.labels.terms) > 0 || p.residual != nil {
+		return false
+	}
+	if p.sortIndex != 0 {
+		return true
+	}
+	return rq.q.Sort == "" && (p.drive == nil || p.drive.conds[0].op == "=")
+}
+
+// createdOrder renders a page in creation order: from the records, or
+// from the entries of the index that drives the filter.
+func (db *DB) createdOrder(rq *recordQuery, p plan, limit int) (string, []any, error) {
+	from, w, err := db.source(rq, p, true)
+	if err != nil {
+		return "", nil, err
+	}
+	created, uri := `created_at`, `uri`
+	if p.index() != 0 {
+		created, uri = `v.rec_created`, `v.rec_uri`
+	}
+	if rq.q.Cursor != "" {
+		pos, err := storage.DecodeCursor(rq.scope, rq.q.Cursor)
+		if err != nil || pos.URI == "" {
+			return "", nil, badCursor()
+		}
+		t := db.dialect.Time(pos.Time)
+		if rq.q.Ascending {
+			w.add(created+` >= ? AND (`+created+` > ? OR `+uri+` > ?)`, t, t, pos.URI)
+		} else {
+			w.add(created+` <= ? AND (`+created+` < ? OR `+uri+` < ?)`, t, t, pos.URI)
+		}
+	}
+	stmt := `SELECT ` + servedColumns + ` FROM ` + from + ` WHERE ` + w.sql() +
+		` ORDER BY ` + created + ` ` + rq.dir + `, ` + uri + ` ` + rq.dir + ` LIMIT ?`
+	return stmt, append(w.args, limit+1), nil
+}
+
+// fieldOrder renders a page of a field sort, after the cursor's key.
+func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int) (string, []any, error) {
+	var after *fieldKey
+	if rq.q.Cursor != "" {
+		pos, err := storage.DecodeCursor(rq.scope, rq.q.Cursor)
+		if err != nil {
+			return "", nil, badCursor()
+		}
+		k, lookup, err := parseFieldKey(pos)
+		if err != nil {
+			return "", nil, err
+		}
+		if lookup {
+			if k, err = db.lookupKey(ctx, rq.sortPath, k); err != nil {
+				return "", nil, err
+			}
+		}
+		after = &k
+	}
+	if p.sortIndex != 0 {
+		return db.fieldOrderIndexed(rq, p, after, limit)
+	}
+	from, w, err := db.source(rq, p, true)
+	if err != nil {
+		return "", nil, err
+	}
+	field := db.dialect.JSONField(rq.sortPath)
+	if after != nil {
+		keysetScan(db.dialect, field, *after, rq.cmp, &w)
+	}
+	keys := fieldValueColumns(field)
+	order := sortKeys(db.dialect, field, rq.dir)
+	stmt := `SELECT ` + servedColumns + `, ` + keys.SQL + ` FROM ` + from + ` WHERE ` + w.sql() +
+		` ORDER BY ` + order.SQL + ` LIMIT ?`
+	args := append(append(append(keys.Args, w.args...), order.Args...), limit+1)
+	return stmt, args, nil
+}
+
+// fieldOrderIndexed renders a page of a field sort from the sort field's
+// value index: one branch per sort group from the cursor's on (the groups
+// ascend whatever the direction), each reading its group's entries in
+// order after the cursor (field_index_number_order, whose str is NULL,
+// for groups 0, 2 and 3; field_index_string_order for group 1), merged.
+func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit int) (string, []any, error) {
+	source, base, err := db.source(rq, p, true)
+	if err != nil {
+		return "", nil, err
+	}
+	first := 0
+	if after != nil {
+		first = after.grp
+	}
+	var branches []string
+	var args []any
+	for g := first; g <= 3; g++ {
+		if p.drive != nil && p.drive.grp != g {
+			continue // the conditions on the field select one group
+		}
+		w := where{}
+		w.addAll(base)
+		// The key columns the branch's index holds, the others constant:
+		// the index then covers what the branch reads of the entries.
+		// (Typed NULLs: PostgreSQL types an untyped one text.)
+		col, keys := `v.num`, strconv.Itoa(g)+` AS k_grp, v.num AS k_num, CAST(NULL AS TEXT)`+db.dialect.Bytewise()+` AS k_str`
+		index := `field_index_number_order`
+		switch g {
+		case 1:
+			col, keys = `v.str`, `1 AS k_grp, CAST(NULL AS NUMERIC) AS k_num, v.str AS k_str`
+			index = `field_index_string_order`
+			w.add(`v.grp = 1 AND v.str IS NOT NULL`)
+		case 3:
+			w.add(`v.grp = 3 AND v.str IS NULL AND v.num IS NULL`)
+		default:
+			w.add(`v.grp = ` + strconv.Itoa(g) + ` AND v.str IS NULL`)
+		}
+		if after != nil && after.grp == g {
+			keysetIndexed(*after, rq.cmp, &w)
+		}
+		from := source
+		if db.dialect.Name() == "sqlite" {
+			// The branch walks its group in order for LIMIT rows; SQLite,
+			// without statistics, may otherwise judge the primary key
+			// cheaper and walk every entry.
+			from = strings.Replace(source, `field_index_values v`, `field_index_values v INDEXED BY `+index, 1)
+		}
+		branches = append(branches, `SELECT * FROM (SELECT `+servedColumns+`, `+keys+` FROM `+from+
+			` WHERE `+w.sql()+` ORDER BY `+col+` `+rq.dir+`, v.rec_uri `+rq.dir+` LIMIT ?) AS b`+strconv.Itoa(g))
+		args = append(append(args, w.args...), limit+1)
+	}
+	if len(branches) == 0 {
+		// The cursor is past the one group the filter selects.
+		return `SELECT ` + servedColumns + `, 0, NULL, NULL FROM records WHERE 1 = 0`, nil, nil
+	}
+	stmt := strings.Join(branches, ` UNION ALL `) + ` ORDER BY k_grp, k_num ` + rq.dir + `, k_str ` + rq.dir + `, uri ` + rq.dir + ` LIMIT ?`
+	return stmt, append(args, limit+1), nil
 }
 
 func badCursor() error {
 	return fmt.Errorf("%w: %w", storage.ErrInvalidQuery, storage.ErrInvalidCursor)
 }
 
-// CountMatching implements storage.QueryStore.
+// CountMatching implements storage.QueryStore, from a value index where
+// one serves the filter (from the entries alone when it serves all of it).
 func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, error) {
 	rq, err := db.prepareQuery(q)
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	err = db.reader.QueryRowContext(ctx,
-		Bind(db.dialect, `SELECT COUNT(*) FROM records WHERE `+strings.Join(rq.where, ` AND `)), rq.args...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count matching records: %w", err)
+	rq.q.Sort = "" // a count has no order
+	for attempt := 0; ; attempt++ {
+		p, err := db.plan(ctx, rq)
+		if err != nil {
+			return 0, err
+		}
+		stmt, args, err := db.countStatement(rq, p)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		query := db.reader.QueryRowContext
+		if p.drive != nil && walksAnIndex(rq, p) {
+			query = db.reads.queryRow
+		}
+		if err := query(ctx, Bind(db.dialect, stmt), args...).Scan(&n); err != nil {
+			return 0, fmt.Errorf("count matching records: %w", err)
+		}
+		if n > 0 || attempt > 0 {
+			return n, nil
+		}
+		if again, err := db.replan(ctx, p); err != nil || !again {
+			return n, err
+		}
 	}
-	return n, nil
+}
+
+// countStatement renders the count of a query as p plans it.
+func (db *DB) countStatement(rq *recordQuery, p plan) (string, []any, error) {
+	from, w, err := db.source(rq, p, false)
+	if err != nil {
+		return "", nil, err
+	}
+	return `SELECT COUNT(*) FROM ` + from + ` WHERE ` + w.sql(), w.args, nil
 }
 
 // GetRecords implements storage.QueryStore with one IN query.

@@ -18,10 +18,13 @@ import (
 const RawWriteTable = "records"
 
 // rawTriggerTables are the tables that triggers on the records table keep
-// (the link index): a raw write that changes records changes them through
-// those triggers, so the database's enforcement lets a write reach them,
-// while the statement itself may not name them (schemaTables).
-var rawTriggerTables = setOf("record_links")
+// (the link index; the field indexes, whose triggers read field_indexes
+// and write field_index_values): a raw write that changes records changes
+// them through those triggers, so the database's enforcement lets a write
+// reach them (SQLite's authorizer cannot tell a trigger's action from the
+// statement's own: go-sqlite3 does not pass the trigger's name), while the
+// statement itself may not name them (schemaTables).
+var rawTriggerTables = setOf("record_links", "field_indexes", "field_index_values")
 
 // RawTriggerTable reports whether a raw write may reach table through the
 // triggers on the records table.
@@ -93,7 +96,7 @@ var schemaTables = setOf(
 	"admin_users", "admin_api_keys", "api_clients", "client_auth_keys", "device_sessions", "dpop_provisions",
 	"event_log", "settings", "setting_blobs", "scripts", "script_variables", "lexicons", "stream_cursors",
 	"backfill_jobs", "backfill_repos", "dead_letters", "script_retries", "schema_migrations", "script_sql_role",
-	"repo_states", "account_states", "record_links", "link_index_state",
+	"repo_states", "account_states", "record_links", "link_index_state", "field_indexes", "field_index_values",
 )
 
 // deniedNames are catalogs and functions that reach files, the network,

@@ -146,6 +146,21 @@ func (sc *servedScanner) scan(rows *sql.Rows) (storage.Record, error) {
 	return r, nil
 }
 
+// scanKeyed scans servedColumns followed by a field sort's key columns
+// (grp, num, str).
+func (sc *servedScanner) scanKeyed(rows *sql.Rows) (storage.Record, fieldKey, error) {
+	var grp int64
+	var num any
+	var str sql.NullString
+	if err := rows.Scan(&sc.uri, &sc.cid, &sc.value, &sc.created, &grp, &num, &str); err != nil {
+		return storage.Record{}, fieldKey{}, fmt.Errorf("scan record: %w", err)
+	}
+	r := storage.Record{URI: sc.uri, CID: sc.cid, CreatedAt: sc.created.T, Value: sc.value.b}
+	r.DID, r.Collection, r.RKey = splitURI(r.URI)
+	k, err := scanFieldKey(grp, num, str, r.URI)
+	return r, k, err
+}
+
 // ownedJSON scans a column of JSON into bytes the caller may keep.
 type ownedJSON struct {
 	b     []byte

@@ -88,6 +88,8 @@ type DB struct {
 	reads, writes *stmtCache
 	// links counts what the link index skipped.
 	links linkCounters
+	// fieldIndexes caches the ready value indexes (plan.go).
+	fieldIndexes fieldIndexCache
 }
 
 // Open wraps a writer and a reader pool (they may be the same *sql.DB).
@@ -120,6 +122,13 @@ func (db *DB) Close() error {
 // dropped by the others. Question marks inside single-quoted literals are
 // left alone.
 func Bind(d Dialect, q string) string {
+	return substitute(d, q, d.Placeholder)
+}
+
+// substitute replaces the n-th (1-based) "?" placeholder of q, outside
+// single-quoted literals, with sub(n); a "::type" cast after one is kept
+// by dialects with typed parameters and dropped by the others.
+func substitute(d Dialect, q string, sub func(n int) string) string {
 	var b strings.Builder
 	n, quoted := 0, false
 	for i := 0; i < len(q); i++ {
@@ -130,7 +139,7 @@ func Bind(d Dialect, q string) string {
 			b.WriteByte(c)
 		case c == '?' && !quoted:
 			n++
-			b.WriteString(d.Placeholder(n))
+			b.WriteString(sub(n))
 			if strings.HasPrefix(q[i+1:], "::") {
 				j := i + 3
 				for j < len(q) && (q[j] == '_' || q[j] >= 'a' && q[j] <= 'z' || q[j] >= 'A' && q[j] <= 'Z' || q[j] >= '0' && q[j] <= '9') {

@@ -1,0 +1,65 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// ExplainQuery returns the database's plan of the statement that
+// QueryRecords (or, with count, CountMatching) runs for q, one line per
+// step: EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL. It shows
+// whether a value index serves the query. For tests and diagnostics.
+func (db *DB) ExplainQuery(ctx context.Context, q storage.RecordQuery, count bool) (string, error) {
+	rq, err := db.prepareQuery(q)
+	if err != nil {
+		return "", err
+	}
+	if count {
+		rq.q.Sort = ""
+	}
+	p, err := db.plan(ctx, rq)
+	if err != nil {
+		return "", err
+	}
+	var stmt string
+	var args []any
+	if count {
+		stmt, args, err = db.countStatement(rq, p)
+	} else {
+		stmt, args, err = db.pageStatement(ctx, rq, p, queryLimit(q.Limit))
+	}
+	if err != nil {
+		return "", err
+	}
+	explain := `EXPLAIN `
+	if db.dialect.Name() == "sqlite" {
+		explain = `EXPLAIN QUERY PLAN `
+	}
+	rows, err := db.reader.QueryContext(ctx, explain+Bind(db.dialect, stmt), args...)
+	if err != nil {
+		return "", fmt.Errorf("explain: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", fmt.Errorf("explain: %w", err)
+		}
+		// The step's text is the last column (SQLite's detail, PostgreSQL's
+		// only one).
+		fmt.Fprintf(&b, "%s\n", vals[len(vals)-1])
+	}
+	return b.String(), rows.Err()
+}
