@@ -41,6 +41,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/service/backlinks"
 	"github.com/lexview/lexview/appview/internal/service/clientkeys"
+	"github.com/lexview/lexview/appview/internal/service/fieldindexes"
 	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
 	"github.com/lexview/lexview/appview/internal/service/plugins"
@@ -89,7 +90,8 @@ type App struct {
 	live          liveState // the settings read at use time (settings.go)
 	writer        *indexer.Writer
 	scripts       *scripthost.Runtime
-	backlinks     *backlinks.Service // backlink queries, for the XRPC methods and scripts
+	backlinks     *backlinks.Service    // backlink queries, for the XRPC methods and scripts
+	fieldIndexes  *fieldindexes.Service // declared field indexes, their build and the index suggestions
 	backfill      *backfilljobs.Manager
 	resyncSlots   chan struct{}     // bounds the repositories fetched again after gaps (sources.go)
 	labelSubs     *labelsub.Manager // one subscription per active labeler
@@ -201,6 +203,8 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 	a.events = eventlog.New(eventlog.Options{Store: a.store, Now: cfg.Now, Logger: a.log})
+	a.fieldIndexes = a.newFieldIndexes()
+	a.metrics.WatchFieldIndexes(a.fieldIndexStates)
 	a.pds = oauth.NewClient(writepath.NewSessionSource(writepath.SessionSourceOptions{Store: a.store, Sealer: a.sealer, Now: cfg.Now}),
 		oauth.ClientOptions{HTTPClient: cfg.Network.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
@@ -224,7 +228,7 @@ func (a *App) build(ctx context.Context) error {
 		Events: a.events, Sealer: a.sealer, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
-		Backlinks: a.backlinks,
+		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err

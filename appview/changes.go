@@ -131,4 +131,10 @@ func (a *App) applyChanges(ctx context.Context, table string) {
 	if is("service_entries", "service_entry_methods", "service_entry_allowlist", "verification_methods") {
 		a.svc.Entries.Invalidate()
 	}
+	// An index declared or dropped through another instance: the leader's
+	// build starts on it now rather than at its next recheck. Not on the
+	// reconciliation, which the build's own recheck covers.
+	if table == "field_indexes" {
+		a.fieldIndexes.Wake()
+	}
 }

@@ -237,6 +237,12 @@ type ScriptConfig struct {
 	// stored pending retry and becomes a dead letter, for an operator,
 	// only once every attempt has failed.
 	Retry RetryPolicy
+	// IndexSuggestionMinRecords: a db.query or db.count that scans a
+	// collection where a value index would serve it is logged, and
+	// listed in GET /admin/indexes/suggestions, when the collection holds
+	// at least this many records (docs/queries.md#suggestions). 0 means
+	// 10,000; a negative value suggests every such scan.
+	IndexSuggestionMinRecords int64
 }
 
 // PluginConfig is where WASM plugins come from and what they may use

@@ -46,7 +46,8 @@ type LexiconPutResult struct {
 // the *lexicon.ParseError.
 func (l *Lexicons) Put(ctx context.Context, u lexicon.Upload) (LexiconPutResult, error) {
 	res, err := l.svc.Put(ctx, "", u)
-	return LexiconPutResult(res), publicError(err)
+	return LexiconPutResult{Lexicon: res.Lexicon, Created: res.Created, ScriptErrors: res.ScriptErrors,
+		Backfill: res.Backfill, Warnings: res.Warnings}, publicError(err)
 }
 
 // Delete removes a lexicon and its routes; its records stay. An unknown id

@@ -36,7 +36,7 @@ import (
 func (a *App) newServices() *server.Services {
 	lexSvc := lexicons.New(lexicons.Options{
 		Registry: a.lexicons, Scripts: a.scripts, Backfill: a.backfill, Events: a.events, Logger: a.log,
-		LiveIngestion: len(a.sources) > 0, BuiltinMethods: backlinks.Methods,
+		LiveIngestion: len(a.sources) > 0, BuiltinMethods: backlinks.Methods, Indexes: a.fieldIndexes,
 	})
 	doms := domains.New(domains.Options{Store: a.store, Events: a.events, PublicURL: a.cfg.PublicURL, Now: a.cfg.Now, Logger: a.log})
 	writes := writepath.New(writepath.Options{PDS: a.pds, Indexer: a.writer, Lexicons: a.lexicons, Records: a.store,
@@ -81,8 +81,9 @@ func (a *App) newServices() *server.Services {
 			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}), Writes: writes, Scripts: a.scripts,
 			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
-		Backlinks: a.backlinks,
-		Profiles:  profiles.New(profiles.Options{Directory: a.cfg.Network.Directory, HTTPClient: a.cfg.Network.HTTPClient, Logger: a.log}),
+		Backlinks:    a.backlinks,
+		FieldIndexes: a.fieldIndexes,
+		Profiles:     profiles.New(profiles.Options{Directory: a.cfg.Network.Directory, HTTPClient: a.cfg.Network.HTTPClient, Logger: a.log}),
 		ClientKeys: clientkeys.New(clientkeys.Options{
 			Store: a.store, Sealer: a.sealer, PublicURL: a.cfg.PublicURL, HTTPClient: a.cfg.Network.HTTPClient, Events: a.events, Now: a.cfg.Now,
 		}),

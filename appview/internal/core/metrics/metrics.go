@@ -38,18 +38,21 @@ type Metrics struct {
 	LexiconFetches     *prometheus.CounterVec // reason, outcome
 	ProxiedCalls       *prometheus.CounterVec // outcome
 	Leader             *prometheus.GaugeVec   // instance
+	IndexableScans     *prometheus.CounterVec // collection
 
-	sources *sourceCollector
-	links   *linkCollector
+	sources      *sourceCollector
+	links        *linkCollector
+	fieldIndexes *fieldIndexCollector
 }
 
 // New creates the collectors, and a registry of its own holding them with
 // Go runtime and process metrics (Gatherer).
 func New() *Metrics {
 	m := &Metrics{
-		registry: prometheus.NewRegistry(),
-		sources:  newSourceCollector(),
-		links:    newLinkCollector(),
+		registry:     prometheus.NewRegistry(),
+		sources:      newSourceCollector(),
+		links:        newLinkCollector(),
+		fieldIndexes: newFieldIndexCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
 		}, []string{"source", "collection"}),
@@ -122,6 +125,10 @@ func New() *Metrics {
 			Name: "lexview_instance_leader",
 			Help: "1 while this instance leads (runs the event sources and the other singleton work), 0 while it follows, by instance ID.",
 		}, []string{"instance"}),
+		IndexableScans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_query_indexable_scans_total",
+			Help: "Scripts' db.query and db.count calls answered by scanning a collection where a value index would have served them, by collection.",
+		}, []string{"collection"}),
 	}
 	for _, c := range append(m.collectors(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
@@ -136,7 +143,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.sources, m.links,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes,
 	}
 }
 

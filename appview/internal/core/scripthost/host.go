@@ -30,6 +30,26 @@ var _ script.Host = host{}
 
 func (r *Runtime) host() host { return host{Store: r.opt.Store, r: r} }
 
+// QueryRecords runs a script's db.query, reporting a scan an index would
+// have served to Options.OnScan.
+func (h host) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.RecordQueryPage, error) {
+	return h.Store.QueryRecords(ctx, h.r.withScanHint(q))
+}
+
+// CountMatching runs a script's db.count, reporting a scan an index would
+// have served to Options.OnScan.
+func (h host) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, error) {
+	return h.Store.CountMatching(ctx, h.r.withScanHint(q))
+}
+
+// withScanHint sets q's OnScan to Options.OnScan unless q has its own.
+func (r *Runtime) withScanHint(q storage.RecordQuery) storage.RecordQuery {
+	if q.OnScan == nil {
+		q.OnScan = r.opt.OnScan
+	}
+	return q
+}
+
 // varsCache keeps the decrypted script variables for a short while, so
 // that scripts reading vars do not decrypt on every request.
 type varsCache struct {

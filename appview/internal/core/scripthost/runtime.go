@@ -116,6 +116,11 @@ type Options struct {
 	// Plugins runs the script-library functions of WASM plugins
 	// (plugins.call); nil when the instance has none.
 	Plugins Plugins
+	// OnScan, when set, is told of every db.query and db.count answered
+	// by scanning a collection where a value index would have served it
+	// (storage.RecordQuery.OnScan): the index suggestions. It runs in the
+	// script's query and must not block.
+	OnScan func(storage.ScanHint)
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to

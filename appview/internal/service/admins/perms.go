@@ -50,6 +50,8 @@ const (
 	LinkedReposRead         Permission = "linked-repos:read"
 	LinkedReposCreate       Permission = "linked-repos:create"
 	LinkedReposDelete       Permission = "linked-repos:delete"
+	IndexesRead             Permission = "indexes:read"
+	IndexesManage           Permission = "indexes:manage"
 )
 
 // PermissionInfo describes a permission for GET /admin/permissions.
@@ -102,6 +104,8 @@ var catalog = []PermissionInfo{
 	{LinkedReposRead, "linked-repos", "View linked repository grants"},
 	{LinkedReposCreate, "linked-repos", "Create linked repository grants and invites"},
 	{LinkedReposDelete, "linked-repos", "Delete linked repository grants"},
+	{IndexesRead, "indexes", "View declared field indexes, their build and the index suggestions"},
+	{IndexesManage, "indexes", "Declare and drop field indexes (also with a record lexicon upload)"},
 }
 
 // All returns every permission.
@@ -139,23 +143,23 @@ var templates = map[string][]Permission{
 	// viewer reads everything except secrets-adjacent listings.
 	"viewer": {
 		LexiconsRead, StatsRead, BackfillRead, EventsRead, ScriptsRead, LabelersRead, RecordsRead,
-		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead,
+		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead, IndexesRead,
 	},
 	// operator runs the instance day to day: viewer plus lexicons, backfill,
-	// scripts, labelers, dead letters and record deletion.
+	// scripts, labelers, dead letters, field indexes and record deletion.
 	"operator": {
 		LexiconsRead, StatsRead, BackfillRead, EventsRead, ScriptsRead, LabelersRead, RecordsRead,
-		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead,
+		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead, IndexesRead,
 		LexiconsCreate, LexiconsDelete, BackfillCreate, ScriptsManage, ScriptVariablesRead, ScriptVariablesCreate,
-		LabelersCreate, DeadLettersManage, RecordsDelete,
+		LabelersCreate, DeadLettersManage, RecordsDelete, IndexesManage,
 	},
 	// manager is operator plus API clients, users (without deleting them),
 	// API keys, plugins, linked repos and settings.
 	"manager": {
 		LexiconsRead, StatsRead, BackfillRead, EventsRead, ScriptsRead, LabelersRead, RecordsRead,
-		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead,
+		APIClientsView, DeadLettersRead, LinkedReposRead, PluginsRead, IndexesRead,
 		LexiconsCreate, LexiconsDelete, BackfillCreate, ScriptsManage, ScriptVariablesRead, ScriptVariablesCreate,
-		LabelersCreate, DeadLettersManage, RecordsDelete,
+		LabelersCreate, DeadLettersManage, RecordsDelete, IndexesManage,
 		ScriptVariablesDelete, LabelersDelete, APIClientsCreate, APIClientsEdit, APIClientsDelete,
 		UsersRead, UsersCreate, UsersUpdate, APIKeysRead, APIKeysCreate, APIKeysDelete,
 		PluginsCreate, PluginsDelete, LinkedReposCreate, LinkedReposDelete, SettingsManage,

@@ -6,6 +6,7 @@ package lexicons
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/service/fieldindexes"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -27,6 +29,16 @@ type ScriptChecker interface {
 // is already unfinished, and returns the job (the backfill job manager).
 type BackfillStarter interface {
 	CreateForCollection(ctx context.Context, collection, actorDID string) (backfill.CollectionJob, error)
+}
+
+// Indexes declares field indexes (the fieldindexes service), for the
+// indexes of a record lexicon upload.
+type Indexes interface {
+	// CheckRoom reports whether collection has room for the indexes of
+	// specs it does not have yet.
+	CheckRoom(ctx context.Context, collection string, specs []storage.FieldIndexSpec) error
+	// Declare declares one index on behalf of actor.
+	Declare(ctx context.Context, actor string, spec storage.FieldIndexSpec) (storage.FieldIndex, bool, error)
 }
 
 // Options are what the service works with. Registry and Events are
@@ -46,8 +58,11 @@ type Options struct {
 	// itself, whatever lexicon is uploaded under them: such an upload is
 	// stored, with a warning that its route is not served.
 	BuiltinMethods []string
-	Events         *eventlog.Log
-	Logger         *slog.Logger
+	// Indexes declares the field indexes an upload asks for; nil: an
+	// upload that asks for some is refused.
+	Indexes Indexes
+	Events  *eventlog.Log
+	Logger  *slog.Logger
 }
 
 // Service manages lexicons.
@@ -74,9 +89,13 @@ type Result struct {
 	// with backfill true: started by this upload, or already unfinished.
 	Backfill *backfill.CollectionJob
 	// Warnings are what the uploader should know: a whole-network crawl
-	// started, no job started because backfill defaulted to false, or a
-	// job that could not be created.
+	// started, no job started because backfill defaulted to false, a
+	// job that could not be created, or an index that could not be
+	// declared.
 	Warnings []string
+	// Indexes are the field indexes the upload declared (PutIndexed), as
+	// they are now: new ones building, existing ones as they were.
+	Indexes []storage.FieldIndex
 }
 
 // Put uploads a lexicon on behalf of actor (a DID; "" for the instance
@@ -89,10 +108,78 @@ type Result struct {
 // ingestion and false without (Options.LiveIngestion). A document that
 // does not parse is an Invalid error.
 func (s *Service) Put(ctx context.Context, actor string, u lexicon.Upload) (Result, error) {
-	return s.put(ctx, actor, u, true)
+	return s.put(ctx, actor, u, nil, true)
 }
 
-func (s *Service) put(ctx context.Context, actor string, u lexicon.Upload, backfill bool) (Result, error) {
+var (
+	errIndexesOff       = fail.New(fail.Invalid, "indexes cannot be declared on this instance")
+	errNotRecordLexicon = fail.New(fail.Invalid, "indexes are declared with record lexicons only")
+)
+
+// PutIndexed is Put for an upload that also declares field indexes on
+// the lexicon's collection (each spec's Collection is ignored: a record
+// lexicon's collection is its id). The indexes are checked before
+// anything is stored (Validate, room in the collection): a bad one, or
+// indexes with a lexicon that is not a record lexicon, refuse the whole
+// upload (Invalid, the message naming the index: "indexes[1]: path ...").
+// Once the lexicon is stored they are declared (fieldindexes.Service.Declare);
+// one that still fails is a warning in the result.
+func (s *Service) PutIndexed(ctx context.Context, actor string, u lexicon.Upload, indexes []storage.FieldIndexSpec) (Result, error) {
+	return s.put(ctx, actor, u, indexes, true)
+}
+
+// checkIndexes validates the indexes of an upload of doc and returns
+// them normalised, with the lexicon's collection.
+func (s *Service) checkIndexes(ctx context.Context, doc json.RawMessage, indexes []storage.FieldIndexSpec) ([]storage.FieldIndexSpec, error) {
+	if s.opt.Indexes == nil {
+		return nil, errIndexesOff
+	}
+	d, err := lexicon.Parse(doc)
+	if err != nil {
+		return nil, fail.Wrap(fail.Invalid, err.Error(), err)
+	}
+	if d.Kind != lexicon.KindRecord {
+		return nil, errNotRecordLexicon
+	}
+	out := make([]storage.FieldIndexSpec, len(indexes))
+	for i, spec := range indexes {
+		spec.Collection = d.ID.String()
+		if out[i], err = fieldindexes.Validate(spec); err != nil {
+			var fe *fail.Error
+			if errors.As(err, &fe) {
+				return nil, fail.Wrap(fe.Kind, fmt.Sprintf("indexes[%d]: %s", i, fe.Message), err)
+			}
+			return nil, err
+		}
+	}
+	if err := s.opt.Indexes.CheckRoom(ctx, d.ID.String(), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// declareIndexes declares the checked indexes of an upload into res.
+func (s *Service) declareIndexes(ctx context.Context, actor string, specs []storage.FieldIndexSpec, res *Result) {
+	for _, spec := range specs {
+		f, _, err := s.opt.Indexes.Declare(ctx, actor, spec)
+		if err != nil {
+			s.opt.Logger.ErrorContext(ctx, "declaring a field index of a lexicon upload failed", "collection", spec.Collection,
+				"path", spec.Path, "kind", spec.Kind, "err", err)
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the %s index on %s could not be declared (see the server log); "+
+				"declare it with POST /admin/indexes", spec.Kind, spec.Path))
+			continue
+		}
+		res.Indexes = append(res.Indexes, f)
+	}
+}
+
+func (s *Service) put(ctx context.Context, actor string, u lexicon.Upload, indexes []storage.FieldIndexSpec, backfill bool) (Result, error) {
+	if len(indexes) > 0 {
+		var err error
+		if indexes, err = s.checkIndexes(ctx, u.Document, indexes); err != nil {
+			return Result{}, err
+		}
+	}
 	defaulted := u.Backfill == nil && !s.opt.LiveIngestion
 	if defaulted {
 		u.Backfill = new(false)
@@ -121,6 +208,9 @@ func (s *Service) put(ctx context.Context, actor string, u lexicon.Upload, backf
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s is a built-in method of this instance: the lexicon is stored, "+
 			"but the built-in method answers every call of %s (its script, if any, never runs)", l.ID, l.ID))
 	}
+	if len(indexes) > 0 {
+		s.declareIndexes(ctx, actor, indexes, &res)
+	}
 	if backfill && l.Kind == lexicon.KindRecord && s.opt.Backfill != nil {
 		s.startBackfill(ctx, actor, l, defaulted, &res)
 	}
@@ -134,7 +224,7 @@ func (s *Service) Revise(ctx context.Context, actor string, u lexicon.Upload) (R
 	if u.Backfill == nil {
 		u.Backfill = new(false)
 	}
-	return s.put(ctx, actor, u, false)
+	return s.put(ctx, actor, u, nil, false)
 }
 
 // startBackfill starts (or finds) the network backfill job of an uploaded

@@ -141,4 +141,10 @@ var table = map[string]Rule{
 	"POST /admin/linked-repos/{id}/invite":             need(admins.LinkedReposCreate),
 	"DELETE /admin/linked-repos/{id}/invites/{invite}": need(admins.LinkedReposCreate),
 	"DELETE /admin/linked-repos/{id}":                  need(admins.LinkedReposDelete),
+	// Declared field indexes: not in the specification (docs/admin-api.md).
+	"GET /admin/indexes":             need(admins.IndexesRead),
+	"GET /admin/indexes/suggestions": need(admins.IndexesRead),
+	"GET /admin/indexes/{id}":        need(admins.IndexesRead),
+	"POST /admin/indexes":            need(admins.IndexesManage),
+	"DELETE /admin/indexes/{id}":     need(admins.IndexesManage),
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/deadletters"
 	"github.com/lexview/lexview/appview/internal/service/devicesessions"
 	"github.com/lexview/lexview/appview/internal/service/domains"
+	"github.com/lexview/lexview/appview/internal/service/fieldindexes"
 	"github.com/lexview/lexview/appview/internal/service/instance"
 	"github.com/lexview/lexview/appview/internal/service/labelers"
 	"github.com/lexview/lexview/appview/internal/service/lexicons"
@@ -43,6 +44,7 @@ import (
 	adminbackfill "github.com/lexview/lexview/appview/internal/web/adminapi/backfilljobs"
 	admindeadletters "github.com/lexview/lexview/appview/internal/web/adminapi/deadletters"
 	"github.com/lexview/lexview/appview/internal/web/adminapi/events"
+	adminfieldindexes "github.com/lexview/lexview/appview/internal/web/adminapi/fieldindexes"
 	admininstance "github.com/lexview/lexview/appview/internal/web/adminapi/instance"
 	adminlabelers "github.com/lexview/lexview/appview/internal/web/adminapi/labelers"
 	adminlexicons "github.com/lexview/lexview/appview/internal/web/adminapi/lexicons"
@@ -112,6 +114,9 @@ type Services struct {
 	// Backlinks answers the built-in blue.microcosm.links.* methods; nil:
 	// they are not served.
 	Backlinks *backlinks.Service
+	// FieldIndexes declares, lists and drops field indexes and holds the
+	// index suggestions.
+	FieldIndexes *fieldindexes.Service
 }
 
 // Parts are the other pieces the front ends are built from.
@@ -267,5 +272,6 @@ func adminAPI(svc Services, p Parts) *adminapi.Mux {
 	adminplugins.Mount(m, svc.Plugins)
 	adminnetlexicons.Mount(m, svc.NetworkLexicons)
 	proxysettings.Mount(m, svc.ProxyPolicies)
+	adminfieldindexes.Mount(m, svc.FieldIndexes)
 	return m
 }

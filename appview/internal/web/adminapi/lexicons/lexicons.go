@@ -11,8 +11,10 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/lexicons"
 	"github.com/lexview/lexview/appview/internal/web/adminapi"
+	"github.com/lexview/lexview/appview/internal/web/adminapi/fieldindexes"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
 )
 
 // Mount registers the lexicon endpoints.
@@ -61,12 +63,14 @@ type uploaded struct {
 // BackfillJob, the network backfill job of a record lexicon uploaded with
 // backfill true (started by this upload, or already unfinished); Warnings,
 // sentences for the uploader (a whole-network crawl started, no job
-// because backfill defaulted to false, a job that could not be created).
-// Adding a network lexicon answers with it too.
+// because backfill defaulted to false, a job that could not be created,
+// an index that could not be declared); Indexes, the field indexes the
+// upload declared. Adding a network lexicon answers with it too.
 type Outcome struct {
-	ScriptErrors map[string]string `json:"script_errors,omitempty"`
-	BackfillJob  *BackfillJob      `json:"backfill_job,omitempty"`
-	Warnings     []string          `json:"warnings,omitempty"`
+	ScriptErrors map[string]string    `json:"script_errors,omitempty"`
+	BackfillJob  *BackfillJob         `json:"backfill_job,omitempty"`
+	Warnings     []string             `json:"warnings,omitempty"`
+	Indexes      []fieldindexes.Index `json:"indexes,omitempty"`
 }
 
 // BackfillJob names the backfill job of an upload: its id, scope
@@ -81,6 +85,9 @@ type BackfillJob struct {
 // NewOutcome renders what the upload res did.
 func NewOutcome(res lexicons.Result) Outcome {
 	out := Outcome{ScriptErrors: res.ScriptErrors, Warnings: res.Warnings}
+	if len(res.Indexes) > 0 {
+		out.Indexes = fieldindexes.NewIndexes(res.Indexes)
+	}
 	if j := res.Backfill; j != nil {
 		out.BackfillJob = &BackfillJob{ID: j.Job.ID, Scope: j.Job.Scope, Status: j.Job.Status, Created: j.Created}
 	}
@@ -115,6 +122,12 @@ type uploadRequest struct {
 	TargetCollection *string         `json:"target_collection"`
 	Script           *string         `json:"script"`
 	IndexHook        *string         `json:"index_hook"`
+	// Indexes are field indexes to declare on a record lexicon's
+	// collection: {path, kind?} each (kind value by default).
+	Indexes []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"indexes"`
 }
 
 func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
@@ -132,7 +145,16 @@ func (h handlers) upload(w http.ResponseWriter, r *http.Request, p *admins.Princ
 	}
 	up := lexicon.Upload{Document: doc, Backfill: req.Backfill, TargetCollection: deref(req.TargetCollection),
 		Script: deref(req.Script), IndexHook: deref(req.IndexHook)}
-	res, err := h.svc.Put(r.Context(), p.DID(), up)
+	var indexes []storage.FieldIndexSpec
+	if len(req.Indexes) > 0 {
+		if err := adminapi.Require(p, admins.IndexesManage); err != nil {
+			return err
+		}
+		for _, ix := range req.Indexes {
+			indexes = append(indexes, storage.FieldIndexSpec{Path: ix.Path, Kind: storage.FieldIndexKind(ix.Kind)})
+		}
+	}
+	res, err := h.svc.PutIndexed(r.Context(), p.DID(), up, indexes)
 	if err != nil {
 		return err
 	}

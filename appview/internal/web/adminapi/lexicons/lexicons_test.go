@@ -1,9 +1,11 @@
 package lexicons_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/storage"
@@ -123,6 +125,85 @@ func TestLexiconBadInput(t *testing.T) {
 		}
 		if r := su.Do(t, "POST", "/admin/lexicons", raw(`{"lexicon":1,"id":"app.test.x","defs":{}}`)); r.Status != 201 {
 			t.Fatalf("defs-only lexicon: %d %s", r.Status, r.Raw)
+		}
+	})
+}
+
+// TestLexiconIndexes: a record lexicon upload declares the field indexes
+// it names on its collection; an index that is refused refuses the
+// upload before anything is stored; declaring them needs indexes:manage.
+func TestLexiconIndexes(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{})
+		su := env.Bootstrap(t)
+		upload := func(a *testenv.Admin, doc string, indexes ...map[string]any) testenv.Response {
+			return a.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": rawJSON(doc), "backfill": false, "indexes": indexes})
+		}
+		refused := []struct {
+			doc     string
+			indexes []map[string]any
+			err     string
+		}{
+			{recordDoc, []map[string]any{{"path": "text"}, {"path": "a..b"}},
+				`indexes[1]: path "a..b" is not a field path: expected a name at offset 2 (names hold letters, digits, '_', '$' and '-')`},
+			{recordDoc, []map[string]any{{"path": "text", "kind": "btree"}}, "indexes[0]: kind must be value or text"},
+			{recordDoc, []map[string]any{{"kind": "value"}}, "indexes[0]: path is required"},
+			{queryDoc, []map[string]any{{"path": "text"}}, "indexes are declared with record lexicons only"},
+			{`{"lexicon":1,"id":"nope","defs":{}}`, []map[string]any{{"path": "text"}}, `invalid NSID "nope"`},
+		}
+		for _, c := range refused {
+			if r := upload(su, c.doc, c.indexes...); r.Status != 400 || r.Error(t) != c.err {
+				t.Errorf("%v: %d %s, want 400 %q", c.indexes, r.Status, r.Raw, c.err)
+			}
+		}
+		var many []map[string]any
+		for i := range storage.MaxFieldIndexes + 1 {
+			many = append(many, map[string]any{"path": fmt.Sprintf("f%d", i)})
+		}
+		if r := upload(su, recordDoc, many...); r.Status != 400 || r.Error(t) != fmt.Sprintf(
+			"collection app.test.post would have %d field indexes, more than the %d it may have", storage.MaxFieldIndexes+1, storage.MaxFieldIndexes) {
+			t.Errorf("too many indexes: %d %s", r.Status, r.Raw)
+		}
+		if r := su.Do(t, "GET", "/admin/lexicons/app.test.post", nil); r.Status != 404 {
+			t.Fatalf("a refused upload stored its lexicon: %d %s", r.Status, r.Raw)
+		}
+
+		// Uploading lexicons does not grant declaring indexes.
+		uploader := env.AddAdmin(t, admins.LexiconsCreate, admins.LexiconsRead)
+		if r := upload(uploader, recordDoc, map[string]any{"path": "text"}); r.Status != 403 || r.Error(t) != "insufficient permissions" {
+			t.Fatalf("without indexes:manage: %d %s", r.Status, r.Raw)
+		}
+
+		r := upload(su, recordDoc, map[string]any{"path": "text"}, map[string]any{"path": "createdAt", "kind": "value"}, map[string]any{"path": "text"})
+		if r.Status != 201 {
+			t.Fatalf("upload: %d %s", r.Status, r.Raw)
+		}
+		var body struct {
+			ID      string `json:"id"`
+			Indexes []struct {
+				ID         int64  `json:"id"`
+				Collection string `json:"collection"`
+				Path       string `json:"path"`
+				Kind       string `json:"kind"`
+				State      string `json:"state"`
+			} `json:"indexes"`
+		}
+		r.JSON(t, &body)
+		if len(body.Indexes) != 3 || body.Indexes[0].Path != "text" || body.Indexes[0].Collection != "app.test.post" ||
+			body.Indexes[0].Kind != "value" || body.Indexes[1].Path != "createdAt" || body.Indexes[2].ID != body.Indexes[0].ID {
+			t.Fatalf("upload answer: %s", r.Raw)
+		}
+		list, err := env.App.Indexes().List(t.Context(), "app.test.post")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("indexes after the upload: %+v %v", list, err)
+		}
+		// An upload without indexes changes none.
+		if r := upload(uploader, recordDoc); r.Status != 200 {
+			t.Fatalf("upload without indexes: %d %s", r.Status, r.Raw)
+		}
+		if list, err := env.App.Indexes().List(t.Context(), "app.test.post"); err != nil || len(list) != 2 {
+			t.Fatalf("indexes after a plain upload: %+v %v", list, err)
 		}
 	})
 }
