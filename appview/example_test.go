@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/lexicon"
@@ -364,4 +365,58 @@ func ExampleConfig() {
 	// relay: https://bsky.network
 	// PLC: https://plc.directory
 	// claim: command token: false
+}
+
+// Declare a value index on a record field: the App keeps it current as
+// records are written, builds it in the background for the records stored
+// before, and db.query and db.count use it once it is ready.
+func ExampleIndexes() {
+	newExample(func(ctx context.Context, app *appview.App) {
+		if err := app.Start(ctx); err != nil { // the build runs in the background
+			panic(err)
+		}
+		if _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(false)}); err != nil {
+			panic(err)
+		}
+		var notes []storage.Change
+		for i, text := range []string{"hello", "world"} {
+			notes = append(notes, storage.Change{Op: storage.OpCreate, DID: "did:plc:example", Collection: "com.example.note",
+				RKey: fmt.Sprintf("3kexample000%d", i), CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+				Record: json.RawMessage(fmt.Sprintf(`{"$type":"com.example.note","text":%q}`, text))})
+		}
+		if _, err := app.Writer().Write(ctx, "example", notes); err != nil {
+			panic(err)
+		}
+
+		idx, created, err := app.Indexes().Declare(ctx, storage.FieldIndexSpec{Collection: "com.example.note", Path: "text"})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(idx.Collection, idx.Path, idx.Kind, idx.State, "created", created)
+		for idx.State == storage.FieldIndexBuilding {
+			time.Sleep(10 * time.Millisecond)
+			if idx, err = app.Indexes().Get(ctx, idx.ID); err != nil {
+				panic(err)
+			}
+		}
+		fmt.Println(idx.State, "after", idx.Done, "records")
+
+		// Declaring it again changes nothing; a bad path is refused.
+		_, created, _ = app.Indexes().Declare(ctx, storage.FieldIndexSpec{Collection: "com.example.note", Path: "text"})
+		fmt.Println("created", created)
+		_, _, err = app.Indexes().Declare(ctx, storage.FieldIndexSpec{Collection: "com.example.note", Path: "text."})
+		fmt.Println(errors.Is(err, appview.ErrInvalid), err)
+
+		if err := app.Indexes().Drop(ctx, idx.ID); err != nil {
+			panic(err)
+		}
+		list, _ := app.Indexes().List(ctx, "com.example.note")
+		fmt.Println("indexes after the drop:", len(list))
+	})
+	// Output:
+	// com.example.note text value building created true
+	// ready after 2 records
+	// created false
+	// true path "text." is not a field path: ends with a dot
+	// indexes after the drop: 0
 }
