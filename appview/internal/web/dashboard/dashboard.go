@@ -60,6 +60,7 @@ var pages = []page{
 	{Name: "lexicons", Path: Path + "lexicons", Title: "Lexicons", Group: groupData, Perm: "lexicons:read"},
 	{Name: "scripts", Path: Path + "scripts", Title: "Scripts", Group: groupData, Perm: "scripts:read"},
 	{Name: "records", Path: Path + "records", Title: "Records", Group: groupData, Perm: "records:read"},
+	{Name: "indexes", Path: Path + "indexes", Title: "Indexes", Group: groupData, Perm: "indexes:read"},
 	{Name: "backfill", Path: Path + "backfill", Title: "Backfill", Group: groupData, Perm: "backfill:read"},
 	{Name: "deadletters", Path: Path + "dead-letters", Title: "Dead letters", Group: groupData, Perm: "dead-letters:read"},
 	{Name: "events", Path: Path + "events", Title: "Event log", Group: groupData, Perm: "events:read"},

@@ -24,7 +24,14 @@ const sessionSecret = "a-session-secret-of-at-least-32-bytes!"
 // its super user and an hv_ key holding all of the user's permissions.
 func startInstance(t *testing.T) (*testenv.Env, string) {
 	t.Helper()
-	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{SessionSecret: sessionSecret}})
+	return startInstanceWith(t, appview.Config{})
+}
+
+// startInstanceWith is startInstance with cfg (its session secret set).
+func startInstanceWith(t *testing.T, cfg appview.Config) (*testenv.Env, string) {
+	t.Helper()
+	cfg.Security.SessionSecret = sessionSecret
+	env := testenv.New(t, storagetest.SQLite(t), cfg)
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	if r.Status != 201 {
