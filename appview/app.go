@@ -6,14 +6,16 @@
 // The App hands out its parts: Writer, the batch writer every record
 // change goes through; Lexicons, which uploads and removes lexicons as
 // POST /admin/lexicons does; Clients, the API clients as
-// /admin/api-clients manages them; and Store, for reading. A failure their
+// /admin/api-clients manages them; Indexes, the declared field indexes as
+// /admin/indexes manages them; and Store, for reading. A failure their
 // callers can act on is an *Error with a kind (ErrNotFound, ErrInvalid,
 // ErrConflict...), for errors.Is and errors.As. docs/embedding.md walks
 // through all of it.
 //
 // The package's files have one job each: app.go builds the App (New) and
-// hands out its parts; config.go is the Config; writer.go, lexicons.go and
-// clients.go are the public faces of the writer and the services, and
+// hands out its parts; config.go is the Config; writer.go, lexicons.go,
+// clients.go and indexes.go are the public faces of the writer and the
+// services, and
 // errors.go their error kinds; lifecycle.go is the component contract and the
 // ordered start and stop; components.go lists the App's components;
 // serve.go serves HTTP; routes.go assembles the HTTP surfaces; sources.go

@@ -17,7 +17,7 @@ import (
 // stored before by the leader in the background (without holding up
 // ingestion), and used by the query planner once it is ready. Every
 // declaration and drop is audited in the event log, with no actor.
-// docs/queries.md#declared-indexes says how to choose one.
+// docs/queries.md#declared-field-indexes says how to choose one.
 type Indexes struct{ svc *fieldindexes.Service }
 
 // Indexes returns the App's field index manager.
