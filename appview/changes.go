@@ -132,8 +132,10 @@ func (a *App) applyChanges(ctx context.Context, table string) {
 		a.svc.Entries.Invalidate()
 	}
 	// An index declared or dropped through another instance: the leader's
-	// build starts on it now rather than at its next recheck. Not on the
-	// reconciliation, which the build's own recheck covers.
+	// build starts on it now rather than at its next recheck (every 30 s).
+	// This needs a change notification of field_indexes, which its
+	// migration does not install yet; the reconciliation does not wake the
+	// build, whose own recheck covers it.
 	if table == "field_indexes" {
 		a.fieldIndexes.Wake()
 	}
