@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluesky-social/indigo/atproto/syntax"
+
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
@@ -239,15 +241,17 @@ func TestSettingsOverrideEnvironment(t *testing.T) {
 			t.Fatalf("started with %q %q %q %q %q", c.Ingest.RelayURL, c.Ingest.JetstreamURL, c.Ingest.EventStream, c.Network.PLCURL, c.Network.LexiconDNSServer)
 		}
 		// The private-network guard exempts the environment's PLC
-		// directory, not the one a setting names.
-		if resp, err := c.Network.HTTPClient.Get(env.PLC.URL + "/did:plc:nobody"); err != nil {
-			t.Fatalf("the environment's PLC directory: %v", err)
-		} else {
-			resp.Body.Close()
+		// directory for the PLC lookups only, never the one a setting
+		// names: resolving through the setting's PLC on loopback is
+		// refused, and the shared client reaches neither.
+		if _, err := c.Network.Directory.LookupDID(ctx, syntax.DID("did:plc:nobody")); err == nil || !strings.Contains(err.Error(), "not public") {
+			t.Fatalf("a setting's PLC directory on loopback: %v", err)
 		}
-		if resp, err := c.Network.HTTPClient.Get(otherPLC.URL); err == nil {
-			resp.Body.Close()
-			t.Fatal("a setting opened the private-network guard")
+		for _, u := range []string{env.PLC.URL + "/did:plc:nobody", otherPLC.URL} {
+			if resp, err := c.Network.HTTPClient.Get(u); err == nil {
+				resp.Body.Close()
+				t.Fatalf("the shared client reached %s on loopback", u)
+			}
 		}
 		for _, k := range []string{"relay_url", "jetstream_url", "event_source", "plc_url", "database_url", "lexicon_dns_server"} {
 			s.delete(k)
