@@ -211,9 +211,12 @@ func (a *App) build(ctx context.Context) error {
 		oauth.ClientOptions{HTTPClient: cfg.Network.HTTPClient, Now: cfg.Now, UserAgent: "lexview/" + Version})
 
 	if a.pluginRuntime, err = wasm.New(ctx, wasm.Options{Limits: wasm.Limits{
-		CallTimeout: cfg.Plugins.CallTimeout, MemoryPages: cfg.Plugins.MemoryPages}}); err != nil {
+		CallTimeout: cfg.Plugins.CallTimeout, MemoryPages: cfg.Plugins.MemoryPages, MaxMemory: cfg.Plugins.MaxMemory}}); err != nil {
 		return err
 	}
+	a.metrics.WatchPluginMemory(func() metrics.PluginMemory {
+		return metrics.PluginMemory{ByPlugin: a.pluginRuntime.MemoryByPlugin(), Limit: a.pluginRuntime.MaxMemory()}
+	})
 	a.plugins = plugins.New(plugins.Options{Store: a.store, Runtime: a.pluginRuntime, Sealer: a.sealer,
 		Fetch: cfg.Network.HTTPClient, Plugin: cfg.Network.HTTPClient, Events: a.events, RegistryURL: cfg.Plugins.RegistryURL,
 		Dir: cfg.Plugins.Dir, Now: cfg.Now, Logger: a.log})

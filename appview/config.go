@@ -264,6 +264,10 @@ type PluginConfig struct {
 	// (default 2048, 128 MiB).
 	CallTimeout time.Duration
 	MemoryPages uint32
+	// MaxMemory bounds the memory of every plugin instance together, in
+	// bytes (default 512 MiB; the setting plugins.max_memory_bytes
+	// overrides it); one plugin's instances get at most half of it.
+	MaxMemory int64
 }
 
 // ClusterConfig tunes instances that share a PostgreSQL database

@@ -17,6 +17,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 )
 
 // Setting resolves an instance setting: the value stored through the admin
@@ -312,6 +313,7 @@ func (a *App) applySettings(ctx context.Context) error {
 	a.clients.SetDefaults(next.limits)
 	a.plugins.SetRegistryURL(next.registryURL)
 	a.labelSubs.SetMaxFrame(labelerMaxFrame(stored[labelsub.MaxFrameSetting]))
+	a.pluginRuntime.SetMaxMemory(pluginMaxMemory(stored[wasm.MaxMemorySetting]))
 	a.live.level.set(next.logLevel)
 	if prev != nil && prev.retentionDays != next.retentionDays {
 		select {
@@ -381,6 +383,17 @@ func (h *filteredHandler) WithGroup(name string) slog.Handler {
 func labelerMaxFrame(v string) int64 {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
+		return 0
+	}
+	return n
+}
+
+// pluginMaxMemory is the plugins' memory ceiling the setting
+// wasm.MaxMemorySetting holds, or 0 (the configured ceiling) when it is
+// absent or invalid.
+func pluginMaxMemory(v string) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < wasm.MinMaxMemory || n > wasm.MaxMaxMemory {
 		return 0
 	}
 	return n

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/appview/internal/testing/metricstest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -340,5 +342,43 @@ func TestLabelerMaxFrameSetting(t *testing.T) {
 		if r := adm.Do(t, "PUT", "/admin/settings/labeler.max_frame_bytes", map[string]any{"value": value}); r.Status != want {
 			t.Errorf("%q: %d %s, want %d", value, r.Status, r.Raw, want)
 		}
+	}
+}
+
+// TestPluginMaxMemorySetting: plugins.max_memory_bytes takes a number of
+// bytes within its bounds, and nothing else, and sets the plugins'
+// memory ceiling at once; deleting it restores the configured one.
+func TestPluginMaxMemorySetting(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Metrics: appview.MetricsConfig{Registerer: reg},
+		Plugins: appview.PluginConfig{MaxMemory: 256 << 20}})
+	adm := env.Bootstrap(t)
+	limit := func() float64 {
+		v, _ := metricstest.Value(t, reg, "lexview_plugin_memory_limit_bytes", nil)
+		return v
+	}
+	if got := limit(); got != 256<<20 {
+		t.Fatalf("configured ceiling %v", got)
+	}
+	for _, c := range []struct {
+		value string
+		want  int
+	}{
+		{"abc", 400}, {"-1", 400}, {"67108863", 400}, {"68719476737", 400}, {"1e9", 400},
+		{"67108864", 200}, {"68719476736", 200}, {"1073741824", 200},
+	} {
+		if r := adm.Do(t, "PUT", "/admin/settings/plugins.max_memory_bytes", map[string]any{"value": c.value}); r.Status != c.want {
+			t.Errorf("%q: %d %s, want %d", c.value, r.Status, r.Raw, c.want)
+		}
+	}
+	if got := limit(); got != 1<<30 {
+		t.Fatalf("ceiling after the last valid value: %v", got)
+	}
+	if r := adm.Do(t, "DELETE", "/admin/settings/plugins.max_memory_bytes", nil); r.Status != 204 && r.Status != 200 {
+		t.Fatalf("delete: %d %s", r.Status, r.Raw)
+	}
+	if got := limit(); got != 256<<20 {
+		t.Fatalf("ceiling after the setting was deleted: %v", got)
 	}
 }

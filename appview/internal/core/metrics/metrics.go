@@ -43,6 +43,7 @@ type Metrics struct {
 	sources      *sourceCollector
 	links        *linkCollector
 	fieldIndexes *fieldIndexCollector
+	plugins      *pluginCollector
 }
 
 // New creates the collectors, and a registry of its own holding them with
@@ -53,6 +54,7 @@ func New() *Metrics {
 		sources:      newSourceCollector(),
 		links:        newLinkCollector(),
 		fieldIndexes: newFieldIndexCollector(),
+		plugins:      newPluginCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
 		}, []string{"source", "collection"}),
@@ -143,7 +145,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.plugins,
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
+	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -198,6 +199,10 @@ func checkSettingValue(key, value string) error {
 	case labelsub.MaxFrameSetting:
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
 			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, labelsub.MinMaxFrame, labelsub.MaxMaxFrame)
+		}
+	case wasm.MaxMemorySetting:
+		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < wasm.MinMaxMemory || n > wasm.MaxMaxMemory {
+			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, wasm.MinMaxMemory, wasm.MaxMaxMemory)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -26,89 +27,61 @@ type instanceKey struct{}
 
 // instance is one instantiated module. It runs one call at a time.
 type instance struct {
-	m      *Module
-	mod    api.Module
-	alloc  api.Function
-	stderr *capped
+	m         *Module
+	mod       api.Module
+	mem       *linearMemory
+	alloc     api.Function
+	stderr    *capped
+	idleSince time.Time
+	// jobs carries the calls to the instance's own goroutine (Module.Call);
+	// it is closed with the instance.
+	jobs      chan *job
+	closeOnce sync.Once
 	// per call
 	staged []byte // what lexview.result hands out next
 	logs   int
 	stack  [2 * maxArgs]uint64
 }
 
-// pool keeps idle instances and bounds how many exist.
-type pool struct {
-	slots  chan struct{}  // one token per live instance
-	idle   chan *instance // never fuller than slots
-	mu     sync.Mutex
-	closed bool
-}
-
-func newPool(size int) *pool {
-	return &pool{slots: make(chan struct{}, size), idle: make(chan *instance, size)}
-}
-
-// get returns an idle instance, or a slot to start a new one (nil
-// instance), waiting while the pool is full.
-func (p *pool) get(ctx context.Context) (*instance, error) {
-	select {
-	case inst := <-p.idle:
-		return inst, nil
-	default:
-	}
-	select {
-	case inst := <-p.idle:
-		return inst, nil
-	case p.slots <- struct{}{}:
-		return nil, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// put returns a healthy instance to the pool.
-func (p *pool) put(ctx context.Context, inst *instance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		p.discard(ctx, inst)
-		return
-	}
-	p.idle <- inst
-}
-
-// discard closes a broken instance and frees its slot.
-func (p *pool) discard(ctx context.Context, inst *instance) {
-	if inst != nil && inst.mod != nil {
-		_ = inst.mod.Close(context.WithoutCancel(ctx))
-	}
-	<-p.slots
-}
-
-func (p *pool) close(ctx context.Context) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for {
-		select {
-		case inst := <-p.idle:
-			p.discard(ctx, inst)
-		default:
-			return
+// close closes the instance, once; its memory goes back to the budget
+// and the operating system as soon as nothing runs on it, and its
+// goroutine ends.
+func (inst *instance) close() {
+	inst.closeOnce.Do(func() {
+		if inst.mod != nil {
+			_ = inst.mod.Close(context.Background())
 		}
-	}
+		inst.mem.Free()
+		close(inst.jobs)
+	})
 }
 
-// Idle reports how many instances wait in the pool (tests, metrics).
-func (m *Module) Idle() int { return len(m.pool.idle) }
+// job is one call for an instance's goroutine.
+type job struct {
+	ctx    context.Context
+	export string
+	total  int
+	args   [][]byte
+	done   chan outcome // buffered: the caller may have stopped waiting
+}
 
-// Live reports how many instances exist (idle or running).
-func (m *Module) Live() int { return len(m.pool.slots) }
+// outcome is what an instance's goroutine hands its caller.
+type outcome struct {
+	out []byte
+	err error
+}
 
 // Call runs export with args, each written into the plugin's memory
 // (one lv_alloc for all) and passed as a pointer and length pair, and
 // returns the result bytes the plugin packed into its i64 answer. A failed
 // instance is closed, never reused.
+//
+// The instance runs the call on its own goroutine (serve), and Call
+// answers ErrTimeout when the deadline passes, whatever the module is
+// doing: wazero stops a module only at its next check (a loop iteration,
+// or the call's start), and a growth of its memory or the host's garbage
+// collection can hold it longer. The instance keeps its pool slot until
+// it has stopped and been closed.
 func (m *Module) Call(ctx context.Context, export string, args ...[]byte) ([]byte, error) {
 	if !m.exports[export] {
 		return nil, &Error{Kind: ErrProtocol, Plugin: m.opt.Name, Msg: "the module does not export " + export}
@@ -129,19 +102,52 @@ func (m *Module) Call(ctx context.Context, export string, args ...[]byte) ([]byt
 	if err != nil {
 		return nil, &Error{Kind: ErrTimeout, Plugin: m.opt.Name, Msg: "no instance became free before the deadline", Err: err}
 	}
+	j := &job{ctx: ctx, export: export, total: total, args: args, done: make(chan outcome, 1)}
 	if inst == nil {
-		if inst, err = m.instantiate(ctx); err != nil {
-			<-m.pool.slots
-			return nil, err
+		go m.serve(j)
+	} else {
+		inst.jobs <- j
+	}
+	select {
+	case o := <-j.done:
+		return o.out, o.err
+	case <-ctx.Done():
+		select {
+		case o := <-j.done: // it finished as the deadline passed
+			return o.out, o.err
+		default:
+		}
+		return nil, &Error{Kind: ErrTimeout, Plugin: m.opt.Name, Msg: export + " did not finish before the deadline", Err: ctx.Err()}
+	}
+}
+
+// serve is an instance's goroutine: it starts the instance for its first
+// job, then runs its jobs one at a time, putting the instance back in the
+// pool after each, until the instance is closed: when a call fails, when
+// a call leaves it holding more memory than an idle instance may keep
+// (Limits.KeepMemory), or by the pool (idle too long, memory short, the
+// module closed). Its stack stays grown between calls.
+func (m *Module) serve(j *job) {
+	inst, err := m.instantiate(j.ctx)
+	if err != nil {
+		m.pool.release(1)
+		j.done <- outcome{err: err}
+		return
+	}
+	for {
+		out, err := inst.call(j.ctx, j.export, j.total, j.args)
+		keep := err == nil && inst.mem.bytes() <= m.r.limits.KeepMemory
+		if keep {
+			m.pool.put(inst)
+		} else {
+			m.pool.discard(inst)
+		}
+		j.done <- outcome{out, err}
+		var ok bool
+		if j, ok = <-inst.jobs; !ok {
+			return
 		}
 	}
-	out, err := inst.call(ctx, export, total, args)
-	if err != nil {
-		m.pool.discard(ctx, inst)
-		return nil, err
-	}
-	m.pool.put(ctx, inst)
-	return out, nil
 }
 
 // maxArgs bounds the pointer and length pairs of one call.
@@ -152,6 +158,11 @@ func (inst *instance) call(ctx context.Context, export string, total int, args [
 	m := inst.m
 	inst.staged, inst.logs = nil, 0
 	inst.stderr.reset()
+	if !inst.mem.enter() {
+		return nil, &Error{Kind: ErrTrap, Plugin: m.opt.Name, Msg: "the instance was closed"}
+	}
+	defer inst.mem.leave()
+	inst.mem.clearRefusal()
 	ctx = context.WithValue(ctx, instanceKey{}, inst)
 	stack := inst.stack[:]
 	stack[0] = api.EncodeI32(int32(total))
@@ -194,7 +205,12 @@ func (m *Module) classify(ctx context.Context, inst *instance, what string, err 
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled),
 		ctx.Err() != nil:
 		return &Error{Kind: ErrTimeout, Plugin: m.opt.Name, Msg: what + " did not finish before the deadline", Err: ctx.Err()}
-	case strings.Contains(stderr, "out of memory") || strings.Contains(err.Error(), "out of memory"):
+	case strings.Contains(stderr, "out of memory") || strings.Contains(err.Error(), "out of memory") || inst.mem.why() != "":
+		// A refused growth ends a Go module with "out of memory"; another
+		// module may trap its own way once memory.grow answered -1.
+		if why := inst.mem.why(); why != "" {
+			return &Error{Kind: ErrMemory, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s ran out of memory: %s", what, why)}
+		}
 		return &Error{Kind: ErrMemory, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s ran out of memory (limit %d pages of 64 KiB)", what, m.r.limits.MemoryPages)}
 	case exit != nil:
 		return &Error{Kind: ErrTrap, Plugin: m.opt.Name, Msg: fmt.Sprintf("%s exited with code %d%s", what, exit.ExitCode(), detail(stderr))}

@@ -1,8 +1,12 @@
 // Package wasm runs Lexview plugins: WebAssembly modules on wazero (pure
-// Go, no cgo). A module is compiled once and its instances are pooled;
-// every call is bounded by a deadline (the module is closed when its
-// context ends, so a loop cannot outlive it) and by a memory ceiling, and
-// a trap, an exit or an exhausted limit becomes an *Error. A plugin
+// Go, no cgo). A module is compiled once and its instances are pooled,
+// each running on a goroutine of its own. Every call is bounded by a
+// deadline (its caller gets its answer then, and the module is closed,
+// so a loop cannot outlive it) and by two memory ceilings, one per
+// instance and one for every instance of every plugin together; a trap,
+// an exit or an exhausted limit becomes an *Error. An instance left
+// holding much memory is not kept, and idle ones are closed after a
+// while: their memory goes back to the operating system. A plugin
 // reaches the host only through the ABI's host functions (module
 // "lexview", see docs/plugins.md) and a WASI preview 1 layer with no
 // file system, no environment, no arguments and stdout/stderr captured.
@@ -15,9 +19,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -42,6 +48,16 @@ type Limits struct {
 	MaxHTTPBody int64
 	// MaxLogs bounds the log lines of one call (default 100).
 	MaxLogs int
+	// MaxMemory bounds the linear memory of every instance of every
+	// plugin together, in bytes (default DefaultMaxMemory); one plugin's
+	// instances get at most half of it. SetMaxMemory changes it.
+	MaxMemory int64
+	// KeepMemory is the most linear memory an instance may hold to go
+	// back to the pool after a call (default 32 MiB); a larger one is
+	// closed, since its memory cannot shrink.
+	KeepMemory uint64
+	// IdleTimeout closes an instance idle that long (default 1 min).
+	IdleTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -66,6 +82,15 @@ func (l *Limits) defaults() {
 	if l.MaxLogs <= 0 {
 		l.MaxLogs = 100
 	}
+	if l.MaxMemory <= 0 {
+		l.MaxMemory = DefaultMaxMemory
+	}
+	if l.KeepMemory == 0 {
+		l.KeepMemory = 32 << 20
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = time.Minute
+	}
 }
 
 // Options configure a Runtime.
@@ -80,6 +105,13 @@ type Options struct {
 type Runtime struct {
 	rt     wazero.Runtime
 	limits Limits
+	mem    budget
+
+	modsMu sync.Mutex
+	mods   map[*Module]struct{} // loaded and not closed
+
+	stop     chan struct{} // ends the idle sweep
+	sweeping sync.WaitGroup
 }
 
 // New starts a runtime. Close releases it.
@@ -92,7 +124,8 @@ func New(ctx context.Context, opt Options) (*Runtime, error) {
 		cfg = cfg.WithCompilationCache(opt.Cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	r := &Runtime{rt: rt, limits: opt.Limits}
+	r := &Runtime{rt: rt, limits: opt.Limits, mods: map[*Module]struct{}{}, stop: make(chan struct{})}
+	r.mem.limit.Store(opt.Limits.MaxMemory)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: WASI: %w", err)
@@ -101,11 +134,55 @@ func New(ctx context.Context, opt Options) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasm: host module: %w", err)
 	}
+	r.sweeping.Add(1)
+	go r.sweepIdle()
 	return r, nil
 }
 
-// Close releases every module and instance.
-func (r *Runtime) Close(ctx context.Context) error { return r.rt.Close(ctx) }
+// Close releases every module and instance; the memory of an instance
+// still running is released when it stops.
+func (r *Runtime) Close(ctx context.Context) error {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.sweeping.Wait()
+	for _, m := range r.modules() {
+		m.pool.close()
+	}
+	return r.rt.Close(ctx)
+}
+
+// sweepIdle closes the instances idle for longer than IdleTimeout, until
+// Close.
+func (r *Runtime) sweepIdle() {
+	defer r.sweeping.Done()
+	t := time.NewTicker(max(r.limits.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			cutoff := now.Add(-r.limits.IdleTimeout)
+			for _, m := range r.modules() {
+				m.pool.sweep(cutoff)
+			}
+		}
+	}
+}
+
+// modules returns the loaded modules.
+func (r *Runtime) modules() []*Module {
+	r.modsMu.Lock()
+	defer r.modsMu.Unlock()
+	mods := make([]*Module, 0, len(r.mods))
+	for m := range r.mods {
+		mods = append(mods, m)
+	}
+	return mods
+}
 
 // Limits returns the runtime's limits, defaults filled in.
 func (r *Runtime) Limits() Limits { return r.limits }
@@ -165,6 +242,10 @@ type Module struct {
 	compiled wazero.CompiledModule
 	exports  map[string]bool
 	pool     *pool
+	// minMemory is the memory an instance starts with, in bytes.
+	minMemory int64
+	// memUsed is what its instances hold (guarded by the budget's mu).
+	memUsed int64
 }
 
 // Load compiles wasm and checks that it exports the ABI's allocator and
@@ -186,7 +267,13 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte, opt ModuleOptions) (*Mo
 		_ = compiled.Close(ctx)
 		return nil, fmt.Errorf("plugin %s: the module exports no memory", opt.Name)
 	}
+	for _, def := range compiled.ExportedMemories() {
+		m.minMemory = int64(def.Min()) << 16
+	}
 	m.pool = newPool(r.limits.PoolSize)
+	r.modsMu.Lock()
+	r.mods[m] = struct{}{}
+	r.modsMu.Unlock()
 	return m, nil
 }
 
@@ -196,14 +283,24 @@ func (m *Module) Exports(name string) bool { return m.exports[name] }
 // Close closes the idle instances and the compiled module; calls in
 // flight finish, and their instances are closed when they return.
 func (m *Module) Close(ctx context.Context) error {
-	m.pool.close(ctx)
+	m.r.modsMu.Lock()
+	delete(m.r.mods, m)
+	m.r.modsMu.Unlock()
+	m.pool.close()
 	return m.compiled.Close(ctx)
 }
 
 // instantiate starts a fresh instance: WASI reactor initialisation
-// (_initialize) when exported, no file system, no environment.
+// (_initialize) when exported, no file system, no environment. Its
+// initial memory is taken from the budget first.
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
-	inst := &instance{m: m, stderr: &capped{max: 4 << 10}}
+	inst := &instance{m: m, stderr: &capped{max: 4 << 10}, mem: newLinearMemory(m.r, m), jobs: make(chan *job, 1)}
+	if why := inst.mem.takeCredit(m.minMemory); why != "" {
+		inst.mem.Free()
+		return nil, &Error{Kind: ErrMemory, Plugin: m.opt.Name, Msg: fmt.Sprintf("starting an instance needs %d bytes: %s", m.minMemory, why)}
+	}
+	inst.mem.enter() // a fresh memory: never freed yet
+	defer inst.mem.leave()
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStdout(inst.stderr).
@@ -213,22 +310,32 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithSysNanotime().
 		WithSysNanosleep().
 		WithStartFunctions()
-	ctx, cancel := context.WithTimeout(ctx, m.r.limits.CallTimeout)
-	defer cancel()
 	ctx = context.WithValue(ctx, instanceKey{}, inst)
-	mod, err := m.r.rt.InstantiateModule(ctx, m.compiled, cfg)
+	mod, err := m.instantiateModule(inst.mem.context(ctx), cfg)
 	if err != nil {
+		inst.mem.Free()
 		return nil, m.classify(ctx, inst, "starting", err)
 	}
 	inst.mod = mod
 	if m.exports["_initialize"] {
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
-			_ = mod.Close(context.Background())
+			inst.close()
 			return nil, m.classify(ctx, inst, "initialising", err)
 		}
 	}
 	inst.alloc = mod.ExportedFunction(ExportAlloc)
 	return inst, nil
+}
+
+// instantiateModule is InstantiateModule, with a panic (wazero panics
+// when it is refused a module's initial memory) turned into an error.
+func (m *Module) instantiateModule(ctx context.Context, cfg wazero.ModuleConfig) (mod api.Module, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("wazero: %v", p)
+		}
+	}()
+	return m.r.rt.InstantiateModule(ctx, m.compiled, cfg)
 }
 
 // ErrorKind classifies plugin failures.

@@ -31,7 +31,10 @@ func malformed(ptr unsafe.Pointer, n int32) int64 { return pdk.Pack([]byte("{not
 //go:wasmexport lv_outside
 func outside(ptr unsafe.Pointer, n int32) int64 { return int64(0x7fff0000)<<32 | 64 }
 
-var hoard [][]byte
+var (
+	hoard [][]byte
+	held  []byte
+)
 
 func init() {
 	pdk.Register("echo", func(in json.RawMessage) (any, error) { return in, nil })
@@ -63,6 +66,39 @@ func init() {
 		for {
 			hoard = append(hoard, make([]byte, 1<<20))
 		}
+	})
+	// grow allocates step MiB at a time, forever, keeping the last keep
+	// blocks: the memory grows up to the ceiling and the garbage
+	// collector works at every step (a deadline's overshoot).
+	pdk.Register("grow", func(in json.RawMessage) (any, error) {
+		var p struct{ Step, Keep int }
+		_ = json.Unmarshal(in, &p)
+		ring := make([][]byte, max(p.Keep, 1))
+		for i := 0; ; i++ {
+			b := make([]byte, p.Step<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = byte(i)
+			}
+			ring[i%len(ring)] = b
+		}
+	})
+	// hold allocates and touches mib MiB and keeps it until the next
+	// call: the instance's memory stays that large. With spin it then
+	// runs until its deadline.
+	pdk.Register("hold", func(in json.RawMessage) (any, error) {
+		var p struct {
+			MiB  int
+			Spin bool
+		}
+		_ = json.Unmarshal(in, &p)
+		held = make([]byte, p.MiB<<20)
+		for j := 0; j < len(held); j += 4096 {
+			held[j] = 1
+		}
+		for p.Spin {
+			held[0]++
+		}
+		return len(held) >> 20, nil
 	})
 	pdk.Register("garbage", func(json.RawMessage) (any, error) {
 		return hostSecret(0x7ffffff0, 1<<19), nil
