@@ -44,6 +44,7 @@ type Store interface {
 	DPoPReplayStore
 	LinkStore
 	FieldIndexStore
+	SearchStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string

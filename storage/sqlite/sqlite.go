@@ -115,7 +115,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// are read without a system call and a copy each.
 	reader := sql.OpenDB(connector{
 		dsn:    base + "?" + common + "&_cache_size=-16000&_query_only=true",
-		driver: &sqlite3.SQLiteDriver{ConnectHook: pragma(fmt.Sprintf("PRAGMA mmap_size=%d", opts.MmapSize))},
+		driver: &sqlite3.SQLiteDriver{ConnectHook: readerHook(opts.MmapSize)},
 	})
 	reader.SetMaxOpenConns(opts.Readers)
 	reader.SetMaxIdleConns(opts.Readers)
@@ -138,11 +138,16 @@ type connector struct {
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.driver }
 
-// pragma returns a connect hook that runs stmt on each new connection.
-func pragma(stmt string) func(*sqlite3.SQLiteConn) error {
+// readerHook returns the connect hook of the read connections: it sets
+// their memory map size and registers the functions searches call
+// (sqlstore.SearchRank, the BM25 ranking of full-text search, which FTS4
+// lacks).
+func readerHook(mmapSize int64) func(*sqlite3.SQLiteConn) error {
 	return func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(stmt, nil)
-		return err
+		if _, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size=%d", mmapSize), nil); err != nil {
+			return err
+		}
+		return c.RegisterFunc(sqlstore.SearchRankFunction, sqlstore.SearchRank, true)
 	}
 }
 

@@ -38,14 +38,18 @@ type fieldIndexKind struct {
 	// purge deletes up to n entries of a dropped index and returns how
 	// many it deleted (fewer than n when none are left).
 	purge func(ctx context.Context, db *DB, tx *sql.Tx, id int64, n int) (int, error)
+	// declare, when set, runs in the transaction that declares an index
+	// of the kind, once its row is inserted; an error refuses the
+	// declaration (full-text search gives a text index its slot here).
+	declare func(ctx context.Context, db *DB, tx *sql.Tx, idx storage.FieldIndex) error
 }
 
 // fieldIndexKinds returns the kinds the store builds. A kind missing here
-// (text, until full-text search adds its builder) may be declared; its
-// indexes stay building.
+// may be declared; its indexes stay building.
 func fieldIndexKinds() map[storage.FieldIndexKind]fieldIndexKind {
 	return map[storage.FieldIndexKind]fieldIndexKind{
 		storage.FieldIndexValue: {build: buildValueChunk, purge: purgeValues},
+		storage.FieldIndexText:  textIndexKind, // searchindex.go
 	}
 }
 

@@ -105,6 +105,11 @@ func (db *DB) DeclareFieldIndex(ctx context.Context, spec storage.FieldIndexSpec
 		if err != nil {
 			return fmt.Errorf("insert field index: %w", err)
 		}
+		if k := fieldIndexKinds()[spec.Kind]; k.declare != nil {
+			if err := k.declare(ctx, db, tx, out); err != nil {
+				return err
+			}
+		}
 		created = true
 		return db.awaitWriters(ctx, tx)
 	})

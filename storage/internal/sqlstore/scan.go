@@ -137,8 +137,16 @@ const (
 	maxServedArena = 256 << 10
 )
 
-func (sc *servedScanner) scan(rows *sql.Rows) (storage.Record, error) {
-	if err := rows.Scan(&sc.uri, &sc.cid, &sc.value, &sc.created); err != nil {
+// scan reads a row of servedColumns, and into extra the columns after
+// them.
+func (sc *servedScanner) scan(rows *sql.Rows, extra ...any) (storage.Record, error) {
+	var err error
+	if len(extra) == 0 {
+		err = rows.Scan(&sc.uri, &sc.cid, &sc.value, &sc.created)
+	} else {
+		err = rows.Scan(append([]any{&sc.uri, &sc.cid, &sc.value, &sc.created}, extra...)...)
+	}
+	if err != nil {
 		return storage.Record{}, fmt.Errorf("scan record: %w", err)
 	}
 	r := storage.Record{URI: sc.uri, CID: sc.cid, CreatedAt: sc.created.T, Value: sc.value.b}

@@ -1,0 +1,160 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lexview/lexview/storage"
+)
+
+// SearchRecords implements storage.SearchStore.
+//
+// Pages are keyset pages on (rank, URI): a cursor holds the rank and URI
+// of the page's last hit, and the next page starts below it. Every page
+// ranks every match anyway (the best can be anywhere), so an offset would
+// save nothing, and a keyset never repeats or skips a record because
+// records arrived between pages. On PostgreSQL a record's rank depends on
+// its own document only, so the pages are exact. On SQLite BM25 weighs a
+// word by how rare it is among all documents: records written between
+// pages shift every rank a little, and a record whose rank moves across
+// the cursor's may be skipped or repeated.
+func (db *DB) SearchRecords(ctx context.Context, q storage.SearchQuery) (storage.SearchPage, error) {
+	if q.Collection == "" {
+		return storage.SearchPage{}, invalidSearch("a collection is required")
+	}
+	limit := q.Limit
+	switch {
+	case limit <= 0:
+		limit = storage.DefaultSearchLimit
+	case limit > storage.MaxSearchLimit:
+		return storage.SearchPage{}, invalidSearch("limit must be between 1 and %d", storage.MaxSearchLimit)
+	}
+	expr, err := parseSearch(q.Query)
+	if err != nil {
+		return storage.SearchPage{}, err
+	}
+	fields, err := db.searchFields(ctx, q.Collection)
+	if err != nil {
+		return storage.SearchPage{}, err
+	}
+	slots, err := searchedSlots(q.Collection, fields, q.Fields)
+	if err != nil {
+		return storage.SearchPage{}, err
+	}
+	asked := slices.Clone(q.Fields)
+	slices.Sort(asked)
+	scope := strings.Join(append([]string{"search", q.Collection, q.DID, q.Query}, asked...), "\x00")
+	var after *searchPosition
+	if q.Cursor != "" {
+		pos, err := storage.DecodeCursor(scope, q.Cursor)
+		rank := math.Float64frombits(uint64(pos.Time.UnixMicro()))
+		if err != nil || pos.URI == "" || !(rank >= 0) || math.IsInf(rank, 0) {
+			return storage.SearchPage{}, badCursor()
+		}
+		after = &searchPosition{rank: rank, uri: pos.URI}
+	}
+	var stmt string
+	var args []any
+	if db.dialect.Name() == "postgres" {
+		stmt, args = tsquerySearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+	} else {
+		stmt, args = fts4SearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+	}
+	rows, err := db.reader.QueryContext(ctx, Bind(db.dialect, stmt), args...)
+	if err != nil {
+		return storage.SearchPage{}, fmt.Errorf("search: %w", err)
+	}
+	defer rows.Close()
+	page := storage.SearchPage{Hits: make([]storage.SearchHit, 0, min(limit+1, 32))}
+	var sc servedScanner
+	for rows.Next() {
+		var h storage.SearchHit
+		if h.Record, err = sc.scan(rows, &h.Rank); err != nil {
+			return storage.SearchPage{}, fmt.Errorf("search: %w", err)
+		}
+		page.Hits = append(page.Hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return storage.SearchPage{}, fmt.Errorf("search: %w", err)
+	}
+	if len(page.Hits) > limit {
+		page.Hits = page.Hits[:limit]
+		last := page.Hits[limit-1]
+		// The one cursor format carries a time and a URI: the rank (never
+		// negative) travels as the bits of its float64 in the time.
+		page.Cursor = storage.EncodeCursor(scope, storage.Position{
+			Time: time.UnixMicro(int64(math.Float64bits(last.Rank))), URI: last.Record.URI,
+		})
+	}
+	return page, nil
+}
+
+// searchPosition is where a search page continues: below rank, or at rank
+// after uri.
+type searchPosition struct {
+	rank float64
+	uri  string
+}
+
+// fts4SearchSQL is SQLite's search statement: the FTS4 match ranked (and
+// filtered, see fts4Match) by lexview_search_rank, materialized so that
+// the function runs once per row, then the records of the collection.
+func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, after *searchPosition, limit int) (string, []any) {
+	var mask byte
+	for _, s := range slots {
+		mask |= 1 << s.slot
+	}
+	match, prog := fts4Match(e, mask)
+	var b strings.Builder
+	b.WriteString(`WITH m AS MATERIALIZED (
+		SELECT docid, ` + SearchRankFunction + `(matchinfo(search_fts, 'pcnalx'), ?) AS rank
+		FROM search_fts WHERE search_fts MATCH ?)
+	SELECT r.uri, r.cid, r.record, r.created_at, m.rank
+	FROM m JOIN search_docs d ON d.docid = m.docid JOIN records r ON r.uri = d.uri
+	WHERE m.rank IS NOT NULL AND r.collection = ?`)
+	args := []any{prog, match, collection}
+	if did != "" {
+		b.WriteString(` AND r.did = ?`)
+		args = append(args, did)
+	}
+	if after != nil {
+		b.WriteString(` AND (m.rank < ? OR m.rank = ? AND r.uri > ?)`)
+		args = append(args, after.rank, after.rank, after.uri)
+	}
+	b.WriteString(` ORDER BY m.rank DESC, r.uri LIMIT ?`)
+	return b.String(), append(args, limit)
+}
+
+// tsquerySearchSQL is PostgreSQL's search statement: the documents of
+// the collection matching the query (search_docs_doc), ranked by cover
+// density (ts_rank_cd, normalized by the log of the document's length)
+// with the searched fields' weights at 1 and the others at 0, then their
+// records.
+func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, after *searchPosition, limit int) (string, []any) {
+	weights := []string{"0", "0", "0", "0"} // D, C, B, A
+	for _, s := range slots {
+		weights[3-s.slot] = "1"
+	}
+	query, args := tsqueryExpr(e, slots)
+	var b strings.Builder
+	b.WriteString(`SELECT r.uri, r.cid, r.record, r.created_at, s.rank FROM (
+		SELECT d.uri, ts_rank_cd('{` + strings.Join(weights, ",") + `}', d.doc, q.q, 1)::float8 AS rank
+		FROM (SELECT ` + query + ` AS q) q JOIN search_docs d ON d.doc @@ q.q
+		WHERE d.collection = ?`)
+	args = append(args, collection)
+	if did != "" {
+		b.WriteString(` AND d.did = ?`)
+		args = append(args, did)
+	}
+	b.WriteString(`) s JOIN records r ON r.uri = s.uri`)
+	if after != nil {
+		b.WriteString(` WHERE (s.rank < ? OR s.rank = ? AND s.uri > ?)`)
+		args = append(args, after.rank, after.rank, after.uri)
+	}
+	b.WriteString(` ORDER BY s.rank DESC, s.uri LIMIT ?`)
+	return b.String(), append(args, limit)
+}
