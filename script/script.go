@@ -188,6 +188,8 @@ type LinkedWrite struct {
 // context, not the script's budget.
 type Host interface {
 	storage.QueryStore
+	// SearchRecords runs a full-text search (db.search).
+	storage.SearchStore
 	// GetRecord returns one indexed record or storage.ErrNotFound.
 	GetRecord(ctx context.Context, uri string) (storage.Record, error)
 	// Vars returns the decrypted script variables.

@@ -55,6 +55,88 @@ func (v *vm) dbCount(L *lua.LState) int {
 	return 1
 }
 
+// db.search{collection, query, fields, did, limit, cursor}: a page of
+// records found by full-text search over the collection's text indexes,
+// best first, as db.query returns records.
+func (v *vm) dbSearch(L *lua.LState) int {
+	q := v.searchQuery(L)
+	page, err := v.run.inv.Host.SearchRecords(v.run.ctx, q)
+	if err != nil {
+		v.hostErr("db.search", err)
+	}
+	v.charge(2*tableCost + hashCost + 2*fieldCost + int64(len(page.Cursor)) + int64(len(page.Hits))*elemCost)
+	out := L.CreateTable(0, 2)
+	recs := v.newArray(len(page.Hits))
+	for i, h := range page.Hits {
+		recs.RawSetInt(i+1, v.recordToLua(h.Record))
+	}
+	out.RawSetString("records", recs)
+	if page.Cursor != "" {
+		out.RawSetString("cursor", lua.LString(page.Cursor))
+	}
+	L.Push(out)
+	return 1
+}
+
+// searchQuery reads the options table of db.search.
+func (v *vm) searchQuery(L *lua.LState) storage.SearchQuery {
+	const fn = "db.search"
+	opts := v.plain(L.OptTable(1, L.CreateTable(0, 0)))
+	q := storage.SearchQuery{
+		Collection: optString(L, opts, "collection", v.run.inv.Collection),
+		Query:      optString(L, opts, "query", ""),
+		DID:        optString(L, opts, "did", ""),
+		Cursor:     optString(L, opts, "cursor", ""),
+		Limit:      optLimit(L, opts, fn),
+	}
+	if q.Collection == "" {
+		L.RaiseError("%s: collection is required (the lexicon has no target_collection)", fn)
+	}
+	if _, err := syntax.ParseNSID(q.Collection); err != nil {
+		L.RaiseError("%s: invalid collection %q", fn, q.Collection)
+	}
+	if q.Query == "" {
+		L.RaiseError("%s: query is required", fn)
+	}
+	switch f := opts.RawGetString("fields").(type) {
+	case *lua.LNilType:
+	case lua.LString:
+		q.Fields = []string{string(f)}
+	case *lua.LTable:
+		v.plain(f)
+		n := f.Len()
+		if n > storage.MaxTextIndexes {
+			L.RaiseError("%s: fields lists at most %d paths", fn, storage.MaxTextIndexes)
+		}
+		for i := 1; i <= n; i++ {
+			p, ok := f.RawGetInt(i).(lua.LString)
+			if !ok {
+				L.RaiseError("%s: fields must be a list of field paths", fn)
+			}
+			q.Fields = append(q.Fields, string(p))
+		}
+	default:
+		L.RaiseError("%s: fields must be a list of field paths", fn)
+	}
+	return q
+}
+
+// optLimit reads the limit option of a listing: 1 to 100, 20 when absent.
+func optLimit(L *lua.LState, opts *lua.LTable, fn string) int {
+	switch lim := opts.RawGetString("limit").(type) {
+	case *lua.LNilType:
+		return 20
+	case lua.LNumber:
+		if lim < 1 || lim > 100 || lim != lua.LNumber(int(lim)) {
+			L.RaiseError("%s: limit must be an integer between 1 and 100", fn)
+		}
+		return int(lim)
+	default:
+		L.RaiseError("%s: limit must be a number", fn)
+	}
+	return 0
+}
+
 // recordQuery reads the options table of db.query and db.count.
 func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 	opts := v.plain(L.OptTable(1, L.CreateTable(0, 0)))
@@ -80,17 +162,7 @@ func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 	default:
 		L.RaiseError("%s: sortDirection must be \"asc\" or \"desc\"", fn)
 	}
-	switch lim := opts.RawGetString("limit").(type) {
-	case *lua.LNilType:
-		q.Limit = 20
-	case lua.LNumber:
-		if lim < 1 || lim > 100 || lim != lua.LNumber(int(lim)) {
-			L.RaiseError("%s: limit must be an integer between 1 and 100", fn)
-		}
-		q.Limit = int(lim)
-	default:
-		L.RaiseError("%s: limit must be a number", fn)
-	}
+	q.Limit = optLimit(L, opts, fn)
 	if f := opts.RawGetString("filter"); f != lua.LNil {
 		filter, err := v.parseFilter(f, 1)
 		if err != nil {

@@ -30,7 +30,7 @@ func (v *vm) installHostLibs() {
 	v.lib("json").RawSetString("empty_array", v.empty)
 	set(v.lib("tid"), map[string]lua.LGFunction{"now": v.tidNow, "to_time": v.tidToTime, "from_time": v.tidFromTime, "valid": v.tidValid})
 	set(v.lib("db"), map[string]lua.LGFunction{"query": v.dbQuery, "get": v.dbGet, "count": v.dbCount, "raw": v.dbRaw, "labels": v.dbLabels,
-		"backlinks": v.dbBacklinks, "backlinkCount": v.dbBacklinkCount})
+		"backlinks": v.dbBacklinks, "backlinkCount": v.dbBacklinkCount, "search": v.dbSearch})
 	set(v.lib("xrpc"), map[string]lua.LGFunction{"query": v.xrpcQuery, "procedure": v.xrpcProcedure})
 	set(v.lib("http"), map[string]lua.LGFunction{
 		"request": v.httpRequest, "get": v.httpMethod("GET"), "delete": v.httpMethod("DELETE"), "head": v.httpMethod("HEAD"),

@@ -22,6 +22,9 @@ func (nopHost) QueryRecords(context.Context, storage.RecordQuery) (storage.Recor
 func (nopHost) CountMatching(context.Context, storage.RecordQuery) (int64, error) {
 	return 0, errNoHost
 }
+func (nopHost) SearchRecords(context.Context, storage.SearchQuery) (storage.SearchPage, error) {
+	return storage.SearchPage{}, errNoHost
+}
 func (nopHost) GetRecords(context.Context, []string) (map[string]storage.Record, error) {
 	return nil, errNoHost
 }

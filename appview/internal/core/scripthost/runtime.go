@@ -37,6 +37,7 @@ type Store interface {
 	storage.DeadLetterStore
 	storage.ScriptRetryStore
 	storage.QueryStore
+	storage.SearchStore
 	GetRecord(ctx context.Context, uri string) (storage.Record, error)
 }
 
