@@ -23,3 +23,5 @@ func BenchmarkApplyLabels(b *testing.B) {
 }
 
 func BenchmarkFieldIndex(b *testing.B) { storagetest.BenchFieldIndex(b, openBench) }
+
+func BenchmarkSearch(b *testing.B) { storagetest.BenchSearch(b, openBench) }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -219,32 +220,92 @@ func (dialect) LockMigrations(context.Context, *sql.Tx) error {
 	return nil // the writer pool has one connection and takes immediate locks
 }
 
-const upsertRecord = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-	WHERE ?6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = ?1 AND t.rev >= ?6)
+// upsertChunk is the most records one upsert statement writes: 9
+// parameters each, far below SQLite's limit of 32766.
+const upsertChunk = 250
+
+// upsertRecords is the upsert of n records in one statement. One
+// statement per chunk, not one per record: a statement that reaches the
+// full-text index (triggers on records, migration 0031) makes FTS4 write
+// the words it holds in memory as a new segment before it runs (FTS4's
+// savepoint), so a statement per record would write a segment per record.
+func upsertRecords(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
+	SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(`) AS v
+	WHERE v.column6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = v.column1 AND t.rev >= v.column6)
 	` + sqlstore.RecordUpsertConflict + `
-	RETURNING created_at`
+	RETURNING uri, created_at`)
+	return b.String()
+}
 
 func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record) ([]sqlstore.Stored, error) {
-	stmt, err := tx.PrepareContext(ctx, upsertRecord)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
-	stored := make([]sqlstore.Stored, 0, len(recs))
+	index := make(map[string]int, len(recs))
 	for i, r := range recs {
-		var created int64
-		err := stmt.QueryRowContext(ctx, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev,
-			string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()).Scan(&created)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			continue // skipped: an older revision, a tombstone, a replay
-		case err != nil:
-			return nil, fmt.Errorf("%s: %w", r.URI, err)
-		}
-		stored = append(stored, sqlstore.Stored{Index: i, CreatedAt: time.UnixMicro(created).UTC()})
+		index[r.URI] = i
 	}
+	stored := make([]sqlstore.Stored, 0, len(recs))
+	var full *sql.Stmt // the statement of a whole chunk, prepared once
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
+	args := make([]any, 0, 9*min(len(recs), upsertChunk))
+	for start := 0; start < len(recs); start += upsertChunk {
+		chunk := recs[start:min(start+upsertChunk, len(recs))]
+		args = args[:0]
+		for _, r := range chunk {
+			args = append(args, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev, string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro())
+		}
+		var rows *sql.Rows
+		var err error
+		if len(chunk) == upsertChunk {
+			if full == nil {
+				if full, err = tx.PrepareContext(ctx, upsertRecords(upsertChunk)); err != nil {
+					return nil, err
+				}
+			}
+			rows, err = full.QueryContext(ctx, args...)
+		} else {
+			rows, err = tx.QueryContext(ctx, upsertRecords(len(chunk)), args...)
+		}
+		if err != nil {
+			return nil, upsertError(chunk, err)
+		}
+		for rows.Next() {
+			var uri string
+			var created int64
+			if err := rows.Scan(&uri, &created); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			stored = append(stored, sqlstore.Stored{Index: index[uri], CreatedAt: time.UnixMicro(created).UTC()})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, upsertError(chunk, err)
+		}
+	}
+	// In batch order, as the records were given (RETURNING's order is
+	// SQLite's).
+	slices.SortFunc(stored, func(a, b sqlstore.Stored) int { return a.Index - b.Index })
 	return stored, nil
+}
+
+// upsertError names the record of a one-record chunk that failed.
+func upsertError(chunk []storage.Record, err error) error {
+	if len(chunk) == 1 {
+		return fmt.Errorf("%s: %w", chunk[0].URI, err)
+	}
+	return err
 }
 
 const insertLink = `INSERT INTO record_links (target, source, created_at, uri, did) VALUES (?1, ?2, ?3, ?4, ?5)

@@ -102,7 +102,10 @@ type searchPosition struct {
 
 // fts4SearchSQL is SQLite's search statement: the FTS4 match ranked (and
 // filtered, see fts4Match) by lexview_search_rank, materialized so that
-// the function runs once per row, then the records of the collection.
+// the function runs once per row; the page's best matches of the
+// collection (search_docs by docid), and only then their records. CROSS
+// JOIN fixes that order: left to choose, SQLite's planner may start from
+// the collection's records instead, and go through all of them.
 func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, after *searchPosition, limit int) (string, []any) {
 	var mask byte
 	for _, s := range slots {
@@ -112,20 +115,22 @@ func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, aft
 	var b strings.Builder
 	b.WriteString(`WITH m AS MATERIALIZED (
 		SELECT docid, ` + SearchRankFunction + `(matchinfo(search_fts, 'pcnalx'), ?) AS rank
-		FROM search_fts WHERE search_fts MATCH ?)
-	SELECT r.uri, r.cid, r.record, r.created_at, m.rank
-	FROM m JOIN search_docs d ON d.docid = m.docid JOIN records r ON r.uri = d.uri
-	WHERE m.rank IS NOT NULL AND r.collection = ?`)
+		FROM search_fts WHERE search_fts MATCH ?),
+	t AS MATERIALIZED (
+		SELECT d.uri, m.rank FROM m CROSS JOIN search_docs d ON d.docid = m.docid
+		WHERE m.rank IS NOT NULL AND d.collection = ?`)
 	args := []any{prog, match, collection}
 	if did != "" {
-		b.WriteString(` AND r.did = ?`)
+		b.WriteString(` AND d.did = ?`)
 		args = append(args, did)
 	}
 	if after != nil {
-		b.WriteString(` AND (m.rank < ? OR m.rank = ? AND r.uri > ?)`)
+		b.WriteString(` AND (m.rank < ? OR m.rank = ? AND d.uri > ?)`)
 		args = append(args, after.rank, after.rank, after.uri)
 	}
-	b.WriteString(` ORDER BY m.rank DESC, r.uri LIMIT ?`)
+	b.WriteString(` ORDER BY m.rank DESC, d.uri LIMIT ?)
+	SELECT r.uri, r.cid, r.record, r.created_at, t.rank FROM t CROSS JOIN records r ON r.uri = t.uri
+	ORDER BY t.rank DESC, t.uri`)
 	return b.String(), append(args, limit)
 }
 

@@ -209,7 +209,7 @@ func (db *DB) refreshSearchDocs(ctx context.Context, tx *sql.Tx, collection stri
 		stmts = []string{
 			`DELETE FROM search_fts WHERE docid IN (SELECT d.docid FROM search_docs d JOIN records r ON r.uri = d.uri WHERE ` + chunk("r.", true) + `)`,
 			`DELETE FROM search_docs WHERE uri IN (SELECT uri FROM records WHERE ` + chunk("", true) + `)`,
-			`INSERT INTO search_docs (uri) SELECT uri FROM search_text WHERE ` + chunk("", true),
+			`INSERT INTO search_docs (uri, collection, did) SELECT uri, collection, did FROM search_text WHERE ` + chunk("", true),
 			`INSERT INTO search_fts (docid, f0, f1, f2, f3) SELECT d.docid, t.f0, t.f1, t.f2, t.f3
 			 FROM search_text t JOIN search_docs d ON d.uri = t.uri WHERE ` + chunk("t.", true),
 		}

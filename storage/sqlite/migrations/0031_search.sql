@@ -24,11 +24,14 @@ CREATE TABLE search_fields (
 
 -- One search document per record of a collection with text indexes:
 -- search_docs numbers it (the FTS docid; the records table's own rowid
--- may change in a VACUUM), search_fts holds its text, one column per slot.
+-- may change in a VACUUM) and holds what a search filters the matches by
+-- before it ranks them, search_fts holds its text, one column per slot.
 -- unicode61 folds case and, with remove_diacritics=2, accents.
 CREATE TABLE search_docs (
-    docid INTEGER PRIMARY KEY,
-    uri   TEXT NOT NULL UNIQUE
+    docid      INTEGER PRIMARY KEY,
+    uri        TEXT NOT NULL UNIQUE,
+    collection TEXT NOT NULL,
+    did        TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE search_fts USING fts4(f0, f1, f2, f3, tokenize=unicode61 "remove_diacritics=2");
 
@@ -38,7 +41,7 @@ CREATE VIRTUAL TABLE search_fts USING fts4(f0, f1, f2, f3, tokenize=unicode61 "r
 -- with a text index not being dropped, and only those indexes' slots. The
 -- triggers and the build (sqlstore's refreshSearchDocs) both read it.
 CREATE VIEW search_text AS
-SELECT r.uri AS uri, r.collection AS collection, r.created_at AS created_at,
+SELECT r.uri AS uri, r.collection AS collection, r.did AS did, r.created_at AS created_at,
     (SELECT substr(group_concat(j.value, char(10)), 1, 65536)
        FROM search_fields s JOIN field_indexes fi ON fi.id = s.index_id AND fi.state <> 'dropping',
             json_each(r.record, s.json_path) j
@@ -71,18 +74,18 @@ WHEN EXISTS (SELECT 1 FROM search_fields WHERE collection = NEW.collection)
 BEGIN
     DELETE FROM search_fts WHERE docid = (SELECT docid FROM search_docs WHERE uri = NEW.uri);
     DELETE FROM search_docs WHERE uri = NEW.uri;
-    INSERT INTO search_docs (uri) SELECT uri FROM search_text WHERE uri = NEW.uri;
+    INSERT INTO search_docs (uri, collection, did) SELECT uri, collection, did FROM search_text WHERE uri = NEW.uri;
     INSERT INTO search_fts (docid, f0, f1, f2, f3)
     SELECT d.docid, t.f0, t.f1, t.f2, t.f3 FROM search_text t JOIN search_docs d ON d.uri = t.uri WHERE t.uri = NEW.uri;
 END;
 
-CREATE TRIGGER search_records_update AFTER UPDATE OF uri, collection, record ON records
-WHEN (OLD.uri IS NOT NEW.uri OR OLD.collection IS NOT NEW.collection OR OLD.record IS NOT NEW.record)
+CREATE TRIGGER search_records_update AFTER UPDATE OF uri, did, collection, record ON records
+WHEN (OLD.uri IS NOT NEW.uri OR OLD.did IS NOT NEW.did OR OLD.collection IS NOT NEW.collection OR OLD.record IS NOT NEW.record)
     AND EXISTS (SELECT 1 FROM search_fields WHERE collection IN (OLD.collection, NEW.collection))
 BEGIN
     DELETE FROM search_fts WHERE docid = (SELECT docid FROM search_docs WHERE uri = OLD.uri);
     DELETE FROM search_docs WHERE uri = OLD.uri;
-    INSERT INTO search_docs (uri) SELECT uri FROM search_text WHERE uri = NEW.uri;
+    INSERT INTO search_docs (uri, collection, did) SELECT uri, collection, did FROM search_text WHERE uri = NEW.uri;
     INSERT INTO search_fts (docid, f0, f1, f2, f3)
     SELECT d.docid, t.f0, t.f1, t.f2, t.f3 FROM search_text t JOIN search_docs d ON d.uri = t.uri WHERE t.uri = NEW.uri;
 END;
