@@ -126,7 +126,8 @@ func shorten(s string) string {
 
 // CheckRoom reports whether collection has room for the indexes of specs
 // (already validated, all of collection) that it does not have yet: a
-// collection holds at most storage.MaxFieldIndexes.
+// collection holds at most storage.MaxFieldIndexes, of which at most
+// storage.MaxTextIndexes text indexes.
 func (s *Service) CheckRoom(ctx context.Context, collection string, specs []storage.FieldIndexSpec) error {
 	have, err := s.opt.Store.ListFieldIndexes(ctx, collection)
 	if err != nil {
@@ -146,6 +147,15 @@ func (s *Service) CheckRoom(ctx context.Context, collection string, specs []stor
 	}
 	if n > storage.MaxFieldIndexes {
 		return fail.Newf(fail.Invalid, "collection %s would have %d field indexes, more than the %d it may have", collection, n, storage.MaxFieldIndexes)
+	}
+	texts := 0
+	for spec := range declared {
+		if spec.Kind == storage.FieldIndexText {
+			texts++
+		}
+	}
+	if texts > storage.MaxTextIndexes {
+		return fail.Newf(fail.Invalid, "collection %s would have %d text indexes, more than the %d it may have", collection, texts, storage.MaxTextIndexes)
 	}
 	return nil
 }

@@ -229,6 +229,16 @@ func TestCheckRoom(t *testing.T) {
 		_, _, err := svc.Declare(ctx, actor, storage.FieldIndexSpec{Collection: likes, Path: "one.more"})
 		wantFail(t, err, fail.Invalid,
 			fmt.Sprintf("collection %s would have %d field indexes, more than the %d it may have", likes, storage.MaxFieldIndexes+1, storage.MaxFieldIndexes))
+		// At most storage.MaxTextIndexes of them are text indexes.
+		var texts []storage.FieldIndexSpec
+		for i := range storage.MaxTextIndexes + 1 {
+			texts = append(texts, storage.FieldIndexSpec{Path: fmt.Sprintf("t%d", i), Kind: storage.FieldIndexText})
+		}
+		wantFail(t, svc.CheckRoom(ctx, "app.test.post", texts), fail.Invalid,
+			fmt.Sprintf("collection app.test.post would have %d text indexes, more than the %d it may have", storage.MaxTextIndexes+1, storage.MaxTextIndexes))
+		if err := svc.CheckRoom(ctx, "app.test.post", texts[1:]); err != nil {
+			t.Errorf("room for %d text indexes: %v", storage.MaxTextIndexes, err)
+		}
 	})
 }
 
