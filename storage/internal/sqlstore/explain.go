@@ -34,6 +34,12 @@ func (db *DB) ExplainQuery(ctx context.Context, q storage.RecordQuery, count boo
 	if err != nil {
 		return "", err
 	}
+	return db.explain(ctx, stmt, args)
+}
+
+// explain returns the database's plan of stmt run with args, one line
+// per step.
+func (db *DB) explain(ctx context.Context, stmt string, args []any) (string, error) {
 	explain := `EXPLAIN `
 	if db.dialect.Name() == "sqlite" {
 		explain = `EXPLAIN QUERY PLAN `

@@ -23,46 +23,9 @@ import (
 // pages shift every rank a little, and a record whose rank moves across
 // the cursor's may be skipped or repeated.
 func (db *DB) SearchRecords(ctx context.Context, q storage.SearchQuery) (storage.SearchPage, error) {
-	if q.Collection == "" {
-		return storage.SearchPage{}, invalidSearch("a collection is required")
-	}
-	limit := q.Limit
-	switch {
-	case limit <= 0:
-		limit = storage.DefaultSearchLimit
-	case limit > storage.MaxSearchLimit:
-		return storage.SearchPage{}, invalidSearch("limit must be between 1 and %d", storage.MaxSearchLimit)
-	}
-	expr, err := parseSearch(q.Query)
+	stmt, args, limit, scope, err := db.searchStatement(ctx, q)
 	if err != nil {
 		return storage.SearchPage{}, err
-	}
-	fields, err := db.searchFields(ctx, q.Collection)
-	if err != nil {
-		return storage.SearchPage{}, err
-	}
-	slots, err := searchedSlots(q.Collection, fields, q.Fields)
-	if err != nil {
-		return storage.SearchPage{}, err
-	}
-	asked := slices.Clone(q.Fields)
-	slices.Sort(asked)
-	scope := strings.Join(append([]string{"search", q.Collection, q.DID, q.Query}, asked...), "\x00")
-	var after *searchPosition
-	if q.Cursor != "" {
-		pos, err := storage.DecodeCursor(scope, q.Cursor)
-		rank := math.Float64frombits(uint64(pos.Time.UnixMicro()))
-		if err != nil || pos.URI == "" || !(rank >= 0) || math.IsInf(rank, 0) {
-			return storage.SearchPage{}, badCursor()
-		}
-		after = &searchPosition{rank: rank, uri: pos.URI}
-	}
-	var stmt string
-	var args []any
-	if db.dialect.Name() == "postgres" {
-		stmt, args = tsquerySearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
-	} else {
-		stmt, args = fts4SearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
 	}
 	rows, err := db.reader.QueryContext(ctx, Bind(db.dialect, stmt), args...)
 	if err != nil {
@@ -91,6 +54,62 @@ func (db *DB) SearchRecords(ctx context.Context, q storage.SearchQuery) (storage
 		})
 	}
 	return page, nil
+}
+
+// searchStatement validates q and returns the statement that searches
+// for it, its arguments, the page size and the cursors' scope.
+func (db *DB) searchStatement(ctx context.Context, q storage.SearchQuery) (stmt string, args []any, limit int, scope string, err error) {
+	if q.Collection == "" {
+		return "", nil, 0, "", invalidSearch("a collection is required")
+	}
+	limit = q.Limit
+	switch {
+	case limit <= 0:
+		limit = storage.DefaultSearchLimit
+	case limit > storage.MaxSearchLimit:
+		return "", nil, 0, "", invalidSearch("limit must be between 1 and %d", storage.MaxSearchLimit)
+	}
+	expr, err := parseSearch(q.Query)
+	if err != nil {
+		return "", nil, 0, "", err
+	}
+	fields, err := db.searchFields(ctx, q.Collection)
+	if err != nil {
+		return "", nil, 0, "", err
+	}
+	slots, err := searchedSlots(q.Collection, fields, q.Fields)
+	if err != nil {
+		return "", nil, 0, "", err
+	}
+	asked := slices.Clone(q.Fields)
+	slices.Sort(asked)
+	scope = strings.Join(append([]string{"search", q.Collection, q.DID, q.Query}, asked...), "\x00")
+	var after *searchPosition
+	if q.Cursor != "" {
+		pos, err := storage.DecodeCursor(scope, q.Cursor)
+		rank := math.Float64frombits(uint64(pos.Time.UnixMicro()))
+		if err != nil || pos.URI == "" || !(rank >= 0) || math.IsInf(rank, 0) {
+			return "", nil, 0, "", badCursor()
+		}
+		after = &searchPosition{rank: rank, uri: pos.URI}
+	}
+	if db.dialect.Name() == "postgres" {
+		stmt, args = tsquerySearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+	} else {
+		stmt, args = fts4SearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+	}
+	return stmt, args, limit, scope, nil
+}
+
+// ExplainSearch returns the database's plan of the statement that
+// SearchRecords runs for q, one line per step (see ExplainQuery). For
+// tests and diagnostics.
+func (db *DB) ExplainSearch(ctx context.Context, q storage.SearchQuery) (string, error) {
+	stmt, args, _, _, err := db.searchStatement(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	return db.explain(ctx, stmt, args)
 }
 
 // searchPosition is where a search page continues: below rank, or at rank
