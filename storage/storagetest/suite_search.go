@@ -31,6 +31,7 @@ func RunSearch(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"BuildWhileWriting", testSearchBuildWhileWriting},
 		{"DropAndDeclareAgain", testSearchDrop},
 		{"Plans", testSearchPlans},
+		{"LongText", testSearchLongText},
 	})
 }
 
@@ -599,5 +600,21 @@ func testSearchPlans(t *testing.T, s storage.Store) {
 		if !strings.Contains(plan, want) || scansRecords(plan) {
 			t.Errorf("%q: the plan does not start from %s, or walks records:\n%s", q.Query, want, plan)
 		}
+	}
+}
+
+// testSearchLongText: a field's text is indexed up to
+// storage.MaxSearchFieldText characters, and a record with more is
+// written all the same.
+func testSearchLongText(t *testing.T, s storage.Store) {
+	declareText(t, s, searchCol, "text")
+	// "early ", then words up to the limit exactly, then one more.
+	filler := strings.Repeat("x ", (storage.MaxSearchFieldText-len("early "))/2)
+	apply(t, s, put(post("did:plc:a", "long", "early "+filler+"late")))
+	if got := searchSet(t, s, searchCol, "early"); !reflect.DeepEqual(got, []string{"long"}) {
+		t.Errorf("a word at the start: %q", got)
+	}
+	if got := searchSet(t, s, searchCol, "late"); got != nil {
+		t.Errorf("a word past the indexed text: %q", got)
 	}
 }
