@@ -17,6 +17,10 @@ import (
 // keep the documents of every record written meanwhile.
 var textIndexKind = fieldIndexKind{build: buildTextChunk, purge: purgeTextChunk, declare: declareTextIndex}
 
+// searchSlotLock is the first key of the PostgreSQL advisory lock that
+// serialises the choice of text index slots of a collection ("lexs").
+const searchSlotLock = 0x6c657873
+
 // declareTextIndex gives a new text index the lowest slot of its
 // collection that no other text index holds (a dropped one holds its slot
 // until its words are cleared) and, on PostgreSQL, the text-search
@@ -25,6 +29,13 @@ func declareTextIndex(ctx context.Context, db *DB, tx *sql.Tx, idx storage.Field
 	path, err := ParseFieldPath(idx.Path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", storage.ErrInvalidFieldIndex, err)
+	}
+	if db.dialect.Name() == "postgres" {
+		// Two instances declaring text indexes of one collection at once
+		// would choose the same slot: the second waits for the first.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, searchSlotLock, idx.Collection); err != nil {
+			return fmt.Errorf("lock the collection's text index slots: %w", err)
+		}
 	}
 	rows, err := tx.QueryContext(ctx, Bind(db.dialect, `SELECT slot FROM search_fields WHERE collection = ?`), idx.Collection)
 	if err != nil {
