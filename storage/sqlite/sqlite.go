@@ -325,32 +325,43 @@ func (dialect) InsertLinks(ctx context.Context, tx *sql.Tx, links []sqlstore.Lin
 	return nil
 }
 
-const (
-	deleteRecord = `DELETE FROM records WHERE uri = ?1 AND (?2 = '' OR rev = '' OR rev <= ?2)`
-	putTombstone = `INSERT INTO record_tombstones (uri, rev, deleted_at) VALUES (?1, ?2, ?3)
+// deleteChunk is the most records one delete statement removes (and one
+// tombstone statement marks): 2 parameters each.
+const deleteChunk = 500
+
+// pairs returns n placeholder pairs for a VALUES list.
+func pairs(n int) string {
+	return strings.TrimSuffix(strings.Repeat("(?, ?), ", n), ", ")
+}
+
+// deleteRecords removes n records in one statement (a record carrying a
+// rev only at that rev or older), and putTombstones marks n deletes (the
+// rev-less ones are left out), for the reason upsertRecords gives.
+func deleteRecords(n int) string {
+	return `DELETE FROM records WHERE uri IN (
+		SELECT v.column1 FROM (VALUES ` + pairs(n) + `) AS v JOIN records r ON r.uri = v.column1
+		WHERE v.column2 = '' OR r.rev = '' OR r.rev <= v.column2)`
+}
+
+func putTombstones(n int) string {
+	return `INSERT INTO record_tombstones (uri, rev, deleted_at)
+		SELECT column1, column2, ? FROM (VALUES ` + pairs(n) + `) WHERE column2 <> ''
 		` + sqlstore.TombstoneConflict
-)
+}
 
 func (dialect) DeleteRecords(ctx context.Context, tx *sql.Tx, recs []storage.Record, now time.Time) error {
-	del, err := tx.PrepareContext(ctx, deleteRecord)
-	if err != nil {
-		return err
-	}
-	defer del.Close()
-	tomb, err := tx.PrepareContext(ctx, putTombstone)
-	if err != nil {
-		return err
-	}
-	defer tomb.Close()
-	for _, r := range recs {
-		if _, err := del.ExecContext(ctx, r.URI, r.Rev); err != nil {
-			return fmt.Errorf("%s: %w", r.URI, err)
+	args := make([]any, 0, 1+2*min(len(recs), deleteChunk))
+	for start := 0; start < len(recs); start += deleteChunk {
+		chunk := recs[start:min(start+deleteChunk, len(recs))]
+		args = append(args[:0], now.UnixMicro())
+		for _, r := range chunk {
+			args = append(args, r.URI, r.Rev)
 		}
-		if r.Rev == "" {
-			continue
+		if _, err := tx.ExecContext(ctx, deleteRecords(len(chunk)), args[1:]...); err != nil {
+			return err
 		}
-		if _, err := tomb.ExecContext(ctx, r.URI, r.Rev, now.UnixMicro()); err != nil {
-			return fmt.Errorf("tombstone %s: %w", r.URI, err)
+		if _, err := tx.ExecContext(ctx, putTombstones(len(chunk)), args...); err != nil {
+			return fmt.Errorf("tombstones: %w", err)
 		}
 	}
 	return nil
