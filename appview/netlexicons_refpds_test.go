@@ -184,10 +184,15 @@ func TestNetworkLexicons(t *testing.T) {
 		if after["cid"] == before["cid"] || after["last_fetched_at"] == before["last_fetched_at"] || after["created_at"] != before["created_at"] {
 			t.Fatalf("row before %v after %v", before, after)
 		}
+		// The entry is recorded after the row is stored: wait for it.
 		var events struct {
 			Events []map[string]any `json:"events"`
 		}
-		admin.Do(t, "GET", "/admin/events?event_type=lexicon.network_updated&subject="+postNSID, nil).JSON(t, &events)
+		waitFor(t, "the lexicon.network_updated entry", func() bool {
+			events.Events = nil
+			admin.Do(t, "GET", "/admin/events?event_type=lexicon.network_updated&subject="+postNSID, nil).JSON(t, &events)
+			return len(events.Events) > 0
+		})
 		if len(events.Events) != 1 {
 			t.Fatalf("lexicon.network_updated events: %v", events)
 		}
