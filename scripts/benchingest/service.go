@@ -239,6 +239,10 @@ func (p *inProcess) stop() error {
 type procStats struct {
 	cpu      time.Duration // user + system
 	rss, hwm int64         // bytes: current and peak resident set
+	// anon is the anonymous resident memory (RssAnon: heap, stacks and
+	// other private allocations), without the file pages a process maps
+	// (SQLite's memory-mapped database), which VmRSS counts.
+	anon int64
 }
 
 var clockTicks = func() int64 {
@@ -278,7 +282,7 @@ func readProc(pid int) (procStats, error) {
 	b, _ := io.ReadAll(status)
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		if !ok || (k != "VmRSS" && k != "VmHWM" && k != "RssAnon") {
 			continue
 		}
 		fields := strings.Fields(v)
@@ -286,10 +290,13 @@ func readProc(pid int) (procStats, error) {
 			continue
 		}
 		kb, _ := strconv.ParseInt(fields[0], 10, 64)
-		if k == "VmRSS" {
+		switch k {
+		case "VmRSS":
 			st.rss = kb << 10
-		} else {
+		case "VmHWM":
 			st.hwm = kb << 10
+		default:
+			st.anon = kb << 10
 		}
 	}
 	return st, nil
