@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lexview/lexview/scripts/internal/benchkit"
+)
+
+// The baseline is the physical limit of serving this benchmark's kinds of
+// request on this machine: a hand-tuned net/http handler over the same
+// database that gives Lexview's answers, byte for byte but for the
+// cursor. Besides what every baseline does (benchkit: SQLite with mmap'd
+// reads, a fixed pool of read connections, statements prepared once per
+// connection, pooled answer buffers, the client key check):
+//
+//   - backlinks read the link index Lexview writes (record_links, whose
+//     primary key (target, source, created_at, uri) is the index a
+//     backlink page and its count need): the count of the subject's links
+//     from the source, then limit+1 rows newest first, only the columns
+//     the answer needs; collection and record key cut out of the URI;
+//   - the count is one COUNT(*) over the same key range.
+//
+// What it leaves out is what no caller of this benchmark sends: malformed
+// parameters are refused with one generic answer, and the did filter of
+// getBacklinks is not implemented.
+
+// baselineStatements are the baseline's SQL for one dialect.
+type baselineStatements struct {
+	linkCount, linkFirst, linkAfter string
+}
+
+var baselineSQL = map[string]baselineStatements{
+	"sqlite": {
+		linkCount: `SELECT COUNT(*) FROM record_links WHERE target = ? AND source = ?`,
+		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE target = ? AND source = ?
+			ORDER BY created_at DESC, uri DESC LIMIT ?`,
+		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE target = ? AND source = ?
+			AND created_at <= ? AND (created_at < ? OR uri < ?) ORDER BY created_at DESC, uri DESC LIMIT ?`,
+	},
+	"postgres": {
+		linkCount: `SELECT COUNT(*) FROM record_links WHERE target = $1 AND source = $2`,
+		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE target = $1 AND source = $2
+			ORDER BY created_at DESC, uri DESC LIMIT $3`,
+		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE target = $1 AND source = $2
+			AND (created_at, uri) < ($3, $4) ORDER BY created_at DESC, uri DESC LIMIT $5`,
+	},
+}
+
+// baseline serves the kinds' methods.
+type baseline struct {
+	dialect                        string
+	db                             *sql.DB
+	linkCount, linkFirst, linkNext *sql.Stmt
+	bufs                           benchkit.BufPool
+}
+
+var errInvalidRequest = []byte(`{"error":"invalid request"}`)
+
+// newBaselineHandler opens the database at dbURL and serves the kinds'
+// methods.
+func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func(), error) {
+	b := &baseline{}
+	var err error
+	if b.db, b.dialect, err = benchkit.OpenBaselineDB(dbURL); err != nil {
+		return nil, nil, err
+	}
+	q := baselineSQL[b.dialect]
+	for _, s := range []struct {
+		dst  **sql.Stmt
+		text string
+	}{{&b.linkCount, q.linkCount}, {&b.linkFirst, q.linkFirst}, {&b.linkNext, q.linkAfter}} {
+		if *s.dst, err = b.db.PrepareContext(ctx, s.text); err != nil {
+			b.db.Close()
+			return nil, nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /xrpc/"+methodGetBacklinks, b.handler(b.backlinks))
+	mux.Handle("GET /xrpc/"+methodGetBacklinksCount, b.handler(b.backlinkCount))
+	return mux, func() { b.db.Close() }, nil
+}
+
+// handler checks the client and the query string, and writes what serve
+// appends to a pooled buffer.
+func (b *baseline) handler(serve func(ctx context.Context, buf []byte, params url.Values) ([]byte, int)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !benchkit.CheckClient(w, r) {
+			return
+		}
+		params, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			benchkit.WriteJSON(w, http.StatusBadRequest, errInvalidRequest)
+			return
+		}
+		bp := b.bufs.Get()
+		defer b.bufs.Put(bp)
+		var status int
+		*bp, status = serve(r.Context(), *bp, params)
+		benchkit.WriteJSON(w, status, *bp)
+	})
+}
+
+// linkParams reads subject and source (collection:path, a leading dot of
+// the path dropped).
+func linkParams(params url.Values) (subject, source string, ok bool) {
+	subject = params.Get("subject")
+	collection, path, found := strings.Cut(params.Get("source"), ":")
+	path = strings.TrimPrefix(path, ".")
+	if subject == "" || !found || collection == "" || path == "" || params.Has("did") {
+		return "", "", false
+	}
+	return subject, collection + ":" + path, true
+}
+
+// backlinkCount appends {"total":N}.
+func (b *baseline) backlinkCount(ctx context.Context, buf []byte, params url.Values) ([]byte, int) {
+	subject, source, ok := linkParams(params)
+	if !ok {
+		return append(buf, errInvalidRequest...), http.StatusBadRequest
+	}
+	var n int64
+	if err := b.linkCount.QueryRowContext(ctx, subject, source).Scan(&n); err != nil {
+		return append(buf, benchkit.ErrInternal...), http.StatusInternalServerError
+	}
+	buf = append(buf, `{"total":`...)
+	buf = strconv.AppendInt(buf, n, 10)
+	return append(buf, '}'), http.StatusOK
+}
+
+// backlinks appends {"total":N,"records":[{"did","collection","rkey"}…],"cursor":…}.
+func (b *baseline) backlinks(ctx context.Context, buf []byte, params url.Values) ([]byte, int) {
+	subject, source, ok := linkParams(params)
+	if !ok {
+		return append(buf, errInvalidRequest...), http.StatusBadRequest
+	}
+	limit := 16
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return append(buf, errInvalidRequest...), http.StatusBadRequest
+		}
+		limit = n
+	}
+	var total int64
+	if err := b.linkCount.QueryRowContext(ctx, subject, source).Scan(&total); err != nil {
+		return append(buf, benchkit.ErrInternal...), http.StatusInternalServerError
+	}
+	var rows *sql.Rows
+	var err error
+	if c := params.Get("cursor"); c != "" {
+		micros, uri, ok := decodeCursor(c)
+		if !ok {
+			return append(buf, errInvalidRequest...), http.StatusBadRequest
+		}
+		if b.dialect == "postgres" {
+			rows, err = b.linkNext.QueryContext(ctx, subject, source, time.UnixMicro(micros).UTC(), uri, limit+1)
+		} else {
+			rows, err = b.linkNext.QueryContext(ctx, subject, source, micros, micros, uri, limit+1)
+		}
+	} else {
+		rows, err = b.linkFirst.QueryContext(ctx, subject, source, limit+1)
+	}
+	if err != nil {
+		return append(buf, benchkit.ErrInternal...), http.StatusInternalServerError
+	}
+	defer rows.Close()
+	buf = append(buf, `{"total":`...)
+	buf = strconv.AppendInt(buf, total, 10)
+	buf = append(buf, `,"records":[`...)
+	var uri, did sql.RawBytes
+	var created any
+	var lastURI []byte
+	var lastCreated int64
+	n, more := 0, false
+	for rows.Next() {
+		if n == limit {
+			more = true
+			break
+		}
+		if err := rows.Scan(&uri, &did, &created); err != nil {
+			return append(buf[:0], benchkit.ErrInternal...), http.StatusInternalServerError
+		}
+		// at://DID/COLLECTION/RKEY
+		rest := uri[len("at://"):]
+		rest = rest[len(did)+1:]
+		slash := bytes.IndexByte(rest, '/')
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"did":"`...)
+		buf = append(buf, did...)
+		buf = append(buf, `","collection":"`...)
+		buf = append(buf, rest[:slash]...)
+		buf = append(buf, `","rkey":"`...)
+		buf = append(buf, rest[slash+1:]...)
+		buf = append(buf, `"}`...)
+		n++
+		if n == limit {
+			lastURI = append(lastURI[:0], uri...)
+			lastCreated = benchkit.Micros(created)
+		}
+	}
+	if rows.Err() != nil {
+		return append(buf[:0], benchkit.ErrInternal...), http.StatusInternalServerError
+	}
+	buf = append(buf, `],"cursor":`...)
+	if more {
+		buf = append(buf, '"')
+		buf = appendCursor(buf, lastCreated, lastURI)
+		buf = append(buf, '"', '}')
+	} else {
+		buf = append(buf, `null}`...)
+	}
+	return buf, http.StatusOK
+}
+
+// The baseline's cursor: base64url("MICROS URI").
+func appendCursor(buf []byte, micros int64, uri []byte) []byte {
+	var raw [256]byte
+	p := strconv.AppendInt(raw[:0], micros, 10)
+	p = append(p, ' ')
+	p = append(p, uri...)
+	return base64.RawURLEncoding.AppendEncode(buf, p)
+}
+
+func decodeCursor(c string) (int64, string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", false
+	}
+	m, uri, ok := strings.Cut(string(raw), " ")
+	n, err := strconv.ParseInt(m, 10, 64)
+	return n, uri, ok && err == nil && strings.HasPrefix(uri, "at://")
+}
