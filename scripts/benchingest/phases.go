@@ -38,6 +38,7 @@ type phaseResult struct {
 	// anonPeak is the largest anonymous resident memory (RssAnon) seen,
 	// read with every scrape of the throughput phase (every 250 ms).
 	anonPeak int64
+	written  int64 // bytes the service wrote through system calls in the window
 	// curve is the throughput phase's committed events/s per -curve-step
 	// events (the last entry over the rest).
 	curve       []curvePoint
@@ -435,6 +436,7 @@ func (res *phaseResult) account(a, b reading) {
 		res.writerBusy = (b.metrics.commitSeconds - a.metrics.commitSeconds) / d
 	}
 	res.cpu = b.svc.cpu - a.svc.cpu
+	res.written = b.svc.written - a.svc.written
 	res.rss, res.hwm = b.svc.rss, b.svc.hwm
 	res.others(b.machine-a.machine, b.self.cpu-a.self.cpu, b.db-a.db)
 }

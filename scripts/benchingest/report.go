@@ -98,6 +98,13 @@ func printBackend(backend string, res backendResult, opt options, w workload) {
 		}
 		return fmt.Sprintf("%.0f µs", float64(p.cpu.Microseconds())/changes)
 	})
+	line("  service writes per event (wchar)", func(p phaseResult) string {
+		changes := p.committed + p.backfillRecords
+		if changes <= 0 || p.written <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f KB", float64(p.written)/changes/1000)
+	})
 	line("RSS at the end / peak (VmHWM)", func(p phaseResult) string { return mb(p.rss) + " / " + mb(p.hwm) })
 	line("anonymous RSS peak (RssAnon, 250 ms reads)", func(p phaseResult) string {
 		if p.anonPeak == 0 {

@@ -243,6 +243,9 @@ type procStats struct {
 	// other private allocations), without the file pages a process maps
 	// (SQLite's memory-mapped database), which VmRSS counts.
 	anon int64
+	// written is what the process wrote through system calls (wchar of
+	// /proc/PID/io: SQLite's WAL and checkpoints, logs; 0 if unreadable).
+	written int64
 }
 
 var clockTicks = func() int64 {
@@ -274,6 +277,13 @@ func readProc(pid int) (procStats, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	stt, _ := strconv.ParseInt(f[12], 10, 64)
 	st.cpu = time.Duration(ut+stt) * time.Second / time.Duration(clockTicks)
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+				st.written, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+	}
 	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return st, err
