@@ -57,14 +57,20 @@ var kinds = []kind{
 		},
 	},
 	{
-		name:    "query-eq",
-		what:    func(*plan) string { return "db.query equality filter on a declared value index" },
-		missing: "needs declared field indexes and the planner (issue 32, item 3-4), not on this build",
+		name: "query-eq",
+		what: func(*plan) string {
+			return fmt.Sprintf("%s: db.query first page (20) of the posts whose langs[0] (a declared value index) is one of %d languages, from 0.2%% to 50%% of the posts",
+				methodPostsByLang, len(langs))
+		},
+		requests: queryEqURLs,
 	},
 	{
-		name:    "sort-deep",
-		what:    func(*plan) string { return "db.query deep keyset page sorted by a declared field" },
-		missing: "needs declared field indexes and keyset field sorts (issue 32, item 4), not on this build",
+		name: "sort-deep",
+		what: func(p *plan) string {
+			return fmt.Sprintf("%s: db.query page of 50 posts sorted by createdAt (a declared value index) after one of ~1,000 cursors spread over the %d posts",
+				methodPostsByTime, p.posts)
+		},
+		requests: sortDeepURLs,
 	},
 	{
 		name:    "search",
@@ -105,6 +111,8 @@ type plan struct {
 	rare []subject
 	// popular are the popularN most liked posts, the most liked first.
 	popular []subject
+	// posts is the number of posts.
+	posts int
 }
 
 const (
@@ -115,7 +123,7 @@ const (
 
 // newPlan picks the subjects of the backlink kinds.
 func newPlan(d *dataset) *plan {
-	p := &plan{}
+	p := &plan{posts: d.posts}
 	// Rank order is like count order but for the draws' noise: sort.
 	ranks := make([]int, len(d.likeCounts))
 	for i := range ranks {

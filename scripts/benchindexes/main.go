@@ -53,6 +53,7 @@ type options struct {
 	sqlite   string // reuse this SQLite file
 	postgres string // reuse this PostgreSQL database
 	kinds    []string
+	explain  bool // print the plans of the statements
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.IntVar(&o.Rounds, "rounds", 3, "alternating rounds of Lexview and the baseline per kind (-duration is split among them)")
 	flag.StringVar(&o.sqlite, "db", "", "SQLite file to use: an existing one is reused as is (no seeding; it must hold the dataset of the same flags), a missing one is seeded and kept (default: a fresh file, removed afterwards)")
 	flag.StringVar(&o.postgres, "pg-db", "", "PostgreSQL database URL to use: one holding records is reused as is, an empty or missing one is created, seeded and kept (default: a fresh database on APPVIEW_TEST_POSTGRES_URL's server, dropped afterwards)")
+	flag.BoolVar(&o.explain, "explain", false, "print the database's plans of the statements both servers run (EXPLAIN QUERY PLAN; PostgreSQL: EXPLAIN ANALYZE)")
 	flag.StringVar(&o.ProfDir, "cpuprofile-dir", "", "write a CPU profile of each measured window here (BACKEND-SERVER-KIND.pprof)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-indexes [flags]\n\n")
@@ -183,6 +185,11 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 	}
 	p := newPlan(d)
 	fmt.Printf("dataset: %v\n", d.spec)
+	if o.explain {
+		if err := printPlans(ctx, db.URL, p); err != nil {
+			return err
+		}
+	}
 
 	servers := []string{"lexview", "baseline"}
 	rep := report{backend: backend, plan: p, results: map[string]map[string]*benchkit.Result{}, missing: map[string]string{}}

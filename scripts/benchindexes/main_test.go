@@ -92,6 +92,15 @@ func TestBaselineAnswersAsLexview(t *testing.T) {
 					}
 				})
 			}
+			// Every page of the field kinds' listings, in pages of 7 and 100.
+			for _, q := range []string{methodPostsByLang + "?lang=is&limit=7", methodPostsByLang + "?lang=en&limit=100",
+				methodPostsByTime + "?limit=7"} {
+				if body, status, err := benchkit.Get(ctx, lv+"/xrpc/"+q); err == nil && status == http.StatusNotFound {
+					t.Logf("Lexview does not serve %s on this build: %s", q, body)
+					continue
+				}
+				walk(t, ctx, lv+"/xrpc/"+q, bl+"/xrpc/"+q)
+			}
 			// Every page of the backlinks of the most liked posts, 7 at a
 			// time, and of a post with none.
 			for _, s := range append(p.popular[:3], subject{uri: "at://did:plc:nobody/" + collPost + "/3kaaaaaaaaaaa"}) {
@@ -167,7 +176,13 @@ func same(t *testing.T, ctx context.Context, lu, bu string) {
 	}
 	l, b := cursorField.ReplaceAll(lb, []byte(`"cursor":"…"`)), cursorField.ReplaceAll(bb, []byte(`"cursor":"…"`))
 	if string(l) != string(b) {
-		t.Fatalf("%s: answers differ\nLexview:  %s\nbaseline: %s", lu, l, b)
+		i := 0
+		for i < min(len(l), len(b)) && l[i] == b[i] {
+			i++
+		}
+		from := max(0, i-200)
+		t.Fatalf("%s: answers differ at byte %d (of %d and %d)\nLexview:  …%s\nbaseline: …%s", lu, i, len(l), len(b),
+			clip(string(l[from:]), 400), clip(string(b[from:]), 400))
 	}
 }
 

@@ -73,6 +73,17 @@ func prepare(ctx context.Context, dbURL string, fresh bool, sp spec) (*dataset, 
 			return nil, fmt.Errorf("upload lexicon: %w", err)
 		}
 	}
+	for _, u := range queryUploads {
+		if _, err := app.Lexicons().Put(ctx, u); err != nil {
+			return nil, fmt.Errorf("upload lexicon: %w", err)
+		}
+	}
+	if err := declareFieldIndexes(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := createBaselineIndexes(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := benchkit.RegisterClient(ctx, s); err != nil {
 		return nil, err
 	}
