@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 	_ "github.com/lib/pq" // the "postgres" driver, for CREATE/DROP DATABASE
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/internal/jetstreamtest"
 	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/scripts/internal/benchkit"
+	"github.com/lexview/lexview/storage"
 )
 
 // database is a fresh database for one backend.
@@ -159,4 +163,58 @@ func postmasterPID(ctx context.Context, db *sql.DB) int {
 	line, _, _ := strings.Cut(string(b), "\n")
 	pid, _ := strconv.Atoi(strings.TrimSpace(line))
 	return pid
+}
+
+// prefillBatch is the number of changes per ApplyBatch of the prefill.
+const prefillBatch = 10_000
+
+// prefill writes events (Jetstream commit events) into the database
+// through the storage layer, in batches of prefillBatch, then leaves the
+// database settled (checkpointed, or vacuumed and analysed) as a service
+// would find it after a quiet moment.
+func prefill(ctx context.Context, dbURL string, events []jetstreamtest.Event) error {
+	store, err := appview.OpenStore(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	start := time.Now()
+	ops := make([]storage.RecordOp, 0, prefillBatch)
+	now := time.Now()
+	for i, e := range events {
+		var ev struct {
+			DID    string `json:"did"`
+			Commit struct {
+				Rev        string          `json:"rev"`
+				Operation  string          `json:"operation"`
+				Collection string          `json:"collection"`
+				RKey       string          `json:"rkey"`
+				Record     json.RawMessage `json:"record"`
+				CID        string          `json:"cid"`
+			} `json:"commit"`
+		}
+		if err := json.Unmarshal(e.JSON, &ev); err != nil {
+			return fmt.Errorf("generated event is not JSON: %w", err)
+		}
+		c := ev.Commit
+		ops = append(ops, storage.RecordOp{Delete: c.Operation == "delete", Record: storage.Record{
+			URI: "at://" + ev.DID + "/" + c.Collection + "/" + c.RKey, DID: ev.DID, Collection: c.Collection, RKey: c.RKey,
+			CID: c.CID, Rev: c.Rev, Value: c.Record, IndexedAt: now,
+		}})
+		if len(ops) == prefillBatch || i == len(events)-1 {
+			if err := store.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
+				return err
+			}
+			ops = ops[:0]
+		}
+		if (i+1)%200_000 == 0 {
+			log.Printf("prefill: %d/%d events (%s)", i+1, len(events), time.Since(start).Round(time.Second))
+		}
+	}
+	if err := benchkit.Settle(ctx, store, dbURL); err != nil {
+		return err
+	}
+	log.Printf("prefill: %d events written in %s (%.0f/s)", len(events), time.Since(start).Round(100*time.Millisecond),
+		float64(len(events))/time.Since(start).Seconds())
+	return nil
 }

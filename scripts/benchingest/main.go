@@ -7,14 +7,19 @@
 // through scripts/bench-ingest.
 //
 // Per backend it creates a fresh database, registers three record
-// lexicons, then runs up to three phases on it, each with a fresh service
-// process and a fresh stand-in:
+// lexicons, writes the first -prefill events of the stream into it
+// through the storage layer (ApplyBatch, as a backfill would leave them),
+// then runs up to three phases on it, each with a fresh service process
+// and a fresh stand-in:
 //
 //   - throughput: all -events are published at once; the service drains
-//     them as fast as it can. Reported: committed events/s (overall and
-//     between 10% and 90%), commit lag quantiles from the
+//     them as fast as it can. Reported: committed events/s (overall,
+//     between 10% and 90%, and per -curve-step events, to show how the
+//     writer slows as the database grows), commit lag quantiles from the
 //     lexview_commit_lag_seconds histogram, CPU seconds of the service
-//     (utime+stime from /proc) and the cores that amounts to, peak RSS.
+//     (utime+stime from /proc) and the cores that amounts to, peak RSS
+//     (VmHWM) and the peak anonymous RSS (RssAnon, read every 250 ms:
+//     heap and stacks, not the database file pages SQLite maps).
 //   - steady: events are published at -steady-rate for -steady-warmup
 //     plus -steady-duration; the window after the warmup is measured
 //     (histogram and CPU differences), reporting CPU as % of one core.
@@ -87,6 +92,8 @@ type options struct {
 	trace           time.Duration
 	hook            bool
 	backfillRecords int
+	prefill         int
+	curveStep       int
 }
 
 func main() {
@@ -107,6 +114,8 @@ func main() {
 	flag.BoolVar(&opt.hook, "hook", false, "give every collection a record-event Lua script (index_hook) that stamps a field on each record")
 	flag.BoolVar(&opt.calibrate, "calibrate", true, "first measure how fast the stand-in alone delivers events")
 	flag.IntVar(&opt.backfillRecords, "backfill-records", 200_000, "records a backfill job fetches while live events arrive at -steady-rate (0 skips the phase)")
+	flag.IntVar(&opt.prefill, "prefill", 0, "events of the stream written straight into the database (storage ApplyBatch) before the phases, so that they measure ingestion into a database that already holds their records")
+	flag.IntVar(&opt.curveStep, "curve-step", 100_000, "report the throughput phase's events/s per this many events committed (0: no curve)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-ingest [flags]\n\n")
 		flag.PrintDefaults()
@@ -117,8 +126,8 @@ func main() {
 			opt.backends = append(opt.backends, b)
 		}
 	}
-	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || len(opt.backends) == 0 {
-		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0 and at least one backend")
+	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || opt.prefill < 0 || len(opt.backends) == 0 {
+		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0, -prefill >= 0 and at least one backend")
 	}
 	if opt.profileDir != "" {
 		opt.inProcess = true
@@ -137,12 +146,15 @@ func main() {
 // workload is what every backend is given: the generated events of each
 // phase and what they leave in the index.
 type workload struct {
+	// prefill is written into the database before the phases.
+	prefill                     []jetstreamtest.Event
 	burst, steady, backfillLive []jetstreamtest.Event
 	// sample is a few events of the burst, checked against the lexicons.
 	sample [][]byte
-	// liveAfterBurst and liveAfterSteady are the records the stream leaves
-	// after the throughput and the steady phase.
-	liveAfterBurst, liveAfterSteady int
+	// liveAfterPrefill, liveAfterBurst and liveAfterSteady are the
+	// records the stream leaves after the prefill, the throughput and the
+	// steady phase.
+	liveAfterPrefill, liveAfterBurst, liveAfterSteady int
 }
 
 func run(ctx context.Context, opt options) error {
@@ -163,6 +175,8 @@ func run(ctx context.Context, opt options) error {
 	t := time.Now()
 	g := newGenerator(opt.seed, opt.dids)
 	var w workload
+	w.prefill = g.generate(opt.prefill, make([]jetstreamtest.Event, 0, opt.prefill))
+	w.liveAfterPrefill = g.liveCount()
 	w.burst = g.generate(opt.events, make([]jetstreamtest.Event, 0, opt.events))
 	w.liveAfterBurst = g.liveCount()
 	steadyN := 0
@@ -177,11 +191,14 @@ func run(ctx context.Context, opt options) error {
 	for _, e := range w.burst {
 		msgBytes += int64(len(e.JSON))
 	}
-	total := opt.events + steadyN + backfillN
+	total := opt.prefill + opt.events + steadyN + backfillN
 	log.Printf("generated %d events in %s", total, time.Since(t).Round(100*time.Millisecond))
 	during := ""
 	if backfillN > 0 {
 		during = fmt.Sprintf(" + up to %d (during the backfill)", backfillN)
+	}
+	if opt.prefill > 0 {
+		fmt.Printf("Prefill: the stream's first %d events, written into the database before the phases.\n", opt.prefill)
 	}
 	fmt.Printf("Stream: %d + %d%s events from %d DIDs over %v;\n"+
 		"        creates %.1f%%, updates %.1f%%, deletes %.1f%%; record JSON %.0f bytes on average,\n"+
@@ -213,7 +230,7 @@ func run(ctx context.Context, opt options) error {
 			continue
 		}
 		results[backend] = res
-		printBackend(backend, res, opt)
+		printBackend(backend, res, opt, w)
 	}
 	printSummary(opt, results)
 	return nil
@@ -236,6 +253,12 @@ func (r *runner) backend(ctx context.Context, backend string, w workload) (res b
 	}
 	if err := checkRecords(ctx, db.url, w.sample); err != nil {
 		return res, err
+	}
+	if len(w.prefill) > 0 {
+		if err := prefill(ctx, db.url, w.prefill); err != nil {
+			return res, fmt.Errorf("prefill: %w", err)
+		}
+		r.checkCount(ctx, backend, db.url, "after the prefill", w.liveAfterPrefill)
 	}
 	log.Printf("%s: throughput phase, %d events", backend, len(w.burst))
 	if res.throughput, err = r.throughput(ctx, backend, db.url, w.burst); err != nil {

@@ -20,21 +20,28 @@ import (
 
 // phaseResult is what one measured phase reports.
 type phaseResult struct {
-	name        string
-	events      int           // events published in the phase (backfill: at most)
-	committed   float64       // live events committed (indexed + rejected) in the measured window
-	rejected    float64       // events rejected by validation
-	wall        time.Duration // measured window
-	rate        float64       // committed events/s over the window
-	sustained   float64       // events/s between 10% and 90% committed (throughput phase)
-	publish     time.Duration // PublishRaw of the whole stream (throughput phase)
-	p50, p99    float64       // commit lag quantiles, seconds
-	p99Inf      bool          // p99 beyond the largest finite bucket
-	batchMean   float64       // mean committed batch size
-	writerBusy  float64       // time spent writing batches per second of the window
-	maxQueue    float64       // largest write-queue depth seen
-	cpu         time.Duration // service CPU (user+system) in the window
-	rss, hwm    int64         // service RSS at the end, peak RSS of the process
+	name       string
+	events     int           // events published in the phase (backfill: at most)
+	committed  float64       // live events committed (indexed + rejected) in the measured window
+	rejected   float64       // events rejected by validation
+	wall       time.Duration // measured window
+	rate       float64       // committed events/s over the window
+	sustained  float64       // events/s between 10% and 90% committed (throughput phase)
+	publish    time.Duration // PublishRaw of the whole stream (throughput phase)
+	p50, p99   float64       // commit lag quantiles, seconds
+	p99Inf     bool          // p99 beyond the largest finite bucket
+	batchMean  float64       // mean committed batch size
+	writerBusy float64       // time spent writing batches per second of the window
+	maxQueue   float64       // largest write-queue depth seen
+	cpu        time.Duration // service CPU (user+system) in the window
+	rss, hwm   int64         // service RSS at the end, peak RSS of the process
+	// anonPeak is the largest anonymous resident memory (RssAnon) seen,
+	// read with every scrape of the throughput phase (every 250 ms).
+	anonPeak int64
+	written  int64 // bytes the service wrote through system calls in the window
+	// curve is the throughput phase's committed events/s per -curve-step
+	// events (the last entry over the rest).
+	curve       []curvePoint
 	benchCPU    time.Duration // the benchmark process (stand-ins, polling) in the window
 	othersCPU   time.Duration // every other process on the machine in the window
 	dbCPU       time.Duration // the local PostgreSQL server's processes in the window
@@ -266,6 +273,7 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	base := s0.indexed + s0.rejected
 	var t10, t90 time.Time
 	var last scrape
+	curve := newCurve(r.opt.curveStep, len(events), t0)
 	nextReport := time.Now().Add(10 * time.Second)
 	deadline := t0.Add(r.opt.timeout)
 	for {
@@ -276,6 +284,10 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 		last = s
 		done := s.indexed + s.rejected - base
 		res.maxQueue = max(res.maxQueue, s.queue)
+		curve.observe(done, s.at)
+		if p, err := readProc(svc.pid()); err == nil {
+			res.anonPeak = max(res.anonPeak, p.anon)
+		}
 		if t10.IsZero() && done >= 0.1*n {
 			t10 = s.at
 		}
@@ -314,6 +326,7 @@ func (r *runner) throughput(ctx context.Context, backend, dbURL string, events [
 	}
 	res.committed = last.indexed + last.rejected - base
 	res.rejected = last.rejected - s0.rejected
+	res.curve = curve.points
 	res.wall = last.at.Sub(t0)
 	res.rate = res.committed / res.wall.Seconds()
 	res.account(r0, r1)
@@ -423,6 +436,7 @@ func (res *phaseResult) account(a, b reading) {
 		res.writerBusy = (b.metrics.commitSeconds - a.metrics.commitSeconds) / d
 	}
 	res.cpu = b.svc.cpu - a.svc.cpu
+	res.written = b.svc.written - a.svc.written
 	res.rss, res.hwm = b.svc.rss, b.svc.hwm
 	res.others(b.machine-a.machine, b.self.cpu-a.self.cpu, b.db-a.db)
 }

@@ -42,7 +42,7 @@ func (res phaseResult) workload(opt options) string {
 }
 
 // printBackend prints one backend's phases side by side.
-func printBackend(backend string, res backendResult, opt options) {
+func printBackend(backend string, res backendResult, opt options, w workload) {
 	who := "the service process (child `appview serve`)"
 	if opt.inProcess {
 		who = "the benchmark process (in-process service + stand-ins + generated stream)"
@@ -98,7 +98,20 @@ func printBackend(backend string, res backendResult, opt options) {
 		}
 		return fmt.Sprintf("%.0f µs", float64(p.cpu.Microseconds())/changes)
 	})
+	line("  service writes per event (wchar)", func(p phaseResult) string {
+		changes := p.committed + p.backfillRecords
+		if changes <= 0 || p.written <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f KB", float64(p.written)/changes/1000)
+	})
 	line("RSS at the end / peak (VmHWM)", func(p phaseResult) string { return mb(p.rss) + " / " + mb(p.hwm) })
+	line("anonymous RSS peak (RssAnon, 250 ms reads)", func(p phaseResult) string {
+		if p.anonPeak == 0 {
+			return "-"
+		}
+		return mb(p.anonPeak)
+	})
 	if !opt.inProcess {
 		line("benchmark process CPU (stand-ins, scrapes)", func(p phaseResult) string { return cores(p.benchCPU, p.wall) })
 	}
@@ -114,6 +127,35 @@ func printBackend(backend string, res backendResult, opt options) {
 	for _, p := range phases {
 		printNotes(p, opt)
 	}
+	printCurve(res.throughput, opt, w)
+}
+
+// printCurve prints the throughput phase's committed events/s per
+// -curve-step events, as the database grows.
+func printCurve(p phaseResult, opt options, w workload) {
+	if len(p.curve) == 0 {
+		return
+	}
+	fmt.Printf("throughput: events/s per %s events committed (the database held %s records before the phase)\n",
+		thousands(float64(opt.curveStep)), thousands(float64(w.liveAfterPrefill)))
+	for i, c := range p.curve {
+		if i > 0 && i%5 == 0 {
+			fmt.Println()
+		}
+		fmt.Printf("  %s–%s: %-8s", short(c.from), short(c.to), thousands(c.rate))
+	}
+	fmt.Println()
+}
+
+// short renders an event count briefly: 1.2M, 300k, 999.
+func short(n int) string {
+	switch {
+	case n >= 1_000_000 && n%100_000 == 0:
+		return fmt.Sprintf("%gM", float64(n)/1e6)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }
 
 // printNotes prints what a phase's column cannot show.
@@ -199,6 +241,10 @@ func printSummary(opt options, results map[string]backendResult) {
 	row("at full throughput: p99 commit lag < 1 s", func(_ string, res backendResult) (string, bool, bool) {
 		v, pass := lagBelow(res.throughput)
 		return v, pass, true
+	})
+	row("burst: peak RssAnon < 250 MiB (issue 32)", func(_ string, res backendResult) (string, bool, bool) {
+		tp := res.throughput
+		return mb(tp.anonPeak), tp.anonPeak > 0 && tp.anonPeak < 250<<20, tp.anonPeak > 0
 	})
 	row("backfill ≥ 15,000 records/s", func(_ string, res backendResult) (string, bool, bool) {
 		bf := res.backfill

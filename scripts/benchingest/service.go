@@ -239,6 +239,13 @@ func (p *inProcess) stop() error {
 type procStats struct {
 	cpu      time.Duration // user + system
 	rss, hwm int64         // bytes: current and peak resident set
+	// anon is the anonymous resident memory (RssAnon: heap, stacks and
+	// other private allocations), without the file pages a process maps
+	// (SQLite's memory-mapped database), which VmRSS counts.
+	anon int64
+	// written is what the process wrote through system calls (wchar of
+	// /proc/PID/io: SQLite's WAL and checkpoints, logs; 0 if unreadable).
+	written int64
 }
 
 var clockTicks = func() int64 {
@@ -270,6 +277,13 @@ func readProc(pid int) (procStats, error) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	stt, _ := strconv.ParseInt(f[12], 10, 64)
 	st.cpu = time.Duration(ut+stt) * time.Second / time.Duration(clockTicks)
+	if io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+				st.written, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			}
+		}
+	}
 	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return st, err
@@ -278,7 +292,7 @@ func readProc(pid int) (procStats, error) {
 	b, _ := io.ReadAll(status)
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		if !ok || (k != "VmRSS" && k != "VmHWM" && k != "RssAnon") {
 			continue
 		}
 		fields := strings.Fields(v)
@@ -286,10 +300,13 @@ func readProc(pid int) (procStats, error) {
 			continue
 		}
 		kb, _ := strconv.ParseInt(fields[0], 10, 64)
-		if k == "VmRSS" {
+		switch k {
+		case "VmRSS":
 			st.rss = kb << 10
-		} else {
+		case "VmHWM":
 			st.hwm = kb << 10
+		default:
+			st.anon = kb << 10
 		}
 	}
 	return st, nil

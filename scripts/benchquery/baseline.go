@@ -7,46 +7,30 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/lib/pq"
-	"github.com/mattn/go-sqlite3"
+	"github.com/lexview/lexview/scripts/internal/benchkit"
 )
 
 // The baseline is the physical limit of serving Lexview's default queries
 // on this machine: a hand-tuned net/http handler over the same database
 // file (or PostgreSQL database) that gives the same answers, byte for byte
 // but for the cursor. It is as fast as the authors know how to make it:
+// what every baseline does (benchkit: SQLite with mmap'd reads, a fixed
+// pool of read connections, statements prepared once per connection,
+// pooled answer buffers, the client key check), and
 //
-//   - SQLite in WAL mode with synchronous=NORMAL, query_only and mmap_size
-//     set on every read connection; PostgreSQL through lib/pq;
-//   - a fixed pool of read connections with every statement prepared once
-//     per connection (database/sql's *Stmt);
 //   - keyset pagination on the sort key Lexview uses, (created_at, uri)
 //     newest first (URI order for one account), fetching limit+1 rows to
 //     decide whether there is a next page;
 //   - only the columns the answer needs, scanned into reused buffers;
-//   - the stored record JSON spliced after {"uri":…,"cid":…, without ever
-//     being decoded, into a pooled response buffer;
-//   - the X-Client-Key check against the one known key.
+//   - the stored record JSON spliced after {"uri":…,"cid":….
 //
 // What it leaves out is what no caller of this benchmark sends: malformed
 // parameters are refused, but records needing more than the splice (blobs,
 // a missing $type, a record field named uri or cid) are not handled.
-
-// baselineDriver is mattn/go-sqlite3 with memory-mapped reads.
-const baselineDriver = "sqlite3_baseline"
-
-func init() {
-	sql.Register(baselineDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA mmap_size=1073741824", nil)
-		return err
-	}})
-}
 
 // baselineStatements are the baseline's SQL for one dialect.
 type baselineStatements struct {
@@ -78,30 +62,17 @@ type baseline struct {
 	after   *sql.Stmt
 	byDID   *sql.Stmt
 	byURI   *sql.Stmt
-	bufs    sync.Pool
+	bufs    benchkit.BufPool
 }
 
 // newBaselineHandler opens the database at dbURL (sqlite://PATH or a
 // postgres:// URL) and serves benchQuery and smallQuery.
 func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func(), error) {
 	b := &baseline{}
-	conns := max(4, 2*runtime.GOMAXPROCS(0))
 	var err error
-	if path, ok := strings.CutPrefix(dbURL, "sqlite://"); ok {
-		b.dialect = "sqlite"
-		b.db, err = sql.Open(baselineDriver, "file:"+(&url.URL{Path: path}).EscapedPath()+
-			"?_journal_mode=WAL&_synchronous=NORMAL&_query_only=true&_cache_size=-16000&_busy_timeout=10000")
-	} else {
-		b.dialect = "postgres"
-		b.db, err = sql.Open("postgres", dbURL)
-	}
-	if err != nil {
+	if b.db, b.dialect, err = benchkit.OpenBaselineDB(dbURL); err != nil {
 		return nil, nil, err
 	}
-	b.db.SetMaxOpenConns(conns)
-	b.db.SetMaxIdleConns(conns)
-	b.db.SetConnMaxIdleTime(0)
-	b.db.SetConnMaxLifetime(0)
 	q := baselineSQL[b.dialect]
 	for _, s := range []struct {
 		dst  **sql.Stmt
@@ -112,7 +83,6 @@ func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func()
 			return nil, nil, fmt.Errorf("prepare: %w", err)
 		}
 	}
-	b.bufs.New = func() any { p := make([]byte, 0, 32<<10); return &p }
 	mux := http.NewServeMux()
 	for _, m := range []struct{ nsid, collection string }{{benchQuery, benchCollection}, {smallQuery, smallCollection}} {
 		mux.Handle("GET /xrpc/"+m.nsid, b.handler(m.collection))
@@ -121,40 +91,23 @@ func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func()
 }
 
 var (
-	headerJSON        = []string{"application/json; charset=utf-8"}
-	errMissingClient  = []byte(`{"error":"Missing client identification"}`)
-	errInvalidClient  = []byte(`{"error":"Invalid client key"}`)
 	errInvalidRequest = []byte(`{"error":"invalid request"}`)
 	errNotFoundRecord = []byte(`{"error":"record not found"}`)
-	errInternal       = []byte(`{"error":"internal server error"}`)
+	errInternal       = benchkit.ErrInternal
 )
-
-func (b *baseline) write(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = headerJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
 
 // handler serves one collection's query method.
 func (b *baseline) handler(collection string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch key := r.Header.Get("X-Client-Key"); key {
-		case clientKey:
-		case "":
-			b.write(w, http.StatusUnauthorized, errMissingClient)
-			return
-		default:
-			b.write(w, http.StatusUnauthorized, errInvalidClient)
+		if !benchkit.CheckClient(w, r) {
 			return
 		}
 		params, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			b.write(w, http.StatusBadRequest, errInvalidRequest)
+			benchkit.WriteJSON(w, http.StatusBadRequest, errInvalidRequest)
 			return
 		}
-		bp := b.bufs.Get().(*[]byte)
+		bp := b.bufs.Get()
 		defer b.bufs.Put(bp)
 		var status int
 		if uri := params.Get("uri"); uri != "" {
@@ -162,7 +115,7 @@ func (b *baseline) handler(collection string) http.Handler {
 		} else {
 			*bp, status = b.list(r.Context(), (*bp)[:0], collection, params)
 		}
-		b.write(w, status, *bp)
+		benchkit.WriteJSON(w, status, *bp)
 	})
 }
 
@@ -189,7 +142,7 @@ func (b *baseline) get(ctx context.Context, buf []byte, collection, uri string) 
 		return append(buf, errInternal...), http.StatusInternalServerError
 	}
 	buf = append(buf, `{"record":`...)
-	buf = spliceRecord(buf, uri, cid, record)
+	buf = benchkit.SpliceRecord(buf, uri, cid, record)
 	return append(buf, '}'), http.StatusOK
 }
 
@@ -257,11 +210,11 @@ func (b *baseline) list(ctx context.Context, buf []byte, collection string, para
 		if n > 0 {
 			buf = append(buf, ',')
 		}
-		buf = spliceRecord(buf, uri, cid, record)
+		buf = benchkit.SpliceRecord(buf, uri, cid, record)
 		n++
 		if n == limit {
 			lastURI = append(lastURI[:0], uri...)
-			lastCreated = micros(created)
+			lastCreated = benchkit.Micros(created)
 		}
 	}
 	if rows.Err() != nil {
@@ -274,27 +227,6 @@ func (b *baseline) list(ctx context.Context, buf []byte, collection string, para
 		buf = append(buf, '"')
 	}
 	return append(buf, '}'), http.StatusOK
-}
-
-// micros returns a created_at column as Unix microseconds.
-func micros(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case time.Time:
-		return x.UnixMicro()
-	}
-	return 0
-}
-
-// spliceRecord appends {"uri":URI,"cid":CID,<the record's fields>}.
-func spliceRecord[S ~string | ~[]byte](buf []byte, uri S, cid, record []byte) []byte {
-	buf = append(buf, `{"uri":"`...)
-	buf = append(buf, uri...)
-	buf = append(buf, `","cid":"`...)
-	buf = append(buf, cid...)
-	buf = append(buf, `",`...)
-	return append(buf, record[1:]...)
 }
 
 // The baseline's cursor: base64url("MICROS URI").
@@ -315,5 +247,3 @@ func decodeBaselineCursor(c string) (int64, string, bool) {
 	n, err := strconv.ParseInt(m, 10, 64)
 	return n, uri, ok && err == nil && strings.HasPrefix(uri, "at://")
 }
-
-var _ = pq.Array // lib/pq registers the "postgres" driver the baseline opens

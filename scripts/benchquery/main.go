@@ -25,10 +25,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/lexview/lexview/scripts/internal/benchkit"
 )
 
 // The benchmark's collections and query methods.
@@ -42,7 +43,6 @@ const (
 	// scriptedQuery serves the first page through a Lua script that calls
 	// db.query once and returns its result.
 	scriptedQuery = "app.bench.feed.listPostsScripted"
-	clientKey     = "hvc_bench"
 	pageLimit     = 20
 )
 
@@ -57,26 +57,23 @@ const (
 
 // options are the command's flags.
 type options struct {
+	benchkit.Runner
 	backends []string
 	spec     seedSpec
-	duration time.Duration
-	warmup   time.Duration
 	conns    int
 	sqlite   string // reuse this SQLite file
 	postgres string // reuse this PostgreSQL database
 	kinds    []string
 	extras   bool // scripted and isolation runs
-	rounds   int  // alternating rounds per kind
-	profDir  string
 }
 
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "serve-lexview":
-			os.Exit(serveChild(os.Args[2:], newLexviewHandler))
+			os.Exit(benchkit.ServeChild("benchquery", os.Args[2:], benchkit.NewLexviewHandler, checkSample))
 		case "serve-baseline":
-			os.Exit(serveChild(os.Args[2:], newBaselineHandler))
+			os.Exit(benchkit.ServeChild("benchquery", os.Args[2:], newBaselineHandler, checkSample))
 		}
 	}
 	log.SetFlags(0)
@@ -88,14 +85,14 @@ func main() {
 	flag.IntVar(&o.spec.records, "records", 200_000, "records of the large collection to seed")
 	flag.IntVar(&o.spec.small, "small", 2_000, "records of the small collection to seed beside it")
 	flag.StringVar(&o.spec.shape, "shape", "post", "record shape: post (no nested refs) or reply (nested {uri,cid} refs, like replies, likes and reposts)")
-	flag.DurationVar(&o.duration, "duration", 12*time.Second, "measured load per server and kind (and per extra run)")
-	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each measured round")
+	flag.DurationVar(&o.Duration, "duration", 12*time.Second, "measured load per server and kind (and per extra run)")
+	flag.DurationVar(&o.Warmup, "warmup", time.Second, "unmeasured load before each measured round")
 	flag.IntVar(&o.conns, "c", 16, "concurrent keep-alive connections")
-	flag.IntVar(&o.rounds, "rounds", 3, "alternating rounds of Lexview and the baseline per kind (-duration is split among them)")
+	flag.IntVar(&o.Rounds, "rounds", 3, "alternating rounds of Lexview and the baseline per kind (-duration is split among them)")
 	flag.StringVar(&o.sqlite, "db", "", "SQLite file to use: an existing one is reused as is (no seeding), a missing one is seeded and kept (default: a fresh file, removed afterwards)")
 	flag.StringVar(&o.postgres, "pg-db", "", "PostgreSQL database URL to use: one holding records is reused as is, an empty or missing one is created, seeded and kept (default: a fresh database on APPVIEW_TEST_POSTGRES_URL's server, dropped afterwards)")
 	flag.BoolVar(&o.extras, "extras", true, "also measure the scripted query and the small collection's isolation")
-	flag.StringVar(&o.profDir, "cpuprofile-dir", "", "write a CPU profile of each measured window here (BACKEND-SERVER-KIND.pprof)")
+	flag.StringVar(&o.ProfDir, "cpuprofile-dir", "", "write a CPU profile of each measured window here (BACKEND-SERVER-KIND.pprof)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-query [flags]\n\n")
 		flag.PrintDefaults()
@@ -103,19 +100,19 @@ func main() {
 	flag.Parse()
 	o.backends = strings.Split(*backends, ",")
 	o.kinds = strings.Split(*kindList, ",")
-	if o.spec.records <= 100 || o.spec.small <= pageLimit || o.conns < 1 || o.duration <= 0 || o.rounds < 1 ||
+	if o.spec.records <= 100 || o.spec.small <= pageLimit || o.conns < 1 || o.Duration <= 0 || o.Rounds < 1 ||
 		(o.spec.shape != "post" && o.spec.shape != "reply") {
 		log.Fatal("need -records > 100, -small > 20, -c >= 1, -rounds >= 1, a positive -duration and -shape post or reply")
 	}
 	fmt.Printf("benchquery: %v per run (+%v warm-up), %d connections, GOMAXPROCS=%d, NumCPU=%d\n",
-		o.duration, o.warmup, o.conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
+		o.Duration, o.Warmup, o.conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	dir, err := os.MkdirTemp("", "lexview-benchquery-")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if o.profDir != "" {
-		if err := os.MkdirAll(o.profDir, 0o755); err != nil {
+	if o.ProfDir != "" {
+		if err := os.MkdirAll(o.ProfDir, 0o755); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -138,17 +135,17 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 	if backend == "postgres" {
 		reuse = o.postgres
 	}
-	db, fresh, err := createDatabase(ctx, backend, dir, "main", reuse)
+	db, fresh, err := benchkit.CreateDatabase(ctx, backend, dir, "benchquery", "main", reuse)
 	if err != nil {
 		return err
 	}
-	defer db.cleanup()
-	n, err := prepare(ctx, db.url, fresh, o.spec)
+	defer db.Cleanup()
+	n, err := prepare(ctx, db.URL, fresh, o.spec)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("database: %d records in %s\n", n, benchCollection)
-	s, err := sampleRecords(ctx, db.url, benchCollection, 2000)
+	s, err := sampleRecords(ctx, db.URL, benchCollection, 2000)
 	if err != nil {
 		return err
 	}
@@ -156,36 +153,36 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 	// Both servers run side by side, idle but for the one being measured:
 	// each kind is measured in o.rounds alternating rounds, so that a
 	// change in the machine's background load falls on both alike.
-	rep := report{backend: backend, results: map[string]map[string]*result{}}
+	rep := report{backend: backend, results: map[string]map[string]*benchkit.Result{}}
 	servers := []string{"lexview", "baseline"}
-	children := map[string]*child{}
+	children := map[string]*benchkit.Child{}
 	defer func() {
 		for _, c := range children {
-			c.stop()
+			c.Stop()
 		}
 	}()
 	for _, server := range servers {
-		c, err := startChild("serve-"+server, "-db", db.url)
+		c, err := benchkit.StartChild("serve-"+server, "-db", db.URL)
 		if err != nil {
 			return err
 		}
 		children[server] = c
-		rep.results[server] = map[string]*result{}
+		rep.results[server] = map[string]*benchkit.Result{}
 	}
 	for _, kind := range o.kinds {
 		urls := map[string][]string{}
 		for _, server := range servers {
-			if urls[server], err = requestSet(ctx, kind, children[server].url, benchQuery, s, n); err != nil {
+			if urls[server], err = requestSet(ctx, kind, children[server].URL, benchQuery, s, n); err != nil {
 				return fmt.Errorf("%s %s: %w", server, kind, err)
 			}
 		}
-		for round := range o.rounds {
+		for round := range o.Rounds {
 			for _, server := range servers {
-				res, err := o.measure(children[server], backend, server, kind, urls[server], o.conns, round)
+				res, err := o.Measure(children[server], backend, server, kind, urls[server], o.conns, round)
 				if err != nil {
 					return err
 				}
-				rep.results[server][kind] = rep.results[server][kind].merge(res)
+				rep.results[server][kind] = rep.results[server][kind].Merge(res)
 			}
 		}
 	}
@@ -202,85 +199,44 @@ func runBackend(ctx context.Context, backend, dir string, o options) error {
 // query against the default one at -c and with one connection, and the
 // small collection's first page beside the large collection against the
 // same in a database holding nothing else (served by a second Lexview).
-func (o options) extraPairs(ctx context.Context, backend, dir string, lv *child, rep *report) error {
-	small, _, err := createDatabase(ctx, backend, dir, "small", "")
+func (o options) extraPairs(ctx context.Context, backend, dir string, lv *benchkit.Child, rep *report) error {
+	small, _, err := benchkit.CreateDatabase(ctx, backend, dir, "benchquery", "small", "")
 	if err != nil {
 		return err
 	}
-	defer small.cleanup()
-	if _, err := prepare(ctx, small.url, true, seedSpec{small: o.spec.small, shape: "post"}); err != nil {
+	defer small.Cleanup()
+	if _, err := prepare(ctx, small.URL, true, seedSpec{small: o.spec.small, shape: "post"}); err != nil {
 		return err
 	}
-	alone, err := startChild("serve-lexview", "-db", small.url)
+	alone, err := benchkit.StartChild("serve-lexview", "-db", small.URL)
 	if err != nil {
 		return err
 	}
-	defer alone.stop()
+	defer alone.Stop()
 	type run struct {
 		name string
-		c    *child
+		c    *benchkit.Child
 		url  string
 	}
-	base := lv.url + "/xrpc/"
+	base := lv.URL + "/xrpc/"
 	pairs := []struct {
 		a, b  run
 		conns int
 	}{
 		{run{"default", lv, base + benchQuery + "?limit=20"}, run{"scripted", lv, base + scriptedQuery + "?limit=20"}, o.conns},
 		{run{"default-c1", lv, base + benchQuery + "?limit=20"}, run{"scripted-c1", lv, base + scriptedQuery + "?limit=20"}, 1},
-		{run{"small-beside", lv, base + smallQuery + "?limit=20"}, run{"small-alone", alone, alone.url + "/xrpc/" + smallQuery + "?limit=20"}, o.conns},
+		{run{"small-beside", lv, base + smallQuery + "?limit=20"}, run{"small-alone", alone, alone.URL + "/xrpc/" + smallQuery + "?limit=20"}, o.conns},
 	}
 	for _, p := range pairs {
-		for round := range o.rounds {
+		for round := range o.Rounds {
 			for _, r := range []run{p.a, p.b} {
-				res, err := o.measure(r.c, backend, "lexview", r.name, []string{r.url}, p.conns, round)
+				res, err := o.Measure(r.c, backend, "lexview", r.name, []string{r.url}, p.conns, round)
 				if err != nil {
 					return err
 				}
-				rep.results["lexview"][r.name] = rep.results["lexview"][r.name].merge(res)
+				rep.results["lexview"][r.name] = rep.results["lexview"][r.name].Merge(res)
 			}
 		}
 	}
 	return nil
-}
-
-// measure warms the server up, then loads it with urls for its share of
-// o.duration (one round's). Profiles are taken in round 0.
-func (o options) measure(c *child, backend, server, kind string, urls []string, conns, round int) (*result, error) {
-	ld := newLoader(conns)
-	defer ld.close()
-	if o.warmup > 0 {
-		ld.run(o.warmup, urls)
-	}
-	duration := o.duration / time.Duration(o.rounds)
-	prof := ""
-	if o.profDir != "" && round == 0 {
-		prof = filepath.Join(o.profDir, backend+"-"+server+"-"+kind+".pprof")
-		if err := c.command("start-profile " + prof); err != nil {
-			return nil, err
-		}
-	}
-	var res *result
-	if prof != "" {
-		done := make(chan struct{})
-		go func() { res = ld.run(duration, urls); close(done) }()
-		time.Sleep(duration / 2)
-		if err := c.command("goroutines " + strings.TrimSuffix(prof, ".pprof") + ".goroutines.txt"); err != nil {
-			return nil, err
-		}
-		<-done
-	} else {
-		res = ld.run(duration, urls)
-	}
-	if prof != "" {
-		if err := c.command("stop-profile"); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Printf("%-9s %-13s %8.0f req/s  p50 %s  p99 %s  %6.0f bytes/answer  errors %d\n",
-		server, kind, res.rps(), ms(res.pct(50)), ms(res.pct(99)), res.bytesPerResp(), res.errors)
-	if res.errors > 0 {
-		fmt.Printf("          first error: %s\n", res.firstErr)
-	}
-	return res, nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"testing"
+
+	"github.com/lexview/lexview/scripts/internal/benchkit"
 )
 
 // cursorField matches the cursor of a list answer: the one part of the
@@ -30,20 +32,20 @@ func TestBaselineAnswersAsLexview(t *testing.T) {
 				t.Skip("APPVIEW_TEST_POSTGRES_URL is not set")
 			}
 			ctx := context.Background()
-			db, _, err := createDatabase(ctx, backend, t.TempDir(), "test", "")
+			db, _, err := benchkit.CreateDatabase(ctx, backend, t.TempDir(), "benchquery", "test", "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(db.cleanup)
-			n, err := prepare(ctx, db.url, true, seedSpec{records: 430, small: 45, shape: "reply"})
+			t.Cleanup(db.Cleanup)
+			n, err := prepare(ctx, db.URL, true, seedSpec{records: 430, small: 45, shape: "reply"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := sampleRecords(ctx, db.url, benchCollection, 25)
+			s, err := sampleRecords(ctx, db.URL, benchCollection, 25)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lv, bl := serve(t, ctx, newLexviewHandler, db.url), serve(t, ctx, newBaselineHandler, db.url)
+			lv, bl := serve(t, ctx, benchkit.NewLexviewHandler, db.URL), serve(t, ctx, newBaselineHandler, db.URL)
 
 			var firsts []string // first pages, walked to the end
 			for _, nsid := range []string{benchQuery, smallQuery} {
@@ -66,7 +68,7 @@ func TestBaselineAnswersAsLexview(t *testing.T) {
 }
 
 // serve starts a server of factory over dbURL.
-func serve(t *testing.T, ctx context.Context, factory handlerFactory, dbURL string) string {
+func serve(t *testing.T, ctx context.Context, factory benchkit.HandlerFactory, dbURL string) string {
 	t.Helper()
 	h, release, err := factory(ctx, dbURL)
 	if err != nil {
@@ -90,10 +92,10 @@ func walk(t *testing.T, ctx context.Context, lv, bl, first string) {
 		var lp, bp struct {
 			Cursor string `json:"cursor"`
 		}
-		if err := getJSON(ctx, lu, &lp); err != nil {
+		if err := benchkit.GetJSON(ctx, lu, &lp); err != nil {
 			t.Fatal(err)
 		}
-		if err := getJSON(ctx, bu, &bp); err != nil {
+		if err := benchkit.GetJSON(ctx, bu, &bp); err != nil {
 			t.Fatal(err)
 		}
 		if (lp.Cursor == "") != (bp.Cursor == "") {
@@ -115,11 +117,11 @@ func walk(t *testing.T, ctx context.Context, lv, bl, first string) {
 // cursor.
 func same(t *testing.T, ctx context.Context, lu, bu string) {
 	t.Helper()
-	lb, ls, err := get(ctx, lu)
+	lb, ls, err := benchkit.Get(ctx, lu)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bb, bs, err := get(ctx, bu)
+	bb, bs, err := benchkit.Get(ctx, bu)
 	if err != nil {
 		t.Fatal(err)
 	}

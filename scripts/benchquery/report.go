@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
-	"time"
+
+	"github.com/lexview/lexview/scripts/internal/benchkit"
 )
 
 // report holds one backend's results by server and run name.
 type report struct {
 	backend string
-	results map[string]map[string]*result
+	results map[string]map[string]*benchkit.Result
 }
 
 // print writes the backend's tables and verdicts.
@@ -21,42 +22,33 @@ func (r *report) print(o options) {
 		if a == nil || b == nil {
 			continue
 		}
-		ratio := a.rps() / b.rps()
-		p99 := float64(a.pct(99)) / float64(b.pct(99))
-		fmt.Printf("%-6s %12.0f %12.0f %7.3f %11s %11s %7.2f  %s\n", k, a.rps(), b.rps(), ratio, ms(a.pct(99)), ms(b.pct(99)), p99,
-			verdict(ratio >= targetRatio && p99 <= targetP99Ratio))
+		ratio := a.RPS() / b.RPS()
+		p99 := float64(a.Pct(99)) / float64(b.Pct(99))
+		fmt.Printf("%-6s %12.0f %12.0f %7.3f %11s %11s %7.2f  %s\n", k, a.RPS(), b.RPS(), ratio, benchkit.Ms(a.Pct(99)), benchkit.Ms(b.Pct(99)), p99,
+			benchkit.Verdict(ratio >= targetRatio && p99 <= targetP99Ratio))
 	}
 	fmt.Printf("(targets: ratio >= %.2f and p99 × <= %.2f)\n", targetRatio, targetP99Ratio)
 	if sc, def := lv["scripted"], lv["default"]; sc != nil && def != nil {
-		ratio := sc.rps() / def.rps()
+		ratio := sc.RPS() / def.RPS()
 		fmt.Printf("scripted/default first page: %.3f (%.0f vs %.0f req/s; target >= %.2f: %s)\n",
-			ratio, sc.rps(), def.rps(), targetScriptedRatio, verdict(ratio >= targetScriptedRatio))
+			ratio, sc.RPS(), def.RPS(), targetScriptedRatio, benchkit.Verdict(ratio >= targetScriptedRatio))
 	}
 	if sc, def := lv["scripted-c1"], lv["default-c1"]; sc != nil && def != nil {
-		added := sc.pct(50) - def.pct(50)
+		added := sc.Pct(50) - def.Pct(50)
 		fmt.Printf("script p50 added, 1 connection: %s (%s vs %s; target < %s: %s)\n",
-			ms(added), ms(sc.pct(50)), ms(def.pct(50)), ms(targetScriptP50), verdict(added < targetScriptP50))
+			benchkit.Ms(added), benchkit.Ms(sc.Pct(50)), benchkit.Ms(def.Pct(50)), benchkit.Ms(targetScriptP50), benchkit.Verdict(added < targetScriptP50))
 	}
 	if beside, alone := lv["small-beside"], lv["small-alone"]; beside != nil && alone != nil {
-		change := float64(beside.pct(99))/float64(alone.pct(99)) - 1
+		change := float64(beside.Pct(99))/float64(alone.Pct(99)) - 1
 		fmt.Printf("small collection p99 beside %s: %s, alone: %s, change %+.0f%% (target within ±%.0f%%: %s)\n",
-			"the large one", ms(beside.pct(99)), ms(alone.pct(99)), 100*change, 100*targetIsolation,
-			verdict(change <= targetIsolation && change >= -targetIsolation))
+			"the large one", benchkit.Ms(beside.Pct(99)), benchkit.Ms(alone.Pct(99)), 100*change, 100*targetIsolation,
+			benchkit.Verdict(change <= targetIsolation && change >= -targetIsolation))
 	}
 	for name, runs := range r.results {
 		for kind, res := range runs {
-			if res.errors > 0 {
-				fmt.Printf("note: %s %s had %d errors; first: %s\n", name, kind, res.errors, res.firstErr)
+			if res.Errors > 0 {
+				fmt.Printf("note: %s %s had %d errors; first: %s\n", name, kind, res.Errors, res.FirstErr)
 			}
 		}
 	}
 }
-
-func verdict(ok bool) string {
-	if ok {
-		return "MET"
-	}
-	return "NOT MET"
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }

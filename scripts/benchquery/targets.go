@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/lexview/lexview/scripts/internal/benchkit"
 )
 
 // The four kinds of request measured against both servers.
@@ -24,17 +22,13 @@ type sample struct {
 
 // sampleRecords picks n random URIs of collection (and their accounts).
 func sampleRecords(ctx context.Context, dbURL, collection string, n int) (sample, error) {
-	driver, dsn := "postgres", dbURL
-	if path, ok := strings.CutPrefix(dbURL, "sqlite://"); ok {
-		driver, dsn = "sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro"
-	}
-	db, err := sql.Open(driver, dsn)
+	db, dialect, err := benchkit.OpenSQL(dbURL)
 	if err != nil {
 		return sample{}, err
 	}
 	defer db.Close()
 	query := `SELECT uri FROM records WHERE collection = ? ORDER BY random() LIMIT ?`
-	if driver == "postgres" {
+	if dialect == "postgres" {
 		query = `SELECT uri FROM records WHERE collection = $1 ORDER BY random() LIMIT $2`
 	}
 	rows, err := db.QueryContext(ctx, query, collection, n)
@@ -107,7 +101,7 @@ func walkCursors(ctx context.Context, prefix string, records int64, want int) ([
 		var body struct {
 			Cursor string `json:"cursor"`
 		}
-		if err := getJSON(ctx, u, &body); err != nil {
+		if err := benchkit.GetJSON(ctx, u, &body); err != nil {
 			return nil, fmt.Errorf("walk page %d: %w", page, err)
 		}
 		if body.Cursor == "" {
@@ -122,32 +116,4 @@ func walkCursors(ctx context.Context, prefix string, records int64, want int) ([
 		return nil, fmt.Errorf("the listing has a single page")
 	}
 	return out, nil
-}
-
-// getJSON GETs u with the client key and decodes a 200 answer into v.
-func getJSON(ctx context.Context, u string, v any) error {
-	body, status, err := get(ctx, u)
-	if err != nil {
-		return err
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("status %d: %s", status, body)
-	}
-	return json.Unmarshal(body, v)
-}
-
-// get GETs u with the client key.
-func get(ctx context.Context, u string) ([]byte, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	req.Header.Set("X-Client-Key", clientKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return body, resp.StatusCode, err
 }

@@ -1,4 +1,9 @@
-package main
+// Package benchkit holds what the HTTP load benchmarks under scripts/
+// share: the load generator and its results, the server child processes
+// and their measuring, the benchmark databases, the API client the load
+// generator identifies as, and the pieces of the tuned bare handlers (the
+// baselines) that do not depend on the queries they serve.
+package benchkit
 
 import (
 	"cmp"
@@ -10,14 +15,15 @@ import (
 	"time"
 )
 
-// loader drives GET requests over a fixed number of keep-alive connections.
-type loader struct {
+// Loader drives GET requests over a fixed number of keep-alive connections.
+type Loader struct {
 	conns  int
 	client *http.Client
 	tr     *http.Transport
 }
 
-func newLoader(conns int) *loader {
+// NewLoader returns a Loader of conns connections.
+func NewLoader(conns int) *Loader {
 	tr := &http.Transport{
 		MaxIdleConns:        conns,
 		MaxIdleConnsPerHost: conns,
@@ -25,43 +31,46 @@ func newLoader(conns int) *loader {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &loader{conns: conns, tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &Loader{conns: conns, tr: tr, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
-func (l *loader) close() { l.tr.CloseIdleConnections() }
+// Close closes the idle connections.
+func (l *Loader) Close() { l.tr.CloseIdleConnections() }
 
-// result is one load run: every request's latency and the totals.
-type result struct {
-	lat      []time.Duration // sorted after run
-	errors   int
-	firstErr string
-	bytes    int64
-	elapsed  time.Duration
+// Result is one load run: every request's latency and the totals.
+type Result struct {
+	Lat      []time.Duration // of the successful requests, sorted
+	Errors   int
+	FirstErr string
+	Bytes    int64
+	Elapsed  time.Duration
 }
 
-func (r *result) rps() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
+// RPS is the successful requests per second.
+func (r *Result) RPS() float64 { return float64(len(r.Lat)) / r.Elapsed.Seconds() }
 
-func (r *result) bytesPerResp() float64 {
-	if len(r.lat) == 0 {
+// BytesPerResp is the mean size of a successful answer.
+func (r *Result) BytesPerResp() float64 {
+	if len(r.Lat) == 0 {
 		return 0
 	}
-	return float64(r.bytes) / float64(len(r.lat))
+	return float64(r.Bytes) / float64(len(r.Lat))
 }
 
-// pct returns the p-th percentile latency (nearest rank); 100 is the max.
-func (r *result) pct(p float64) time.Duration {
-	if len(r.lat) == 0 {
+// Pct returns the p-th percentile latency (nearest rank); 100 is the max.
+func (r *Result) Pct(p float64) time.Duration {
+	if len(r.Lat) == 0 {
 		return 0
 	}
-	i := int(float64(len(r.lat))*p/100+0.5) - 1
-	return r.lat[min(max(i, 0), len(r.lat)-1)]
+	i := int(float64(len(r.Lat))*p/100+0.5) - 1
+	return r.Lat[min(max(i, 0), len(r.Lat)-1)]
 }
 
-// run sends GET requests for urls from l.conns goroutines, each one
+// Run sends GET requests for urls from l.conns goroutines, each one
 // request at a time, until d has passed; the goroutines share the URLs out
 // and each cycles through its share. Latencies of successful (200)
 // responses are kept; anything else counts as an error.
-func (l *loader) run(d time.Duration, urls []string) *result {
+func (l *Loader) Run(d time.Duration, urls []string) *Result {
 	type worker struct {
 		lat      []time.Duration
 		errors   int
@@ -121,22 +130,22 @@ func (l *loader) run(d time.Duration, urls []string) *result {
 		}()
 	}
 	wg.Wait()
-	res := &result{elapsed: time.Since(start)}
+	res := &Result{Elapsed: time.Since(start)}
 	total := 0
 	for i := range workers {
 		total += len(workers[i].lat)
 	}
-	res.lat = make([]time.Duration, 0, total)
+	res.Lat = make([]time.Duration, 0, total)
 	for i := range workers {
 		w := &workers[i]
-		res.lat = append(res.lat, w.lat...)
-		res.errors += w.errors
-		res.bytes += w.bytes
-		if res.firstErr == "" {
-			res.firstErr = w.firstErr
+		res.Lat = append(res.Lat, w.lat...)
+		res.Errors += w.errors
+		res.Bytes += w.bytes
+		if res.FirstErr == "" {
+			res.FirstErr = w.firstErr
 		}
 	}
-	slices.Sort(res.lat)
+	slices.Sort(res.Lat)
 	return res
 }
 
@@ -156,24 +165,24 @@ func requests(urls []string, w, n int) ([]*http.Request, error) {
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("X-Client-Key", clientKey)
+		req.Header.Set("X-Client-Key", ClientKey)
 		out[i] = req
 	}
 	return out, nil
 }
 
-// merge returns the result of both runs, as if one: r may be nil.
-func (r *result) merge(other *result) *result {
+// Merge returns the result of both runs, as if one: r may be nil.
+func (r *Result) Merge(other *Result) *Result {
 	if r == nil {
 		return other
 	}
-	out := &result{
-		lat:      append(slices.Clone(r.lat), other.lat...),
-		errors:   r.errors + other.errors,
-		firstErr: cmp.Or(r.firstErr, other.firstErr),
-		bytes:    r.bytes + other.bytes,
-		elapsed:  r.elapsed + other.elapsed,
+	out := &Result{
+		Lat:      append(slices.Clone(r.Lat), other.Lat...),
+		Errors:   r.Errors + other.Errors,
+		FirstErr: cmp.Or(r.FirstErr, other.FirstErr),
+		Bytes:    r.Bytes + other.Bytes,
+		Elapsed:  r.Elapsed + other.Elapsed,
 	}
-	slices.Sort(out.lat)
+	slices.Sort(out.Lat)
 	return out
 }
