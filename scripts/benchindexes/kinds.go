@@ -73,9 +73,12 @@ var kinds = []kind{
 		requests: sortDeepURLs,
 	},
 	{
-		name:    "search",
-		what:    func(*plan) string { return "db.search top 20" },
-		missing: "needs db.search (issue 32, item 5), not on this build",
+		name: "search",
+		what: func(*plan) string { return "db.search top 20" },
+		// db.search is on main, but its baseline is not written: the same
+		// ranks as Lexview's (BM25 from FTS4's matchinfo on SQLite,
+		// ts_rank_cd over the length on PostgreSQL) from the same index.
+		missing: "not written yet: a baseline with Lexview's ranks (BM25 over FTS4 on SQLite, ts_rank_cd on PostgreSQL)",
 	},
 }
 
