@@ -255,24 +255,9 @@ func buildValueChunk(ctx context.Context, db *DB, tx *sql.Tx, idx buildingIndex,
 		t := db.dialect.Time(idx.after.Time)
 		after, args = afterPosition, append(args, t, t, idx.after.URI)
 	}
-	rows, err := tx.QueryContext(ctx, Bind(db.dialect, `SELECT created_at, uri FROM records WHERE collection = ?`+after+
+	count, last, err := chunkEnd(ctx, tx, Bind(db.dialect, `SELECT created_at, uri FROM records WHERE collection = ?`+after+
 		` ORDER BY `+newestFirst+` LIMIT ?`), append(args, n)...)
 	if err != nil {
-		return 0, nil, err
-	}
-	count := 0
-	var last storage.Position
-	for rows.Next() {
-		var t Time
-		if err := rows.Scan(&t, &last.URI); err != nil {
-			rows.Close()
-			return 0, nil, err
-		}
-		last.Time = t.T
-		count++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, nil, err
 	}
 	if count == 0 {
@@ -305,4 +290,26 @@ func purgeValues(ctx context.Context, db *DB, tx *sql.Tx, id int64, n int) (int,
 	}
 	deleted, err := res.RowsAffected()
 	return int(deleted), err
+}
+
+// chunkEnd runs a build step's query for the (created_at, uri) of the
+// records of its chunk, newest first, and returns how many there are and
+// the position of the last, where the next step starts.
+func chunkEnd(ctx context.Context, tx *sql.Tx, query string, args ...any) (int, storage.Position, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, storage.Position{}, err
+	}
+	defer rows.Close()
+	count := 0
+	var last storage.Position
+	for rows.Next() {
+		var t Time
+		if err := rows.Scan(&t, &last.URI); err != nil {
+			return 0, storage.Position{}, err
+		}
+		last.Time = t.T
+		count++
+	}
+	return count, last, rows.Err()
 }

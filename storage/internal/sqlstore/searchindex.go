@@ -180,24 +180,9 @@ func (db *DB) refreshSearchDocs(ctx context.Context, tx *sql.Tx, collection stri
 		t := db.dialect.Time(after.Time)
 		args = append(args, t, t, after.URI)
 	}
-	rows, err := tx.QueryContext(ctx, Bind(db.dialect, `SELECT created_at, uri FROM records WHERE `+chunk("", false)+
+	count, last, err := chunkEnd(ctx, tx, Bind(db.dialect, `SELECT created_at, uri FROM records WHERE `+chunk("", false)+
 		` ORDER BY `+newestFirst+` LIMIT ?`), append(args, n)...)
 	if err != nil {
-		return 0, nil, err
-	}
-	count := 0
-	var last storage.Position
-	for rows.Next() {
-		var t Time
-		if err := rows.Scan(&t, &last.URI); err != nil {
-			rows.Close()
-			return 0, nil, err
-		}
-		last.Time = t.T
-		count++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, nil, err
 	}
 	if count == 0 {
