@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -108,8 +109,18 @@ func (db *DB) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 			args = append(args, d)
 		}
 	}
+	// The statements without accounts are few and hot: they run
+	// prepared. Those naming accounts vary with their number and are not
+	// worth a place in the bounded statement cache.
 	var page storage.BacklinkPage
-	if err := db.reader.QueryRowContext(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM record_links WHERE `+where), args...).Scan(&page.Total); err != nil {
+	query, queryRow := db.reads.query, db.reads.queryRow
+	if len(q.DIDs) > 0 {
+		query, queryRow = db.reader.QueryContext, db.reader.QueryRowContext
+		err = queryRow(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM record_links WHERE `+where), args...).Scan(&page.Total)
+	} else {
+		page.Total, err = db.linkCount(ctx, q.Subject, source)
+	}
+	if err != nil {
 		return storage.BacklinkPage{}, fmt.Errorf("count backlinks: %w", err)
 	}
 	scope := "backlinks\x00" + q.Subject + "\x00" + source + "\x00" + strings.Join(q.DIDs, "\x00")
@@ -122,7 +133,7 @@ func (db *DB) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 		where += afterPosition
 		args = append(args, t, t, pos.URI)
 	}
-	rows, err := db.reader.QueryContext(ctx, Bind(db.dialect, `SELECT uri, did, created_at FROM record_links WHERE `+where+
+	rows, err := query(ctx, Bind(db.dialect, `SELECT uri, did, created_at FROM record_links WHERE `+where+
 		` ORDER BY `+newestFirst+` LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
 		return storage.BacklinkPage{}, fmt.Errorf("backlinks: %w", err)
@@ -150,6 +161,17 @@ func (db *DB) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 	return page, nil
 }
 
+// linkCount reads the number of links to subject from source, kept by the
+// link index's triggers (link_counts).
+func (db *DB) linkCount(ctx context.Context, subject, source string) (int64, error) {
+	var n int64
+	err := db.reads.queryRow(ctx, Bind(db.dialect, `SELECT records FROM link_counts WHERE target = ? AND source = ?`), subject, source).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
 // splitRecordURI returns the collection and record key of
 // at://did/collection/rkey.
 func splitRecordURI(uri string) (collection, rkey string) {
@@ -167,16 +189,13 @@ func (db *DB) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) 
 		return storage.BacklinkCount{}, err
 	}
 	var c storage.BacklinkCount
-	var err error
-	if q.DIDs {
-		err = db.reader.QueryRowContext(ctx, Bind(db.dialect,
-			`SELECT COUNT(*), COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`),
-			q.Subject, q.Source.String()).Scan(&c.Records, &c.DIDs)
-	} else {
-		err = db.reader.QueryRowContext(ctx, Bind(db.dialect,
-			`SELECT COUNT(*) FROM record_links WHERE target = ? AND source = ?`),
-			q.Subject, q.Source.String()).Scan(&c.Records)
+	source := q.Source.String()
+	records, err := db.linkCount(ctx, q.Subject, source)
+	if err == nil && q.DIDs {
+		err = db.reads.queryRow(ctx, Bind(db.dialect, `SELECT COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`),
+			q.Subject, source).Scan(&c.DIDs)
 	}
+	c.Records = records
 	if err != nil {
 		return storage.BacklinkCount{}, fmt.Errorf("count backlinks: %w", err)
 	}
@@ -194,7 +213,7 @@ func (db *DB) BacklinkDIDs(ctx context.Context, q storage.BacklinkDIDQuery) (sto
 	}
 	source := q.Source.String()
 	var page storage.BacklinkDIDPage
-	if err := db.reader.QueryRowContext(ctx, Bind(db.dialect,
+	if err := db.reads.queryRow(ctx, Bind(db.dialect,
 		`SELECT COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`), q.Subject, source).Scan(&page.Total); err != nil {
 		return storage.BacklinkDIDPage{}, fmt.Errorf("count linking accounts: %w", err)
 	}
@@ -209,7 +228,7 @@ func (db *DB) BacklinkDIDs(ctx context.Context, q storage.BacklinkDIDQuery) (sto
 		where += ` AND did > ?`
 		args = append(args, pos.URI)
 	}
-	rows, err := db.reader.QueryContext(ctx, Bind(db.dialect, `SELECT DISTINCT did FROM record_links WHERE `+where+
+	rows, err := db.reads.query(ctx, Bind(db.dialect, `SELECT DISTINCT did FROM record_links WHERE `+where+
 		` ORDER BY did LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
 		return storage.BacklinkDIDPage{}, fmt.Errorf("linking accounts: %w", err)

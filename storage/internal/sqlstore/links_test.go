@@ -131,6 +131,7 @@ func TestIndexStoredLinks(t *testing.T) {
 		if done, err := s.IndexStoredLinks(ctx, 50); err != nil || !done {
 			t.Fatalf("after the end: %v %v", done, err)
 		}
+		checkLinkCounts(t, s)
 	})
 }
 
@@ -141,9 +142,9 @@ func TestBacklinkPlans(t *testing.T) {
 		t.Parallel()
 		s := open(t)
 		db := sqlDB(t, s)
-		explain, target, src := `EXPLAIN QUERY PLAN `, `'at://x'`, `'app.test.like:subject.uri'`
+		explain, target, src, epoch := `EXPLAIN QUERY PLAN `, `'at://x'`, `'app.test.like:subject.uri'`, `0`
 		if s.Dialect() == "postgres" {
-			explain = `EXPLAIN (COSTS OFF) `
+			explain, epoch = `EXPLAIN (COSTS OFF) `, `timestamptz 'epoch'`
 			// A planner facing an empty table may prefer a scan.
 			if _, err := db.Writer().Exec(`SET enable_seqscan = off`); err != nil {
 				t.Fatal(err)
@@ -153,7 +154,8 @@ func TestBacklinkPlans(t *testing.T) {
 			`SELECT uri, did, created_at FROM record_links WHERE target = ` + target + ` AND source = ` + src + ` ORDER BY created_at DESC, uri DESC LIMIT 17`,
 			`SELECT COUNT(*), COUNT(DISTINCT did) FROM record_links WHERE target = ` + target + ` AND source = ` + src,
 			`SELECT DISTINCT did FROM record_links WHERE target = ` + target + ` AND source = ` + src + ` AND did > 'x' ORDER BY did LIMIT 17`,
-			`DELETE FROM record_links WHERE uri = 'at://x'`,
+			`DELETE FROM record_links WHERE created_at = ` + epoch + ` AND uri = 'at://x'`,
+			`SELECT records FROM link_counts WHERE target = ` + target + ` AND source = ` + src,
 		} {
 			conn, err := db.Writer().Conn(context.Background())
 			if err != nil {
@@ -186,5 +188,118 @@ func TestBacklinkPlans(t *testing.T) {
 			}
 			t.Logf("%s\n%s", q, text)
 		}
+	})
+}
+
+// checkLinkCounts fails unless the kept counts (link_counts) are exactly
+// the links' counts per target and source.
+func checkLinkCounts(t *testing.T, s storage.Store) {
+	t.Helper()
+	read := func(q string) map[string]int64 {
+		rows, err := sqlDB(t, s).Writer().QueryContext(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var target, source string
+			var n int64
+			if err := rows.Scan(&target, &source, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[target+" "+source] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	kept := read(`SELECT target, source, records FROM link_counts`)
+	counted := read(`SELECT target, source, COUNT(*) FROM record_links GROUP BY target, source`)
+	if !reflect.DeepEqual(kept, counted) {
+		t.Fatalf("kept counts %v\ncounted %v", kept, counted)
+	}
+}
+
+// TestLinkCountsFollowTheLinks: the kept counts follow every path that
+// writes or removes links: batches, updates that change a record's links,
+// replays, deletes, deletion by account, a script's raw write and the
+// background pass; a count that falls to zero goes.
+func TestLinkCountsFollowTheLinks(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(t testing.TB) storage.Store) {
+		t.Parallel()
+		s := open(t)
+		ctx := context.Background()
+		apply := func(ops ...storage.RecordOp) {
+			t.Helper()
+			if err := s.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ops []storage.RecordOp
+		for i := range 90 {
+			ops = append(ops, storage.RecordOp{Record: likeRec(i, i%4, "3aaaaaaaaaa22")})
+		}
+		apply(ops...)
+		apply(ops[:30]...) // a replay
+		checkLinkCounts(t, s)
+		count := func(post int) int64 {
+			t.Helper()
+			c, err := s.CountBacklinks(ctx, storage.BacklinkCountQuery{
+				Subject: fmt.Sprintf("at://did:plc:a/app.test.post/%d", post),
+				Source:  storage.LinkSource{Collection: "app.test.like", Path: "subject.uri"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Records
+		}
+		if n := count(1); n != 23 {
+			t.Fatalf("post 1 has %d likes, want 23", n)
+		}
+		// Every like of post 3 moves to post 1, some of post 2 are deleted.
+		var moves []storage.RecordOp
+		for i := 3; i < 90; i += 4 {
+			moves = append(moves, storage.RecordOp{Record: likeRec(i, 1, "3aaaaaaaaaa33")})
+		}
+		for i := 2; i < 40; i += 4 {
+			moves = append(moves, storage.RecordOp{Delete: true, Record: storage.Record{URI: likeRec(i, 2, "").URI, Rev: "3aaaaaaaaaa33"}})
+		}
+		apply(moves...)
+		checkLinkCounts(t, s)
+		if n := count(1); n != 45 {
+			t.Fatalf("post 1 has %d likes after the moves, want 45", n)
+		}
+		if n := count(3); n != 0 {
+			t.Fatalf("post 3 has %d likes after the moves", n)
+		}
+		var zero int
+		if err := sqlDB(t, s).Writer().QueryRowContext(ctx, `SELECT COUNT(*) FROM link_counts WHERE records <= 0`).Scan(&zero); err != nil || zero != 0 {
+			t.Fatalf("%d counts of zero kept (%v)", zero, err)
+		}
+		if _, err := s.DeleteRecordsByDID(ctx, "did:plc:u4"); err != nil {
+			t.Fatal(err)
+		}
+		checkLinkCounts(t, s)
+		if _, err := s.RawQuery(ctx, `DELETE FROM records WHERE did = 'did:plc:u5'`, nil, 10, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		checkLinkCounts(t, s)
+		// The background pass over records whose links are gone.
+		db := sqlDB(t, s)
+		for _, q := range []string{`DELETE FROM record_links WHERE did = 'did:plc:u6'`,
+			`UPDATE link_index_state SET done = false, after_uri = '', scanned = 0`} {
+			if _, err := db.Writer().ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLinkCounts(t, s)
+		for done := false; !done; {
+			var err error
+			if done, err = s.IndexStoredLinks(ctx, 7); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkLinkCounts(t, s)
 	})
 }
