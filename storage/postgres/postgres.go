@@ -167,16 +167,32 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	return stored, rows.Err()
 }
 
-const insertLinks = `INSERT INTO record_links (target, source, created_at, uri, did)
-	SELECT t, s, timestamptz 'epoch' + us * interval '1 microsecond', u, d
-	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS l(t, s, us, u, d)
+// The statements storing links (migration 0032): the targets and sources
+// seen for the first time get their row in link_targets, then the links
+// name theirs by id. Two statements: the second sees the targets that a
+// concurrent writer added (the first waited for it on a conflict). The
+// trigger on record_links keeps the counts.
+const (
+	addLinkTargets = `INSERT INTO link_targets (target, source)
+	SELECT DISTINCT t, s FROM unnest($1::text[], $2::text[]) AS k(t, s)
+	WHERE NOT EXISTS (SELECT 1 FROM link_targets lt WHERE lt.target = k.t AND lt.source = k.s)
+	ORDER BY t, s
 	ON CONFLICT DO NOTHING`
+	insertLinks = `INSERT INTO record_links (tid, created_at, uri, did)
+	SELECT lt.id, timestamptz 'epoch' + us * interval '1 microsecond', u, d
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS l(t, s, us, u, d)
+	JOIN link_targets lt ON lt.target = l.t AND lt.source = l.s
+	ON CONFLICT DO NOTHING`
+)
 
 func (dialect) InsertLinks(ctx context.Context, tx *sql.Tx, links []sqlstore.LinkRow) error {
 	n := len(links)
 	targets, sources, uris, dids, created := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
 	for i, l := range links {
 		targets[i], sources[i], uris[i], dids[i], created[i] = l.Target, l.Source, l.URI, l.DID, l.CreatedAt.UnixMicro()
+	}
+	if _, err := tx.ExecContext(ctx, addLinkTargets, textArray[string](targets), textArray[string](sources)); err != nil {
+		return fmt.Errorf("link targets: %w", err)
 	}
 	_, err := tx.ExecContext(ctx, insertLinks, textArray[string](targets), textArray[string](sources),
 		pq.Array(created), textArray[string](uris), textArray[string](dids))

@@ -308,23 +308,6 @@ func upsertError(chunk []storage.Record, err error) error {
 	return err
 }
 
-const insertLink = `INSERT INTO record_links (target, source, created_at, uri, did) VALUES (?1, ?2, ?3, ?4, ?5)
-	ON CONFLICT DO NOTHING`
-
-func (dialect) InsertLinks(ctx context.Context, tx *sql.Tx, links []sqlstore.LinkRow) error {
-	stmt, err := tx.PrepareContext(ctx, insertLink)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, l := range links {
-		if _, err := stmt.ExecContext(ctx, l.Target, l.Source, l.CreatedAt.UnixMicro(), l.URI, l.DID); err != nil {
-			return fmt.Errorf("link of %s: %w", l.URI, err)
-		}
-	}
-	return nil
-}
-
 // deleteChunk is the most records one delete statement removes (and one
 // tombstone statement marks): 2 parameters each.
 const deleteChunk = 500

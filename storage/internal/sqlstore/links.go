@@ -101,40 +101,41 @@ func (db *DB) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 		return storage.BacklinkPage{}, invalidBacklinks("at most %d accounts", storage.MaxBacklinkDIDs)
 	}
 	source := q.Source.String()
-	where := `target = ? AND source = ?`
-	args := []any{q.Subject, source}
-	if len(q.DIDs) > 0 {
-		where += ` AND did IN (?` + strings.Repeat(`, ?`, len(q.DIDs)-1) + `)`
-		for _, d := range q.DIDs {
-			args = append(args, d)
-		}
-	}
-	// The statements without accounts are few and hot: they run
-	// prepared. Those naming accounts vary with their number and are not
-	// worth a place in the bounded statement cache.
-	var page storage.BacklinkPage
-	query, queryRow := db.reads.query, db.reads.queryRow
-	if len(q.DIDs) > 0 {
-		query, queryRow = db.reader.QueryContext, db.reader.QueryRowContext
-		err = queryRow(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM record_links WHERE `+where), args...).Scan(&page.Total)
-	} else {
-		page.Total, err = db.linkCount(ctx, q.Subject, source)
-	}
-	if err != nil {
-		return storage.BacklinkPage{}, fmt.Errorf("count backlinks: %w", err)
-	}
 	scope := "backlinks\x00" + q.Subject + "\x00" + source + "\x00" + strings.Join(q.DIDs, "\x00")
+	var after []any
 	if q.Cursor != "" {
 		pos, err := storage.DecodeCursor(scope, q.Cursor)
 		if err != nil || pos.URI == "" {
 			return storage.BacklinkPage{}, invalidBacklinks("invalid cursor")
 		}
 		t := db.dialect.Time(pos.Time)
-		where += afterPosition
-		args = append(args, t, t, pos.URI)
+		after = []any{t, t, pos.URI}
 	}
-	rows, err := query(ctx, Bind(db.dialect, `SELECT uri, did, created_at FROM record_links WHERE `+where+
-		` ORDER BY `+newestFirst+` LIMIT ?`), append(args, limit+1)...)
+	target, err := db.linkTarget(ctx, q.Subject, source)
+	if err != nil || target.records == 0 {
+		return storage.BacklinkPage{Records: []storage.Backlink{}}, err
+	}
+	page := storage.BacklinkPage{Total: target.records}
+	var rows *sql.Rows
+	if len(q.DIDs) == 0 {
+		// The hot statements, prepared.
+		rows, err = db.reads.query(ctx, db.q.backlinks[min(len(after), 1)], append(append([]any{target.id}, after...), limit+1)...)
+	} else {
+		// Statements naming accounts vary with their number: not worth a
+		// place in the bounded statement cache.
+		where := `tid = ? AND did IN (?` + strings.Repeat(`, ?`, len(q.DIDs)-1) + `)`
+		args := []any{target.id}
+		for _, d := range q.DIDs {
+			args = append(args, d)
+		}
+		if err := db.reader.QueryRowContext(ctx, Bind(db.dialect, `SELECT COUNT(*) FROM record_links WHERE `+where), args...).Scan(&page.Total); err != nil {
+			return storage.BacklinkPage{}, fmt.Errorf("count backlinks: %w", err)
+		}
+		if len(after) > 0 {
+			where += afterPosition
+		}
+		rows, err = db.reader.QueryContext(ctx, Bind(db.dialect, backlinksPage(where)), append(append(args, after...), limit+1)...)
+	}
 	if err != nil {
 		return storage.BacklinkPage{}, fmt.Errorf("backlinks: %w", err)
 	}
@@ -161,15 +162,28 @@ func (db *DB) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 	return page, nil
 }
 
-// linkCount reads the number of links to subject from source, kept by the
-// link index's triggers (link_counts).
-func (db *DB) linkCount(ctx context.Context, subject, source string) (int64, error) {
-	var n int64
-	err := db.reads.queryRow(ctx, Bind(db.dialect, `SELECT records FROM link_counts WHERE target = ? AND source = ?`), subject, source).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+// backlinksPage is the statement of a page of backlinks, newest first,
+// whose links meet where.
+func backlinksPage(where string) string {
+	return `SELECT uri, did, created_at FROM record_links WHERE ` + where + ` ORDER BY ` + newestFirst + ` LIMIT ?`
+}
+
+// linkTargetRow is a target and source's row in link_targets: its id
+// (0 when nothing links to it) and the number of links to it, kept by the
+// link index's writer and triggers.
+type linkTargetRow struct {
+	id      int64
+	records int64
+}
+
+// linkTarget reads the row of the links to subject from source.
+func (db *DB) linkTarget(ctx context.Context, subject, source string) (linkTargetRow, error) {
+	var t linkTargetRow
+	err := db.reads.queryRow(ctx, db.q.linkTarget, subject, source).Scan(&t.id, &t.records)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return linkTargetRow{}, fmt.Errorf("read link target: %w", err)
 	}
-	return n, err
+	return t, nil
 }
 
 // splitRecordURI returns the collection and record key of
@@ -188,14 +202,14 @@ func (db *DB) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) 
 	if err := checkSubject(q.Subject); err != nil {
 		return storage.BacklinkCount{}, err
 	}
-	var c storage.BacklinkCount
-	source := q.Source.String()
-	records, err := db.linkCount(ctx, q.Subject, source)
-	if err == nil && q.DIDs {
-		err = db.reads.queryRow(ctx, Bind(db.dialect, `SELECT COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`),
-			q.Subject, source).Scan(&c.DIDs)
+	target, err := db.linkTarget(ctx, q.Subject, q.Source.String())
+	if err != nil {
+		return storage.BacklinkCount{}, err
 	}
-	c.Records = records
+	c := storage.BacklinkCount{Records: target.records}
+	if q.DIDs && target.records > 0 {
+		err = db.reads.queryRow(ctx, db.q.linkDIDCount, target.id).Scan(&c.DIDs)
+	}
 	if err != nil {
 		return storage.BacklinkCount{}, fmt.Errorf("count backlinks: %w", err)
 	}
@@ -212,13 +226,16 @@ func (db *DB) BacklinkDIDs(ctx context.Context, q storage.BacklinkDIDQuery) (sto
 		return storage.BacklinkDIDPage{}, err
 	}
 	source := q.Source.String()
+	target, err := db.linkTarget(ctx, q.Subject, source)
+	if err != nil {
+		return storage.BacklinkDIDPage{}, err
+	}
 	var page storage.BacklinkDIDPage
-	if err := db.reads.queryRow(ctx, Bind(db.dialect,
-		`SELECT COUNT(DISTINCT did) FROM record_links WHERE target = ? AND source = ?`), q.Subject, source).Scan(&page.Total); err != nil {
+	if err := db.reads.queryRow(ctx, db.q.linkDIDCount, target.id).Scan(&page.Total); err != nil {
 		return storage.BacklinkDIDPage{}, fmt.Errorf("count linking accounts: %w", err)
 	}
-	where := `target = ? AND source = ?`
-	args := []any{q.Subject, source}
+	where := `tid = ?`
+	args := []any{target.id}
 	scope := "backlink-dids\x00" + q.Subject + "\x00" + source
 	if q.Cursor != "" {
 		pos, err := storage.DecodeCursor(scope, q.Cursor)

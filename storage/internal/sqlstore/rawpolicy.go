@@ -27,7 +27,7 @@ const RawWriteTable = "records"
 // reach them (SQLite's authorizer cannot tell a trigger's action from the
 // statement's own: go-sqlite3 does not pass the trigger's name), while the
 // statement itself may not name them (schemaTables).
-var rawTriggerTables = setOf("record_links", "link_counts", "field_indexes", "field_index_values",
+var rawTriggerTables = setOf("record_links", "link_targets", "field_indexes", "field_index_values",
 	"search_fields", "search_docs", "search_text", "search_fts", "search_fts_content", "search_fts_segments",
 	"search_fts_segdir", "search_fts_docsize", "search_fts_stat")
 
@@ -101,7 +101,7 @@ var schemaTables = setOf(
 	"admin_users", "admin_api_keys", "api_clients", "client_auth_keys", "device_sessions", "dpop_provisions",
 	"event_log", "settings", "setting_blobs", "scripts", "script_variables", "lexicons", "stream_cursors",
 	"backfill_jobs", "backfill_repos", "dead_letters", "script_retries", "schema_migrations", "script_sql_role",
-	"repo_states", "account_states", "record_links", "link_counts", "link_index_state", "field_indexes", "field_index_values",
+	"repo_states", "account_states", "record_links", "link_targets", "link_index_state", "field_indexes", "field_index_values",
 	"search_fields", "search_docs", "search_fts", "search_fts_content", "search_fts_segments", "search_fts_segdir",
 	"search_fts_docsize", "search_fts_stat", "search_text", "search_live",
 )

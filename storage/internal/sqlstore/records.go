@@ -64,6 +64,10 @@ type queries struct {
 	upsertLabels   [labelRowShapes]string
 	// rememberProof records a DPoP proof (see dpopreplays.go).
 	rememberProof string
+	// The link index (links.go): a target's row, its linking accounts'
+	// number, and its backlinks' pages[after].
+	linkTarget, linkDIDCount string
+	backlinks                [2]string
 }
 
 func newQueries(d Dialect) queries {
@@ -85,6 +89,9 @@ func newQueries(d Dialect) queries {
 	q.listByKey = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
 	q.countAll = `SELECT COUNT(*) FROM records`
+	q.linkTarget = Bind(d, `SELECT id, records FROM link_targets WHERE target = ? AND source = ?`)
+	q.linkDIDCount = Bind(d, `SELECT COUNT(DISTINCT did) FROM record_links WHERE tid = ?`)
+	q.backlinks = [2]string{Bind(d, backlinksPage(`tid = ?`)), Bind(d, backlinksPage(`tid = ?`+afterPosition))}
 	q.getCursor = Bind(d, `SELECT value FROM stream_cursors WHERE name = ?`)
 	q.putCursor = Bind(d, `INSERT INTO stream_cursors (name, value, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`)
