@@ -45,6 +45,8 @@ import (
 //     That is the smallest work those answers take: Lexview's declared
 //     indexes are entries in a table beside the records, each read then
 //     fetching its record.
+//   - searches read the search index Lexview keeps for the posts' text
+//     index, ranked as Lexview ranks (baseline_search.go).
 //
 // What it leaves out is what no caller of this benchmark sends: malformed
 // parameters are refused with one generic answer, and the did filter of
@@ -150,6 +152,7 @@ type baseline struct {
 	linkCount, linkFirst, linkNext *sql.Stmt
 	langFirst, langNext            *sql.Stmt
 	timeFirst, timeNext            *sql.Stmt
+	search                         baselineSearch
 	bufs                           benchkit.BufPool
 }
 
@@ -174,11 +177,16 @@ func newBaselineHandler(ctx context.Context, dbURL string) (http.Handler, func()
 			return nil, nil, fmt.Errorf("prepare: %w", err)
 		}
 	}
+	if err := b.prepareSearch(ctx); err != nil {
+		b.db.Close()
+		return nil, nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /xrpc/"+methodGetBacklinks, b.handler(b.backlinks))
 	mux.Handle("GET /xrpc/"+methodGetBacklinksCount, b.handler(b.backlinkCount))
 	mux.Handle("GET /xrpc/"+methodPostsByLang, b.handler(b.postsByLang))
 	mux.Handle("GET /xrpc/"+methodPostsByTime, b.handler(b.postsByTime))
+	mux.Handle("GET /xrpc/"+methodSearchPosts, b.handler(b.searchPosts))
 	return mux, func() { b.db.Close() }, nil
 }
 

@@ -247,7 +247,7 @@ func (d *dataset) value(b []byte, c, j int, likeZipf, followZipf *rand.Zipf) []b
 			b = append(b, '}')
 		}
 		b = append(b, `,"text":"`...)
-		b = d.text(b, j, 60+int(d.hash(cPost, uint64(j), 5)%240))
+		b = d.postText(b, j)
 		b = append(b, '"')
 	case cLike:
 		k := int(likeZipf.Uint64())
@@ -285,7 +285,13 @@ func (d *dataset) strongRef(b []byte, c, j int) []byte {
 	return append(b, `"}`...)
 }
 
-// text appends words (JSON-safe, some non-ASCII) up to n bytes.
+// postText appends post j's text: 60 to 299 bytes of words.
+func (d *dataset) postText(b []byte, j int) []byte {
+	return d.text(b, j, 60+int(d.hash(cPost, uint64(j), 5)%240))
+}
+
+// text appends words (JSON-safe, some non-ASCII) up to n bytes, each
+// drawn uniformly from words.
 func (d *dataset) text(b []byte, j, n int) []byte {
 	start := len(b)
 	for w := uint64(0); ; w++ {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lexview/lexview/appview"
@@ -18,18 +19,20 @@ var lexviewLinkCount = map[string]string{
 }
 
 // explainer is the store's diagnostic of the planner (sqlstore's
-// ExplainQuery), when the build has one.
+// ExplainQuery and ExplainSearch), when the build has one.
 type explainer interface {
 	ExplainQuery(ctx context.Context, q storage.RecordQuery, count bool) (string, error)
+	ExplainSearch(ctx context.Context, q storage.SearchQuery) (string, error)
 }
 
 // printPlans prints the database's plans of the statements both servers
 // run for the kinds' requests: the baseline's statements with the plan's
 // arguments, Lexview's backlink count (a page is the baseline's
 // statement, see storage/internal/sqlstore/links.go) and, through the
-// store's ExplainQuery, Lexview's db.query statements.
+// store's ExplainQuery and ExplainSearch, Lexview's db.query and
+// db.search statements (searches: the plan's first query of one word).
 func printPlans(ctx context.Context, dbURL string, p *plan) error {
-	db, dialect, err := benchkit.OpenSQL(dbURL)
+	db, dialect, err := benchkit.OpenBaselineDB(dbURL) // with the search functions
 	if err != nil {
 		return err
 	}
@@ -50,6 +53,16 @@ func printPlans(ctx context.Context, dbURL string, p *plan) error {
 		{"baseline query-eq (lang=en)", q.langFirst, []any{"en", 21}},
 		{"baseline sort-deep (first page)", q.timeFirst, []any{51}},
 	}
+	word := p.searches[slices.IndexFunc(p.searches, func(s search) bool { return s.shape == searchWord })].q
+	b := &baseline{dialect: dialect, db: db}
+	if err := b.readSearchIndex(ctx); err != nil {
+		return err
+	}
+	searchFirst, _ := searchStatements(dialect, b.search.slot)
+	steps = append(steps, struct {
+		name, stmt string
+		args       []any
+	}{"baseline search (" + word + ")", searchFirst, append(b.searchArgs([]string{word}, false), 21)})
 	for _, s := range steps {
 		if err := printPlan(ctx, db, s.name, explain+s.stmt, s.args...); err != nil {
 			return err
@@ -87,6 +100,11 @@ func printPlans(ctx context.Context, dbURL string, p *plan) error {
 		}
 		fmt.Printf("-- %s:\n%s\n", s.name, indent(out))
 	}
+	out, err := ex.ExplainSearch(ctx, storage.SearchQuery{Collection: collPost, Query: word, Limit: 20})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("-- Lexview search (%s):\n%s\n", word, indent(out))
 	return nil
 }
 

@@ -14,16 +14,19 @@ import (
 // The query methods of the field-index kinds: query lexicons whose Lua
 // scripts call db.query once and return its page, as an app would write
 // them. The planner answers them from the value indexes declared on the
-// posts' langs[0] and createdAt (fieldIndexes).
+// posts' langs[0] and createdAt (fieldIndexes). The search kinds' method
+// is in searchkinds.go.
 const (
 	methodPostsByLang = "app.bench.feed.postsByLang"
 	methodPostsByTime = "app.bench.feed.postsByTime"
 )
 
-// fieldIndexes are the value indexes declared on the posts.
+// fieldIndexes are the indexes declared on the posts: value indexes on
+// langs[0] and createdAt, and a text index on text (the search kinds').
 var fieldIndexes = []storage.FieldIndexSpec{
 	{Collection: collPost, Path: "langs[0]", Kind: storage.FieldIndexValue},
 	{Collection: collPost, Path: "createdAt", Kind: storage.FieldIndexValue},
+	{Collection: collPost, Path: "text", Kind: storage.FieldIndexText},
 }
 
 // queryUploads are the query lexicons and their scripts.
@@ -48,9 +51,10 @@ end`,
   return db.query{sort = "createdAt", sortDirection = "desc", limit = tonumber(params.limit) or 50, cursor = params.cursor}
 end`,
 	},
+	searchUpload,
 }
 
-// declareFieldIndexes declares the posts' value indexes and builds them
+// declareFieldIndexes declares the posts' indexes and builds them
 // (the build a running instance's leader does in the background, done
 // here at once, so that the planner uses them from the first request).
 func declareFieldIndexes(ctx context.Context, s storage.Store) error {

@@ -72,14 +72,12 @@ var kinds = []kind{
 		},
 		requests: sortDeepURLs,
 	},
-	{
-		name: "search",
-		what: func(*plan) string { return "db.search top 20" },
-		// db.search is on main, but its baseline is not written: the same
-		// ranks as Lexview's (BM25 from FTS4's matchinfo on SQLite,
-		// ts_rank_cd over the length on PostgreSQL) from the same index.
-		missing: "not written yet: a baseline with Lexview's ranks (BM25 over FTS4 on SQLite, ts_rank_cd on PostgreSQL)",
-	},
+	// Two search kinds: a search ranks every post it matches, so that the
+	// cost of a query grows with its matches, a thousandfold from the
+	// phrases to the common words; in one kind the common ones would be
+	// all that is measured.
+	searchKind("search-rare", searchPhrase3, searchPhrase2),
+	searchKind("search-common", searchWords2, searchWord),
 }
 
 // kindNames lists the kinds' names.
@@ -116,6 +114,8 @@ type plan struct {
 	popular []subject
 	// posts is the number of posts.
 	posts int
+	// searches are the search kinds' queries.
+	searches []search
 }
 
 const (
@@ -126,7 +126,7 @@ const (
 
 // newPlan picks the subjects of the backlink kinds.
 func newPlan(d *dataset) *plan {
-	p := &plan{posts: d.posts}
+	p := &plan{posts: d.posts, searches: searchQueries(d)}
 	// Rank order is like count order but for the draws' noise: sort.
 	ranks := make([]int, len(d.likeCounts))
 	for i := range ranks {

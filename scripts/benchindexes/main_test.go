@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,6 +101,23 @@ func TestBaselineAnswersAsLexview(t *testing.T) {
 					continue
 				}
 				walk(t, ctx, lv+"/xrpc/"+q, bl+"/xrpc/"+q)
+			}
+			// Every page of a search of each shape, 7 at a time: as many
+			// as the plan counts matches.
+			for shape := range searchShapes {
+				i := slices.IndexFunc(p.searches, func(s search) bool { return s.shape == shape })
+				if i < 0 {
+					t.Fatalf("no search of shape %s", shapeNames[shape])
+				}
+				s := p.searches[i]
+				q := methodSearchPosts + "?limit=7&q=" + url.QueryEscape(s.q)
+				if body, status, err := benchkit.Get(ctx, lv+"/xrpc/"+q); err == nil && status == http.StatusNotFound {
+					t.Logf("Lexview does not serve %s on this build: %s", q, body)
+					continue
+				}
+				if pages := walk(t, ctx, lv+"/xrpc/"+q, bl+"/xrpc/"+q); pages != max((s.matches+6)/7, 1) {
+					t.Fatalf("search %s: %d pages of 7 for %d matches", s.q, pages, s.matches)
+				}
 			}
 			// Every page of the backlinks of the most liked posts, 7 at a
 			// time, and of a post with none.

@@ -140,16 +140,27 @@ func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driv
 func (c connector) Driver() driver.Driver                        { return c.driver }
 
 // readerHook returns the connect hook of the read connections: it sets
-// their memory map size and registers the functions searches call
-// (sqlstore.SearchRank, the BM25 ranking of full-text search, which FTS4
-// lacks).
+// their memory map size and registers the functions searches call.
 func readerHook(mmapSize int64) func(*sqlite3.SQLiteConn) error {
 	return func(c *sqlite3.SQLiteConn) error {
 		if _, err := c.Exec(fmt.Sprintf("PRAGMA mmap_size=%d", mmapSize), nil); err != nil {
 			return err
 		}
-		return c.RegisterFunc(sqlstore.SearchRankFunction, sqlstore.SearchRank, true)
+		return RegisterSearchFunctions(c)
 	}
+}
+
+// RegisterSearchFunctions registers on c the SQL functions that the
+// store's full-text searches call: lexview_search_rank, the BM25 ranking
+// computed from FTS4's matchinfo (FTS4 has none of its own; see
+// docs/queries.md, section Search). The store registers them on its own
+// read connections; a program that reads a Lexview database through
+// connections of its own and runs the same search statements (such as
+// the bare handler of scripts/benchindexes) registers them with this, in
+// its driver's ConnectHook. The functions' arguments are Lexview's
+// statements' own and may change with them.
+func RegisterSearchFunctions(c *sqlite3.SQLiteConn) error {
+	return c.RegisterFunc(sqlstore.SearchRankFunction, sqlstore.SearchRank, true)
 }
 
 // OpenURL opens a sqlite://PATH database URL.

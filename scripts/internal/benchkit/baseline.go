@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/lexview/lexview/storage/sqlite"
 )
 
 // The baselines are the physical limit of serving a benchmark's queries on
@@ -19,20 +21,25 @@ import (
 // is here:
 //
 //   - SQLite in WAL mode with synchronous=NORMAL, query_only and mmap_size
-//     set on every read connection; PostgreSQL through lib/pq;
+//     set on every read connection, with Lexview's search functions
+//     registered; PostgreSQL through lib/pq;
 //   - a fixed pool of read connections (2 × GOMAXPROCS, at least 4), for
 //     statements prepared once per connection (database/sql's *Stmt);
 //   - pooled answer buffers, the stored record JSON spliced into them
 //     without ever being decoded;
 //   - the X-Client-Key check against the one known key.
 
-// baselineDriver is mattn/go-sqlite3 with memory-mapped reads.
+// baselineDriver is mattn/go-sqlite3 with memory-mapped reads and the
+// SQL functions of Lexview's full-text search (its BM25 ranking), which a
+// baseline's search statement calls as Lexview's does.
 const baselineDriver = "sqlite3_baseline"
 
 func init() {
 	sql.Register(baselineDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA mmap_size=1073741824", nil)
-		return err
+		if _, err := c.Exec("PRAGMA mmap_size=1073741824", nil); err != nil {
+			return err
+		}
+		return sqlite.RegisterSearchFunctions(c)
 	}})
 }
 
