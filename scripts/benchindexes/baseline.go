@@ -24,17 +24,13 @@ import (
 // reads, a fixed pool of read connections, statements prepared once per
 // connection, pooled answer buffers, the client key check):
 //
-//   - backlink pages read the link index Lexview writes (record_links,
-//     whose primary key (target, source, created_at, uri) is the index a
-//     page needs): limit+1 rows newest first, only the columns the answer
-//     needs; collection and record key cut out of the URI;
-//   - counts (getBacklinksCount, and the total of a page) are read from a
-//     table of counts per target and source (baseline_link_counts), one
-//     row each: what a counter kept by the writer or a trigger would
-//     hold. It is built once after seeding (createBaselineIndexes); its
-//     upkeep, a row update per link written, is not measured here. (The
-//     alternative, COUNT(*) over the subject's links, takes time in
-//     proportion to them: about a microsecond per link on this machine.)
+//   - backlink pages and counts read the link index Lexview writes:
+//     link_targets, one row per target and source with its id and the
+//     number of links to it, and record_links, whose primary key (tid,
+//     created_at, uri) is the index a page needs: the count from the
+//     target's row, then limit+1 links newest first joined to it, only the
+//     columns the answer needs; collection and record key cut out of the
+//     URI;
 //   - the field-index kinds read the records table through expression
 //     indexes of its own (createBaselineIndexes), partial over the posts:
 //     (langs[0], created_at, uri) for the equality filter in creation
@@ -75,34 +71,17 @@ func baselineIndexes(dialect string) []string {
 	}
 }
 
-// baselineCounts creates and fills the baseline's table of link counts.
-func baselineCounts(dialect string) []string {
-	without := ""
-	if dialect == "sqlite" {
-		without = " WITHOUT ROWID"
-	}
-	return []string{
-		`CREATE TABLE baseline_link_counts (target TEXT NOT NULL, source TEXT NOT NULL, n BIGINT NOT NULL,
-			PRIMARY KEY (target, source))` + without,
-		`INSERT INTO baseline_link_counts (target, source, n) SELECT target, source, COUNT(*) FROM record_links GROUP BY target, source`,
-	}
-}
-
-// createBaselineIndexes creates the baseline's indexes and table of link
-// counts, unless a reused database has them (and, on PostgreSQL, analyses
-// the tables again so that the planner knows them).
+// createBaselineIndexes creates the baseline's indexes, unless a reused
+// database has them (and, on PostgreSQL, analyses the tables again so that
+// the planner knows them).
 func createBaselineIndexes(ctx context.Context, s storage.Store) error {
 	w, ok := s.(interface{ Writer() *sql.DB })
 	if !ok {
 		return fmt.Errorf("the store gives no database handle for the baseline's indexes")
 	}
 	stmts := baselineIndexes(s.Dialect())
-	var n int
-	if err := w.Writer().QueryRowContext(ctx, `SELECT COUNT(*) FROM baseline_link_counts`).Scan(&n); err != nil {
-		stmts = append(stmts, baselineCounts(s.Dialect())...)
-	}
 	if s.Dialect() == "postgres" {
-		stmts = append(stmts, `ANALYZE records`, `ANALYZE baseline_link_counts`)
+		stmts = append(stmts, `ANALYZE records`, `ANALYZE link_targets`, `ANALYZE record_links`)
 	}
 	for _, stmt := range stmts {
 		if _, err := w.Writer().ExecContext(ctx, stmt); err != nil {
@@ -114,11 +93,12 @@ func createBaselineIndexes(ctx context.Context, s storage.Store) error {
 
 var baselineSQL = map[string]baselineStatements{
 	"sqlite": {
-		linkCount: `SELECT n FROM baseline_link_counts WHERE target = ? AND source = ?`,
-		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE target = ? AND source = ?
-			ORDER BY created_at DESC, uri DESC LIMIT ?`,
-		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE target = ? AND source = ?
-			AND created_at <= ? AND (created_at < ? OR uri < ?) ORDER BY created_at DESC, uri DESC LIMIT ?`,
+		linkCount: `SELECT records FROM link_targets WHERE target = ? AND source = ?`,
+		linkFirst: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
+			WHERE t.target = ? AND t.source = ? ORDER BY l.created_at DESC, l.uri DESC LIMIT ?`,
+		linkAfter: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
+			WHERE t.target = ? AND t.source = ? AND l.created_at <= ? AND (l.created_at < ? OR l.uri < ?)
+			ORDER BY l.created_at DESC, l.uri DESC LIMIT ?`,
 		langFirst: `SELECT uri, cid, record, created_at FROM records INDEXED BY baseline_post_lang WHERE collection = '` + collPost + `' AND ` + langExpr["sqlite"] + ` = ?
 			ORDER BY created_at DESC, uri DESC LIMIT ?`,
 		langAfter: `SELECT uri, cid, record, created_at FROM records INDEXED BY baseline_post_lang WHERE collection = '` + collPost + `' AND ` + langExpr["sqlite"] + ` = ?
@@ -129,11 +109,12 @@ var baselineSQL = map[string]baselineStatements{
 			AND ` + timeExpr["sqlite"] + ` <= ? AND (` + timeExpr["sqlite"] + ` < ? OR uri < ?) ORDER BY ` + timeExpr["sqlite"] + ` DESC, uri DESC LIMIT ?`,
 	},
 	"postgres": {
-		linkCount: `SELECT n FROM baseline_link_counts WHERE target = $1 AND source = $2`,
-		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE target = $1 AND source = $2
-			ORDER BY created_at DESC, uri DESC LIMIT $3`,
-		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE target = $1 AND source = $2
-			AND (created_at, uri) < ($3, $4) ORDER BY created_at DESC, uri DESC LIMIT $5`,
+		linkCount: `SELECT records FROM link_targets WHERE target = $1 AND source = $2`,
+		linkFirst: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
+			WHERE t.target = $1 AND t.source = $2 ORDER BY l.created_at DESC, l.uri DESC LIMIT $3`,
+		linkAfter: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
+			WHERE t.target = $1 AND t.source = $2 AND (l.created_at, l.uri) < ($3, $4)
+			ORDER BY l.created_at DESC, l.uri DESC LIMIT $5`,
 		langFirst: `SELECT uri, cid, record, created_at FROM records WHERE collection = '` + collPost + `' AND ` + langExpr["postgres"] + ` = $1
 			ORDER BY created_at DESC, uri DESC LIMIT $2`,
 		langAfter: `SELECT uri, cid, record, created_at FROM records WHERE collection = '` + collPost + `' AND ` + langExpr["postgres"] + ` = $1
