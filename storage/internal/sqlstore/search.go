@@ -164,9 +164,10 @@ func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, 
 		weights[3-s.slot] = "1"
 	}
 	query, args := tsqueryExpr(e, slots)
+	rank := `ts_rank_cd('{` + strings.Join(weights, ",") + `}', d.doc, q.q, 1)::float8`
 	var b strings.Builder
 	b.WriteString(`SELECT r.uri, r.cid, r.record, r.created_at, s.rank FROM (
-		SELECT d.uri, ts_rank_cd('{` + strings.Join(weights, ",") + `}', d.doc, q.q, 1)::float8 AS rank
+		SELECT d.uri, ` + rank + ` AS rank
 		FROM (SELECT ` + query + ` AS q) q JOIN search_docs d ON d.doc @@ q.q
 		WHERE d.collection = ?`)
 	args = append(args, collection)
@@ -174,11 +175,13 @@ func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, 
 		b.WriteString(` AND d.did = ?`)
 		args = append(args, did)
 	}
-	b.WriteString(`) s JOIN records r ON r.uri = s.uri`)
+	// Rank, filter past the cursor and cut to the page over the index
+	// alone, then fetch the page's records: joining first let the planner
+	// fetch a record for every match, or scan the documents in parallel.
 	if after != nil {
-		b.WriteString(` WHERE (s.rank < ? OR s.rank = ? AND s.uri > ?)`)
+		b.WriteString(` AND (` + rank + ` < ? OR ` + rank + ` = ? AND d.uri > ?)`)
 		args = append(args, after.rank, after.rank, after.uri)
 	}
-	b.WriteString(` ORDER BY s.rank DESC, s.uri LIMIT ?`)
+	b.WriteString(` ORDER BY rank DESC, d.uri LIMIT ?) s JOIN records r ON r.uri = s.uri ORDER BY s.rank DESC, s.uri`)
 	return b.String(), append(args, limit)
 }
