@@ -55,7 +55,7 @@ func TestBacklinksInScripts(t *testing.T) {
 			local ok, err = pcall(db.backlinks, {subject = params.uri, source = src, limit = 101})
 			return {
 				total = first.total, rkeys = rkeys, last = rest.cursor == nil, head = first.records[1],
-				mine = mine.total, count = db.backlinkCount{subject = params.uri, source = src},
+				mine = mine.total, count = db.backlinkCount{subject = params.uri, source = src, dids = true},
 				refused = not ok and err:find("limit must be an integer between 1 and 100", 1, true) ~= nil,
 			}
 		end`)

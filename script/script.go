@@ -213,9 +213,9 @@ type Host interface {
 	// subject, source, account, limit or cursor) is an error whose text
 	// says why.
 	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
-	// CountBacklinks counts the records linking to subject from source and
-	// the distinct accounts they belong to.
-	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
+	// CountBacklinks counts the records linking to q.Subject from
+	// q.Source and, if q.DIDs, the distinct accounts they belong to.
+	CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error)
 	// XRPC calls a local XRPC method as the invocation's caller and
 	// returns the HTTP status and body.
 	XRPC(ctx context.Context, inv *Invocation, httpMethod, nsid string, params url.Values, body []byte) (int, []byte, error)

@@ -56,21 +56,32 @@ func (v *vm) dbBacklinks(L *lua.LState) int {
 	return 1
 }
 
-// db.backlinkCount{subject, source}: {records = n, dids = n}, the records
-// linking to subject from source and the distinct accounts they belong
-// to.
+// db.backlinkCount{subject, source, dids}: {records = n, dids = n}, the
+// records linking to subject from source and, if dids is true, the
+// distinct accounts they belong to (nil otherwise: counting them takes
+// time in proportion to them, while the records' count is kept).
 func (v *vm) dbBacklinkCount(L *lua.LState) int {
 	const fn = "db.backlinkCount"
-	opts := v.backlinkOptions(L, fn, "subject", "source")
+	opts := v.backlinkOptions(L, fn, "subject", "source", "dids")
 	subject, source := subjectAndSource(L, fn, opts)
-	n, err := v.run.inv.Host.CountBacklinks(v.run.ctx, subject, source)
+	q := storage.BacklinkCountQuery{Subject: subject, Source: source}
+	switch d := opts.RawGetString("dids").(type) {
+	case *lua.LNilType:
+	case lua.LBool:
+		q.DIDs = bool(d)
+	default:
+		L.RaiseError("%s: dids must be a boolean", fn)
+	}
+	n, err := v.run.inv.Host.CountBacklinks(v.run.ctx, q)
 	if err != nil {
 		v.hostErr(fn, err)
 	}
 	v.charge(tableCost + hashCost + 2*fieldCost)
 	out := L.CreateTable(0, 2)
 	out.RawSetString("records", lua.LNumber(n.Records))
-	out.RawSetString("dids", lua.LNumber(n.DIDs))
+	if q.DIDs {
+		out.RawSetString("dids", lua.LNumber(n.DIDs))
+	}
 	L.Push(out)
 	return 1
 }

@@ -15,7 +15,7 @@ import (
 type backlinkHost struct {
 	nopHost
 	queries []storage.BacklinkQuery
-	counted []storage.BacklinkQuery
+	counted []storage.BacklinkCountQuery
 	cursor  string
 }
 
@@ -30,9 +30,13 @@ func (h *backlinkHost) Backlinks(_ context.Context, q storage.BacklinkQuery) (st
 	}}, nil
 }
 
-func (h *backlinkHost) CountBacklinks(_ context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
-	h.counted = append(h.counted, storage.BacklinkQuery{Subject: subject, Source: source})
-	return storage.BacklinkCount{Records: 7, DIDs: 5}, nil
+func (h *backlinkHost) CountBacklinks(_ context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
+	h.counted = append(h.counted, q)
+	c := storage.BacklinkCount{Records: 7}
+	if q.DIDs {
+		c.DIDs = 5
+	}
+	return c, nil
 }
 
 const likedPost = "at://did:plc:alice/app.bsky.feed.post/3k"
@@ -43,15 +47,17 @@ func TestDBBacklinks(t *testing.T) {
 	out, err := runWith(t, h, script.Invocation{}, `function handle()
 		local page = db.backlinks{subject = "`+likedPost+`", source = "app.bsky.feed.like:subject.uri",
 			did = {"did:plc:a", "did:plc:b"}, limit = 2, cursor = "c1"}
-		local n = db.backlinkCount{subject = "`+likedPost+`", source = "app.bsky.feed.like:.subject.uri"}
-		return {page = page, count = n}
+		local n = db.backlinkCount{subject = "`+likedPost+`", source = "app.bsky.feed.like:.subject.uri", dids = true}
+		local records = db.backlinkCount{subject = "`+likedPost+`", source = "app.bsky.feed.like:subject.uri"}
+		return {page = page, count = n, records = records}
 	end`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"count":{"dids":5,"records":7},"page":{"cursor":"next","records":[` +
 		`{"collection":"app.bsky.feed.like","did":"did:plc:b","rkey":"3k2","uri":"at://did:plc:b/app.bsky.feed.like/3k2"},` +
-		`{"collection":"app.bsky.feed.like","did":"did:plc:a","rkey":"3k1","uri":"at://did:plc:a/app.bsky.feed.like/3k1"}],"total":3}}`
+		`{"collection":"app.bsky.feed.like","did":"did:plc:a","rkey":"3k1","uri":"at://did:plc:a/app.bsky.feed.like/3k1"}],"total":3},` +
+		`"records":{"records":7}}`
 	if out != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}
@@ -60,7 +66,7 @@ func TestDBBacklinks(t *testing.T) {
 	if !reflect.DeepEqual(h.queries, wantQ) {
 		t.Fatalf("queries = %+v", h.queries)
 	}
-	if !reflect.DeepEqual(h.counted, []storage.BacklinkQuery{{Subject: likedPost, Source: like}}) {
+	if !reflect.DeepEqual(h.counted, []storage.BacklinkCountQuery{{Subject: likedPost, Source: like, DIDs: true}, {Subject: likedPost, Source: like}}) {
 		t.Fatalf("counts = %+v", h.counted)
 	}
 }
@@ -103,6 +109,7 @@ func TestDBBacklinksErrors(t *testing.T) {
 		{`db.backlinks{subject = "did:plc:a", ` + src + `, cursor = "refuse"}`, "db.backlinks: invalid backlink query: bad cursor"},
 		{`db.backlinkCount{subject = "did:plc:a"}`, "db.backlinkCount: source is required"},
 		{`db.backlinkCount{subject = "did:plc:a", ` + src + `, limit = 5}`, `db.backlinkCount: unknown option "limit"`},
+		{`db.backlinkCount{subject = "did:plc:a", ` + src + `, dids = "yes"}`, `db.backlinkCount: dids must be a boolean`},
 	} {
 		_, err := runWith(t, &backlinkHost{}, script.Invocation{}, "function handle() "+tc.call+" end")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -57,6 +57,6 @@ func (nopHost) HTTPClient() *http.Client { return http.DefaultClient }
 func (nopHost) Backlinks(context.Context, storage.BacklinkQuery) (storage.BacklinkPage, error) {
 	return storage.BacklinkPage{}, errNoHost
 }
-func (nopHost) CountBacklinks(context.Context, string, storage.LinkSource) (storage.BacklinkCount, error) {
+func (nopHost) CountBacklinks(context.Context, storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
 	return storage.BacklinkCount{}, errNoHost
 }

@@ -276,11 +276,11 @@ func (h host) Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.B
 
 // CountBacklinks counts the records linking to a subject and their
 // accounts (Options.Backlinks).
-func (h host) CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
+func (h host) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
 	if h.r.opt.Backlinks == nil {
 		return storage.BacklinkCount{}, errNoBacklinks
 	}
-	return h.r.opt.Backlinks.CountBacklinks(ctx, subject, source)
+	return h.r.opt.Backlinks.CountBacklinks(ctx, q)
 }
 
 // wrapWriteErr is the script's error for a PDS write that failed: the

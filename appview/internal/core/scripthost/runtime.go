@@ -77,7 +77,7 @@ type Labels interface {
 // checks the XRPC methods' queries.
 type Backlinks interface {
 	Backlinks(ctx context.Context, q storage.BacklinkQuery) (storage.BacklinkPage, error)
-	CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error)
+	CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error)
 }
 
 // LocalXRPC calls a local XRPC method in-process, as the invocation's

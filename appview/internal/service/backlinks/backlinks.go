@@ -84,13 +84,14 @@ func (s *Service) Backlinks(ctx context.Context, q storage.BacklinkQuery) (stora
 	return page, nil
 }
 
-// CountBacklinks counts the records linking to subject from source and
-// the distinct accounts they belong to.
-func (s *Service) CountBacklinks(ctx context.Context, subject string, source storage.LinkSource) (storage.BacklinkCount, error) {
-	if err := checkQuery(subject, source, 0, ""); err != nil {
+// CountBacklinks counts the records linking to q.Subject from q.Source
+// and, if q.DIDs, the distinct accounts they belong to (which costs time
+// in proportion to them; the records' count is kept).
+func (s *Service) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) (storage.BacklinkCount, error) {
+	if err := checkQuery(q.Subject, q.Source, 0, ""); err != nil {
 		return storage.BacklinkCount{}, err
 	}
-	n, err := s.store.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: subject, Source: source, DIDs: true})
+	n, err := s.store.CountBacklinks(ctx, q)
 	if err != nil {
 		return storage.BacklinkCount{}, storeErr(err)
 	}

@@ -91,10 +91,10 @@ func TestAccepted(t *testing.T) {
 	if got := store.got[len(store.got)-1].DIDs; !slices.Equal(got, []string{"did:plc:b", "did:plc:a"}) {
 		t.Fatalf("dids = %v", got)
 	}
-	if n, err := svc.CountBacklinks(ctx, post, like); err != nil || n.Records != 2 || n.DIDs != 1 {
+	if n, err := svc.CountBacklinks(ctx, storage.BacklinkCountQuery{Subject: post, Source: like, DIDs: true}); err != nil || n.Records != 2 || n.DIDs != 1 {
 		t.Fatalf("count = %+v, %v", n, err)
 	}
-	if _, err := svc.CountBacklinks(ctx, "", like); fail.KindOf(err) != fail.Invalid {
+	if _, err := svc.CountBacklinks(ctx, storage.BacklinkCountQuery{Source: like}); fail.KindOf(err) != fail.Invalid {
 		t.Fatalf("count without a subject: %v", err)
 	}
 	if _, err := svc.BacklinkDIDs(ctx, storage.BacklinkDIDQuery{Subject: post, Source: like, Limit: 100}); err != nil {

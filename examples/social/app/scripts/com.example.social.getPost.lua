@@ -12,5 +12,5 @@ function handle()
   for _, r in ipairs(recent.records) do
     likedBy[#likedBy + 1] = r.did
   end
-  return {post = post, likeCount = likes.records, likers = likes.dids, replyCount = replies.records, likedBy = likedBy}
+  return {post = post, likeCount = likes.records, replyCount = replies.records, likedBy = likedBy}
 end
