@@ -24,17 +24,26 @@ func (db *DB) ExplainQuery(ctx context.Context, q storage.RecordQuery, count boo
 	if err != nil {
 		return "", err
 	}
-	var stmt string
-	var args []any
 	if count {
-		stmt, args, err = db.countStatement(rq, p)
-	} else {
-		stmt, args, err = db.pageStatement(ctx, rq, p, queryLimit(q.Limit))
+		stmt, args, err := db.countStatement(rq, p)
+		if err != nil {
+			return "", err
+		}
+		return db.explain(ctx, stmt, args)
 	}
+	stmts, err := db.pageStatements(ctx, rq, p, queryLimit(q.Limit))
 	if err != nil {
 		return "", err
 	}
-	return db.explain(ctx, stmt, args)
+	var plans []string
+	for _, st := range stmts {
+		plan, err := db.explain(ctx, st.sql, st.args)
+		if err != nil {
+			return "", err
+		}
+		plans = append(plans, plan)
+	}
+	return strings.Join(plans, "\n-- then, until the page is full:\n"), nil
 }
 
 // explain returns the database's plan of stmt run with args, one line

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -112,10 +113,19 @@ func (db *DB) QueryRecords(ctx context.Context, q storage.RecordQuery) (storage.
 	}
 }
 
-// pageStatement renders a page of rq as p plans it.
-func (db *DB) pageStatement(ctx context.Context, rq *recordQuery, p plan, limit int) (string, []any, error) {
+// statement is an SQL statement and its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
+// pageStatements renders a page of rq as p plans it: the statements to
+// run in turn, each continuing the order where the previous one ends,
+// until limit+1 rows are read (one, but for a sort read from its index).
+func (db *DB) pageStatements(ctx context.Context, rq *recordQuery, p plan, limit int) ([]statement, error) {
 	if rq.q.Sort == "" {
-		return db.createdOrder(rq, p, limit)
+		stmt, args, err := db.createdOrder(rq, p, limit)
+		return []statement{{stmt, args}}, err
 	}
 	return db.fieldOrder(ctx, rq, p, limit)
 }
@@ -123,7 +133,7 @@ func (db *DB) pageStatement(ctx context.Context, rq *recordQuery, p plan, limit 
 // queryPage answers rq as p plans it.
 func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.RecordQueryPage, error) {
 	limit := queryLimit(rq.q.Limit)
-	stmt, args, err := db.pageStatement(ctx, rq, p, limit)
+	stmts, err := db.pageStatements(ctx, rq, p, limit)
 	if err != nil {
 		return storage.RecordQueryPage{}, err
 	}
@@ -131,30 +141,16 @@ func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.R
 	if walksAnIndex(rq, p) {
 		query = db.reads.query
 	}
-	rows, err := query(ctx, Bind(db.dialect, stmt), args...)
-	if err != nil {
-		return storage.RecordQueryPage{}, fmt.Errorf("query records: %w", err)
-	}
-	defer rows.Close()
 	page := storage.RecordQueryPage{Records: make([]storage.Record, 0, limit+1)}
 	var keys []fieldKey
 	var sc servedScanner
-	for rows.Next() {
-		var rec storage.Record
-		if rq.q.Sort == "" {
-			rec, err = sc.scan(rows)
-		} else {
-			var k fieldKey
-			rec, k, err = sc.scanKeyed(rows)
-			keys = append(keys, k)
+	for _, st := range stmts {
+		if len(page.Records) > limit {
+			break
 		}
-		if err != nil {
+		if keys, err = db.readPage(ctx, query, st, rq, &sc, &page, keys); err != nil {
 			return storage.RecordQueryPage{}, err
 		}
-		page.Records = append(page.Records, rec)
-	}
-	if err := rows.Err(); err != nil {
-		return storage.RecordQueryPage{}, fmt.Errorf("query records: %w", err)
 	}
 	if len(page.Records) > limit {
 		page.Records = page.Records[:limit]
@@ -166,6 +162,35 @@ func (db *DB) queryPage(ctx context.Context, rq *recordQuery, p plan) (storage.R
 		page.Cursor = storage.EncodeCursor(rq.scope, pos)
 	}
 	return page, nil
+}
+
+// readPage runs st and appends its rows to page (and, for a field sort,
+// their sort keys to keys).
+func (db *DB) readPage(ctx context.Context, query func(context.Context, string, ...any) (*sql.Rows, error),
+	st statement, rq *recordQuery, sc *servedScanner, page *storage.RecordQueryPage, keys []fieldKey) ([]fieldKey, error) {
+	rows, err := query(ctx, Bind(db.dialect, st.sql), st.args...)
+	if err != nil {
+		return nil, fmt.Errorf("query records: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rec storage.Record
+		if rq.q.Sort == "" {
+			rec, err = sc.scan(rows)
+		} else {
+			var k fieldKey
+			rec, k, err = sc.scanKeyed(rows)
+			keys = append(keys, k)
+		}
+		if err != nil {
+			return nil, err
+		}
+		page.Records = append(page.Records, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query records: %w", err)
+	}
+	return keys, nil
 }
 
 // walksAnIndex reports whether the statement of rq as p plans it walks
@@ -216,20 +241,20 @@ func (db *DB) createdOrder(rq *recordQuery, p plan, limit int) (string, []any, e
 }
 
 // fieldOrder renders a page of a field sort, after the cursor's key.
-func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int) (string, []any, error) {
+func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int) ([]statement, error) {
 	var after *fieldKey
 	if rq.q.Cursor != "" {
 		pos, err := storage.DecodeCursor(rq.scope, rq.q.Cursor)
 		if err != nil {
-			return "", nil, badCursor()
+			return nil, badCursor()
 		}
 		k, lookup, err := parseFieldKey(pos)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if lookup {
 			if k, err = db.lookupKey(ctx, rq.sortPath, k); err != nil {
-				return "", nil, err
+				return nil, err
 			}
 		}
 		after = &k
@@ -239,7 +264,7 @@ func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int
 	}
 	from, w, err := db.source(rq, p, true)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	field := db.dialect.JSONField(rq.sortPath)
 	if after != nil {
@@ -250,25 +275,27 @@ func (db *DB) fieldOrder(ctx context.Context, rq *recordQuery, p plan, limit int
 	stmt := `SELECT ` + servedColumns + `, ` + keys.SQL + ` FROM ` + from + ` WHERE ` + w.sql() +
 		` ORDER BY ` + order.SQL + ` LIMIT ?`
 	args := append(append(append(keys.Args, w.args...), order.Args...), limit+1)
-	return stmt, args, nil
+	return []statement{{stmt, args}}, nil
 }
 
 // fieldOrderIndexed renders a page of a field sort from the sort field's
-// value index: one branch per sort group from the cursor's on (the groups
-// ascend whatever the direction), each reading its group's entries in
-// order after the cursor (field_index_number_order, whose str is NULL,
-// for groups 0, 2 and 3; field_index_string_order for group 1), merged.
-func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit int) (string, []any, error) {
+// value index: one statement per sort group from the cursor's on (the
+// groups ascend whatever the direction), each reading its group's entries
+// in order after the cursor (field_index_number_order, whose str is NULL,
+// for groups 0, 2 and 3; field_index_string_order for group 1). They run
+// in turn until the page is full: a field whose values are of one type
+// (the usual case) is read by one statement, and no rows are copied to be
+// merged.
+func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit int) ([]statement, error) {
 	source, base, err := db.source(rq, p, true)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	first := 0
 	if after != nil {
 		first = after.grp
 	}
-	var branches []string
-	var args []any
+	var branches []statement
 	for g := first; g <= 3; g++ {
 		if p.drive != nil && p.drive.grp != g {
 			continue // the conditions on the field select one group
@@ -300,16 +327,12 @@ func (db *DB) fieldOrderIndexed(rq *recordQuery, p plan, after *fieldKey, limit 
 			// cheaper and walk every entry.
 			from = strings.Replace(source, `field_index_values v`, `field_index_values v INDEXED BY `+index, 1)
 		}
-		branches = append(branches, `SELECT * FROM (SELECT `+servedColumns+`, `+keys+` FROM `+from+
-			` WHERE `+w.sql()+` ORDER BY `+col+` `+rq.dir+`, v.rec_uri `+rq.dir+` LIMIT ?) AS b`+strconv.Itoa(g))
-		args = append(append(args, w.args...), limit+1)
+		branches = append(branches, statement{`SELECT ` + servedColumns + `, ` + keys + ` FROM ` + from +
+			` WHERE ` + w.sql() + ` ORDER BY ` + col + ` ` + rq.dir + `, v.rec_uri ` + rq.dir + ` LIMIT ?`,
+			append(w.args, limit+1)})
 	}
-	if len(branches) == 0 {
-		// The cursor is past the one group the filter selects.
-		return `SELECT ` + servedColumns + `, 0, NULL, NULL FROM records WHERE 1 = 0`, nil, nil
-	}
-	stmt := strings.Join(branches, ` UNION ALL `) + ` ORDER BY k_grp, k_num ` + rq.dir + `, k_str ` + rq.dir + `, uri ` + rq.dir + ` LIMIT ?`
-	return stmt, append(args, limit+1), nil
+	// None when the cursor is past the one group the filter selects.
+	return branches, nil
 }
 
 func badCursor() error {
