@@ -28,8 +28,8 @@ import (
 //     link_targets, one row per target and source with its id and the
 //     number of links to it, and record_links, whose primary key (tid,
 //     created_at, uri) is the index a page needs: the count from the
-//     target's row, then limit+1 links newest first joined to it, only the
-//     columns the answer needs; collection and record key cut out of the
+//     target's row, then limit+1 links newest first of its id (a scalar
+//     subquery), only the columns the answer needs; collection and record key cut out of the
 //     URI;
 //   - the field-index kinds read the records table through expression
 //     indexes of its own (createBaselineIndexes), partial over the posts:
@@ -91,14 +91,22 @@ func createBaselineIndexes(ctx context.Context, s storage.Store) error {
 	return nil
 }
 
+// The id of a target and source in link_targets, as a scalar subquery:
+// the page then walks record_links' primary key for that id (a join lets
+// PostgreSQL's planner, which expects ~100 links per id, fetch every
+// link of a popular target and sort them).
+const (
+	linkTargetID   = `SELECT id FROM link_targets WHERE target = ? AND source = ?`
+	pgLinkTargetID = `SELECT id FROM link_targets WHERE target = $1 AND source = $2`
+)
+
 var baselineSQL = map[string]baselineStatements{
 	"sqlite": {
 		linkCount: `SELECT records FROM link_targets WHERE target = ? AND source = ?`,
-		linkFirst: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
-			WHERE t.target = ? AND t.source = ? ORDER BY l.created_at DESC, l.uri DESC LIMIT ?`,
-		linkAfter: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
-			WHERE t.target = ? AND t.source = ? AND l.created_at <= ? AND (l.created_at < ? OR l.uri < ?)
-			ORDER BY l.created_at DESC, l.uri DESC LIMIT ?`,
+		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE tid = (` + linkTargetID + `)
+			ORDER BY created_at DESC, uri DESC LIMIT ?`,
+		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE tid = (` + linkTargetID + `)
+			AND created_at <= ? AND (created_at < ? OR uri < ?) ORDER BY created_at DESC, uri DESC LIMIT ?`,
 		langFirst: `SELECT uri, cid, record, created_at FROM records INDEXED BY baseline_post_lang WHERE collection = '` + collPost + `' AND ` + langExpr["sqlite"] + ` = ?
 			ORDER BY created_at DESC, uri DESC LIMIT ?`,
 		langAfter: `SELECT uri, cid, record, created_at FROM records INDEXED BY baseline_post_lang WHERE collection = '` + collPost + `' AND ` + langExpr["sqlite"] + ` = ?
@@ -110,11 +118,10 @@ var baselineSQL = map[string]baselineStatements{
 	},
 	"postgres": {
 		linkCount: `SELECT records FROM link_targets WHERE target = $1 AND source = $2`,
-		linkFirst: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
-			WHERE t.target = $1 AND t.source = $2 ORDER BY l.created_at DESC, l.uri DESC LIMIT $3`,
-		linkAfter: `SELECT l.uri, l.did, l.created_at FROM link_targets t JOIN record_links l ON l.tid = t.id
-			WHERE t.target = $1 AND t.source = $2 AND (l.created_at, l.uri) < ($3, $4)
-			ORDER BY l.created_at DESC, l.uri DESC LIMIT $5`,
+		linkFirst: `SELECT uri, did, created_at FROM record_links WHERE tid = (` + pgLinkTargetID + `)
+			ORDER BY created_at DESC, uri DESC LIMIT $3`,
+		linkAfter: `SELECT uri, did, created_at FROM record_links WHERE tid = (` + pgLinkTargetID + `)
+			AND (created_at, uri) < ($3, $4) ORDER BY created_at DESC, uri DESC LIMIT $5`,
 		langFirst: `SELECT uri, cid, record, created_at FROM records WHERE collection = '` + collPost + `' AND ` + langExpr["postgres"] + ` = $1
 			ORDER BY created_at DESC, uri DESC LIMIT $2`,
 		langAfter: `SELECT uri, cid, record, created_at FROM records WHERE collection = '` + collPost + `' AND ` + langExpr["postgres"] + ` = $1
