@@ -169,7 +169,7 @@ func (r *runner) build(ctx context.Context, backend, dbURL string, g *generator)
 		}
 		ids = append(ids, f.ID)
 	}
-	list, maxQueue, err := r.waitIndexes(ctx, svc, key, ids)
+	list, maxQueue, err := r.waitIndexes(ctx, svc, key, ids, r1.metrics)
 	if err != nil {
 		return base, during, err
 	}
@@ -200,9 +200,11 @@ func (r *runner) build(ctx context.Context, backend, dbURL string, g *generator)
 
 // waitIndexes polls the admin API until every index of ids is ready or
 // -timeout has passed (it then returns them as they are), scraping the
-// write queue's depth on the way; it returns the indexes, in the order of
-// ids, and the largest depth seen. A failed or vanished index is an error.
-func (r *runner) waitIndexes(ctx context.Context, svc service, key string, ids []int64) ([]fieldIndex, float64, error) {
+// write queue's depth on the way and logging, every 10 s, the progress and
+// the live commit lag since the last report (since from at first); it
+// returns the indexes, in the order of ids, and the largest depth seen. A
+// failed or vanished index is an error.
+func (r *runner) waitIndexes(ctx context.Context, svc service, key string, ids []int64, from scrape) ([]fieldIndex, float64, error) {
 	const poll = 100 * time.Millisecond // the duration comes from the service's timestamps
 	var maxQueue float64
 	deadline := time.Now().Add(r.opt.timeout)
@@ -241,6 +243,13 @@ func (r *runner) waitIndexes(ctx context.Context, svc service, key string, ids [
 		if time.Now().After(nextReport) {
 			for _, f := range list {
 				log.Print(f.describe())
+			}
+			if s, err := scrapeMetrics(ctx, svc.metricsURL()); err == nil {
+				lag := s.lag.minus(from.lag)
+				p50, _ := lag.quantile(0.5)
+				p99, inf := lag.quantile(0.99)
+				log.Printf("  live commit lag p50 / p99 over the last %s: %s / %s", s.at.Sub(from.at).Round(time.Second), seconds(p50, false), seconds(p99, inf))
+				from = s
 			}
 			nextReport = nextReport.Add(10 * time.Second)
 		}

@@ -123,7 +123,7 @@ func main() {
 	flag.IntVar(&opt.steadyRate, "steady-rate", 1000, "events/s in the steady phase")
 	flag.DurationVar(&opt.steadyDuration, "steady-duration", 30*time.Second, "measured length of the steady phase (0 skips it)")
 	flag.DurationVar(&opt.steadyWarmup, "steady-warmup", 5*time.Second, "unmeasured start of the steady phase")
-	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed and for the backfill job to complete")
+	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed, for the backfill job to complete and for the -build-index indexes to be ready")
 	flag.BoolVar(&opt.inProcess, "inprocess", false, "run the service inside this process instead of as a child (for -cpuprofile-dir)")
 	flag.StringVar(&opt.profileDir, "cpuprofile-dir", "", "write CPU profiles of each phase here (implies -inprocess)")
 	flag.DurationVar(&opt.trace, "trace", 0, "with -cpuprofile-dir: also write an execution trace of the first `duration` of each phase")
@@ -144,8 +144,8 @@ func main() {
 			opt.backends = append(opt.backends, b)
 		}
 	}
-	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || opt.prefill < 0 || len(opt.backends) == 0 {
-		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0, -prefill >= 0 and at least one backend")
+	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || opt.prefill < 0 || opt.buildBaseline < 0 || len(opt.backends) == 0 {
+		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0, -prefill >= 0, -build-baseline >= 0 and at least one backend")
 	}
 	var err error
 	if opt.buildIndexes, err = parseIndexSpecs(*buildIndex); err != nil {
