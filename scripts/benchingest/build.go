@@ -132,7 +132,6 @@ func (r *runner) adminKey(ctx context.Context, dbURL string) (string, error) {
 // (during), polling GET /admin/indexes. An index not ready within -timeout
 // leaves during incomplete, measured up to then; a failed one is an error.
 func (r *runner) build(ctx context.Context, backend, dbURL string, g *generator) (base, during phaseResult, err error) {
-	base = phaseResult{name: "build-base", inProcess: r.opt.inProcess}
 	during = phaseResult{name: "build", inProcess: r.opt.inProcess}
 	key, err := r.adminKey(ctx, dbURL)
 	if err != nil {
@@ -145,7 +144,8 @@ func (r *runner) build(ctx context.Context, backend, dbURL string, g *generator)
 	defer w.close()
 	svc, pub := w.svc, w.pub
 	r1 := w.first
-	if r.opt.buildBaseline > 0 {
+	if r.opt.buildBaseline > 0 { // else base stays unnamed: not reported
+		base = phaseResult{name: "build-base", inProcess: r.opt.inProcess}
 		if err := sleepUntil(ctx, pub.start.Add(r.opt.steadyWarmup+r.opt.buildBaseline)); err != nil {
 			return base, during, err
 		}

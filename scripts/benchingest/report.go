@@ -36,6 +36,12 @@ func (res phaseResult) title(opt options) string {
 	return res.name
 }
 
+// changes is what the service wrote in the window: live events, records
+// backfilled and records an index build processed.
+func (res phaseResult) changes() float64 {
+	return res.committed + res.backfillRecords + float64(res.buildRecords)
+}
+
 // atSteadyRate reports whether the phase's live events arrived at
 // -steady-rate (its CPU is shown as % of one core).
 func (res phaseResult) atSteadyRate() bool {
@@ -121,15 +127,15 @@ func printBackend(backend string, res backendResult, opt options, w workload) {
 		}
 		return fmt.Sprintf("%.2f", p.cores())
 	})
-	line("  = CPU per event or backfilled record", func(p phaseResult) string {
-		changes := p.committed + p.backfillRecords
+	line("  = CPU per event or backfilled/built record", func(p phaseResult) string {
+		changes := p.changes()
 		if changes <= 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.0f µs", float64(p.cpu.Microseconds())/changes)
 	})
 	line("  service writes per event (wchar)", func(p phaseResult) string {
-		changes := p.committed + p.backfillRecords
+		changes := p.changes()
 		if changes <= 0 || p.written <= 0 {
 			return "-"
 		}
