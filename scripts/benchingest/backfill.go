@@ -206,11 +206,12 @@ func (r *runner) backfill(ctx context.Context, backend, dbURL string, live []jet
 	}
 	defer src.close()
 	res.recordBytes = src.recordBytes
-	key, err := bootstrapAdmin(ctx, r.bin, dbURL, r.work)
+	key, err := r.adminKey(ctx, dbURL)
 	if err != nil {
 		return res, err
 	}
-	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL, plcURL: src.plc.URL(), allowPrivateNetworks: true}, live, backend, "backfill", &res)
+	events := sliceSource(live)
+	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL, plcURL: src.plc.URL(), allowPrivateNetworks: true}, &events, backend, "backfill", &res)
 	if err != nil {
 		return res, err
 	}
@@ -233,14 +234,10 @@ func (r *runner) backfill(ctx context.Context, backend, dbURL string, live []jet
 	res.liveRanOut = pub.ranOut()
 	pub.stop()
 	s0, s1 := r0.metrics, r1.metrics
-	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
-	res.rejected = s1.rejected - s0.rejected
-	res.wall = s1.at.Sub(s0.at)
-	res.rate = res.committed / res.wall.Seconds()
+	res.maxQueue = maxQueue
+	res.window(r0, r1)
 	res.backfillRecords = s1.backfillIndexed - s0.backfillIndexed
 	res.backfillRate = res.backfillRecords / res.wall.Seconds()
-	res.maxQueue = max(maxQueue, s0.queue, s1.queue)
-	res.account(r0, r1)
 	rejected := s1.backfillRejected - s0.backfillRejected
 	res.complete = res.backfillRecords == want && rejected == 0 && job.TotalRecords != nil && *job.TotalRecords == int64(want)
 	if !res.complete {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,6 +87,7 @@ type ref struct {
 // generator produces a Jetstream commit stream: mostly creates, ~5%
 // updates and ~3% deletes of live records, over a population of DIDs.
 type generator struct {
+	pcg     *rand.PCG // rng's source, copied by clone
 	rng     *rand.Rand
 	dids    []string
 	live    []ref // records currently existing, for updates and deletes
@@ -100,7 +102,8 @@ type generator struct {
 }
 
 func newGenerator(seed uint64, nDIDs int) *generator {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clock: time.Now().Add(-30 * 24 * time.Hour).UnixMicro()}
+	pcg := rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+	g := &generator{pcg: pcg, rng: rand.New(pcg), clock: time.Now().Add(-30 * 24 * time.Hour).UnixMicro()}
 	g.dids = make([]string, nDIDs)
 	for i := range g.dids {
 		var b [15]byte
@@ -122,15 +125,53 @@ func (g *generator) generate(n int, out []jetstreamtest.Event) []jetstreamtest.E
 	const chunk = 32 << 20
 	var arena []byte
 	for range n {
-		coll := g.event()
-		if len(arena)+len(g.buf) > cap(arena) {
-			arena = make([]byte, 0, max(chunk, len(g.buf)))
-		}
-		start := len(arena)
-		arena = append(arena, g.buf...)
-		out = append(out, jetstreamtest.Event{Collection: collections[coll], JSON: arena[start:len(arena):len(arena)]})
+		arena, out = g.appendEvent(arena, out, chunk)
 	}
 	return out
+}
+
+// appendEvent generates the next event, appends its body to arena (to a
+// new one of at least grow bytes when arena is full: the events before
+// keep the old one) and the event to out.
+func (g *generator) appendEvent(arena []byte, out []jetstreamtest.Event, grow int) ([]byte, []jetstreamtest.Event) {
+	coll := g.event()
+	if len(arena)+len(g.buf) > cap(arena) {
+		arena = make([]byte, 0, max(grow, len(g.buf)))
+	}
+	start := len(arena)
+	arena = append(arena, g.buf...)
+	return arena, append(out, jetstreamtest.Event{Collection: collections[coll], JSON: arena[start:len(arena):len(arena)]})
+}
+
+// clone returns a generator that continues the stream exactly as g would,
+// without advancing g.
+func (g *generator) clone() *generator {
+	c := *g
+	pcg := *g.pcg
+	c.pcg = &pcg
+	c.rng = rand.New(c.pcg)
+	c.live = slices.Clone(g.live)
+	c.posts = slices.Clone(g.posts)
+	c.buf = nil
+	return &c
+}
+
+// stream continues a generator's stream as it is read, for a phase whose
+// length is not known in advance (the index build phase). The events take
+// returns are valid until the next take (PublishRaw copies them).
+type stream struct {
+	g      *generator
+	events []jetstreamtest.Event
+	arena  []byte
+}
+
+// take generates the next n events.
+func (s *stream) take(n int) []jetstreamtest.Event {
+	s.events, s.arena = s.events[:0], s.arena[:0]
+	for range n {
+		s.arena, s.events = s.g.appendEvent(s.arena, s.events, 64<<10)
+	}
+	return s.events
 }
 
 // event encodes the next event into g.buf and returns its collection.

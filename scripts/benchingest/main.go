@@ -37,6 +37,19 @@
 //     (lexview_records_indexed_total{source="backfill"}), CPU and peak RSS.
 //     The live events are generated for a backfill of at least 5,000
 //     records/s; a slower one outlasts them, which is reported.
+//   - build (with -build-index): live events are published at -steady-rate,
+//     the stream generated as it is sent (it continues the events of the
+//     phases before), so that it lasts as long as the build. After
+//     -steady-warmup a window of -build-baseline is measured without a
+//     build; then the field indexes of -build-index are declared through
+//     POST /admin/indexes (the admin key from `appview admin bootstrap`)
+//     and GET /admin/indexes is polled every 100 ms until all are ready.
+//     The window from just before the declaration to then is measured: the
+//     live commit lag and events/s while the build runs, next to those of
+//     the window before, in the same process; the build's duration (the
+//     indexes' created_at to the last updated_at, as the service stamps
+//     them) and the records it processed per second. An index not ready
+//     within -timeout is reported as such, a failed one is an error.
 //
 // Every phase also reports the CPU of the benchmark process itself (the
 // stand-ins), of a local PostgreSQL server's processes, and of everything
@@ -76,6 +89,7 @@ const (
 	targetRSS          = 300 << 20
 	targetP99          = 1.0    // seconds
 	targetBackfillRate = 15_000 // records/s from local PDS stand-ins
+	targetBuildP99     = 2.0    // seconds of live commit lag while an index builds (issue 32)
 )
 
 type options struct {
@@ -94,6 +108,8 @@ type options struct {
 	backfillRecords int
 	prefill         int
 	curveStep       int
+	buildIndexes    []indexSpec
+	buildBaseline   time.Duration
 }
 
 func main() {
@@ -107,7 +123,7 @@ func main() {
 	flag.IntVar(&opt.steadyRate, "steady-rate", 1000, "events/s in the steady phase")
 	flag.DurationVar(&opt.steadyDuration, "steady-duration", 30*time.Second, "measured length of the steady phase (0 skips it)")
 	flag.DurationVar(&opt.steadyWarmup, "steady-warmup", 5*time.Second, "unmeasured start of the steady phase")
-	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed and for the backfill job to complete")
+	flag.DurationVar(&opt.timeout, "timeout", 15*time.Minute, "longest wait for the throughput phase to be committed, for the backfill job to complete and for the -build-index indexes to be ready")
 	flag.BoolVar(&opt.inProcess, "inprocess", false, "run the service inside this process instead of as a child (for -cpuprofile-dir)")
 	flag.StringVar(&opt.profileDir, "cpuprofile-dir", "", "write CPU profiles of each phase here (implies -inprocess)")
 	flag.DurationVar(&opt.trace, "trace", 0, "with -cpuprofile-dir: also write an execution trace of the first `duration` of each phase")
@@ -115,6 +131,8 @@ func main() {
 	flag.BoolVar(&opt.calibrate, "calibrate", true, "first measure how fast the stand-in alone delivers events")
 	flag.IntVar(&opt.backfillRecords, "backfill-records", 200_000, "records a backfill job fetches while live events arrive at -steady-rate (0 skips the phase)")
 	flag.IntVar(&opt.prefill, "prefill", 0, "events of the stream written straight into the database (storage ApplyBatch) before the phases, so that they measure ingestion into a database that already holds their records")
+	buildIndex := flag.String("build-index", "", "last, declare these field indexes while live events arrive at -steady-rate and measure the commit lag until they are ready: comma-separated collection:path[:kind], kind value (default) or text, e.g. app.bench.post:createdAt")
+	flag.DurationVar(&opt.buildBaseline, "build-baseline", 30*time.Second, "with -build-index: measured window of live events before the declaration, to compare with (0: none)")
 	flag.IntVar(&opt.curveStep, "curve-step", 100_000, "report the throughput phase's events/s per this many events committed (0: no curve)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: scripts/bench-ingest [flags]\n\n")
@@ -126,8 +144,12 @@ func main() {
 			opt.backends = append(opt.backends, b)
 		}
 	}
-	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || opt.prefill < 0 || len(opt.backends) == 0 {
-		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0, -prefill >= 0 and at least one backend")
+	if opt.events < 1000 || opt.dids < 10 || opt.steadyRate < 1 || opt.backfillRecords < 0 || opt.prefill < 0 || opt.buildBaseline < 0 || len(opt.backends) == 0 {
+		log.Fatal("need -events >= 1000, -dids >= 10, -steady-rate >= 1, -backfill-records >= 0, -prefill >= 0, -build-baseline >= 0 and at least one backend")
+	}
+	var err error
+	if opt.buildIndexes, err = parseIndexSpecs(*buildIndex); err != nil {
+		log.Fatal(err)
 	}
 	if opt.profileDir != "" {
 		opt.inProcess = true
@@ -151,6 +173,8 @@ type workload struct {
 	burst, steady, backfillLive []jetstreamtest.Event
 	// sample is a few events of the burst, checked against the lexicons.
 	sample [][]byte
+	// build continues the stream in the build phase (cloned per backend).
+	build *generator
 	// liveAfterPrefill, liveAfterBurst and liveAfterSteady are the
 	// records the stream leaves after the prefill, the throughput and the
 	// steady phase.
@@ -164,7 +188,7 @@ func run(ctx context.Context, opt options) error {
 	}
 	defer os.RemoveAll(work)
 	r := &runner{opt: opt, work: work}
-	if !opt.inProcess || opt.backfillRecords > 0 { // the backfill phase runs `appview admin bootstrap`
+	if !opt.inProcess || opt.backfillRecords > 0 || len(opt.buildIndexes) > 0 { // the backfill and build phases run `appview admin bootstrap`
 		t := time.Now()
 		if r.bin, err = buildBinary(work); err != nil {
 			return err
@@ -187,6 +211,9 @@ func run(ctx context.Context, opt options) error {
 	w.liveAfterSteady = g.liveCount()
 	backfillN := backfillLiveEvents(opt)
 	w.backfillLive = g.generate(backfillN, make([]jetstreamtest.Event, 0, backfillN))
+	if len(opt.buildIndexes) > 0 {
+		w.build = g.clone()
+	}
 	var msgBytes int64
 	for _, e := range w.burst {
 		msgBytes += int64(len(e.JSON))
@@ -196,6 +223,9 @@ func run(ctx context.Context, opt options) error {
 	during := ""
 	if backfillN > 0 {
 		during = fmt.Sprintf(" + up to %d (during the backfill)", backfillN)
+	}
+	if w.build != nil {
+		during += fmt.Sprintf(" (+ %d/s while the index build phase lasts)", opt.steadyRate)
 	}
 	if opt.prefill > 0 {
 		fmt.Printf("Prefill: the stream's first %d events, written into the database before the phases.\n", opt.prefill)
@@ -280,6 +310,18 @@ func (r *runner) backend(ctx context.Context, backend string, w workload) (res b
 		log.Printf("%s: backfill phase, %d records while %d events/s arrive (+%s warmup)", backend, r.opt.backfillRecords, r.opt.steadyRate, r.opt.steadyWarmup)
 		if res.backfill, err = r.backfill(ctx, backend, db.url, w.backfillLive); err != nil {
 			return res, fmt.Errorf("backfill phase: %w", err)
+		}
+	}
+	if w.build != nil {
+		log.Printf("%s: index build phase, %d events/s, %s before declaring %v", backend, r.opt.steadyRate, r.opt.buildBaseline, r.opt.buildIndexes)
+		// A failed build loses only its own phase's figures.
+		if base, build, err := r.build(ctx, backend, db.url, w.build.clone()); err != nil {
+			if ctx.Err() != nil {
+				return res, err
+			}
+			log.Printf("%s: index build phase FAILED: %v", backend, err)
+		} else {
+			res.buildBase, res.build = base, build
 		}
 	}
 	return res, nil

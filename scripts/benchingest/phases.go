@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -56,6 +57,15 @@ type phaseResult struct {
 	backfillRate    float64
 	recordBytes     float64
 	liveRanOut      bool
+
+	// The index build phase ("build"): the records the builds processed
+	// (the indexes' done), the time from the first declaration to the last
+	// index ready (the service's timestamps; the window when not ready),
+	// records per second, and each index.
+	buildRecords int64
+	buildSeconds float64
+	buildRate    float64
+	indexes      []builtIndex
 }
 
 // runner runs the phases of one backend.
@@ -64,6 +74,8 @@ type runner struct {
 	bin       string // built appview binary (child mode; admin bootstrap of the backfill phase)
 	work      string
 	serverPID int // local PostgreSQL postmaster of the current backend, 0 if none
+	// keyDB is the database an admin API key was bootstrapped on: key.
+	keyDB, key string
 }
 
 // start starts a service, as a child process or in-process.
@@ -133,16 +145,33 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	}
 }
 
+// eventSource gives a publisher its events: the next n, fewer (or none)
+// once it runs out.
+type eventSource interface {
+	take(n int) []jetstreamtest.Event
+}
+
+// sliceSource hands out pre-generated events.
+type sliceSource []jetstreamtest.Event
+
+func (s *sliceSource) take(n int) []jetstreamtest.Event {
+	n = min(n, len(*s))
+	out := (*s)[:n]
+	*s = (*s)[n:]
+	return out
+}
+
 // publisher hands events to a stand-in at a steady rate, in 5 ms steps,
 // from a goroutine.
 type publisher struct {
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan struct{} // closed when every event was handed over or on stop
+	sent   atomic.Int64  // events handed over so far
 }
 
-// publishAtRate starts publishing events at rate per second.
-func publishAtRate(ctx context.Context, js *jetstreamtest.Server, events []jetstreamtest.Event, rate int) *publisher {
+// publishAtRate starts publishing the events of src at rate per second.
+func publishAtRate(ctx context.Context, js *jetstreamtest.Server, src eventSource, rate int) *publisher {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &publisher{start: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -150,11 +179,15 @@ func publishAtRate(ctx context.Context, js *jetstreamtest.Server, events []jetst
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		sent := 0
-		for sent < len(events) {
-			target := min(len(events), int(time.Since(p.start).Seconds()*float64(rate))+1)
-			if target > sent {
-				js.PublishRaw(events[sent:target])
-				sent = target
+		for {
+			if want := int(time.Since(p.start).Seconds()*float64(rate)) + 1 - sent; want > 0 {
+				batch := src.take(want)
+				js.PublishRaw(batch)
+				sent += len(batch)
+				p.sent.Store(int64(sent))
+				if len(batch) < want {
+					return // src ran out
+				}
 			}
 			select {
 			case <-tick.C:
@@ -346,9 +379,9 @@ type liveWindow struct {
 }
 
 // startLive starts a stand-in and a service with cfg (its Jetstream URL
-// filled in), publishes events at -steady-rate, waits out -steady-warmup
-// and takes the window's first reading. close stops it all.
-func (r *runner) startLive(ctx context.Context, cfg serviceConfig, events []jetstreamtest.Event, backend, phase string, res *phaseResult) (*liveWindow, error) {
+// filled in), publishes the events of src at -steady-rate, waits out
+// -steady-warmup and takes the window's first reading. close stops it all.
+func (r *runner) startLive(ctx context.Context, cfg serviceConfig, src eventSource, backend, phase string, res *phaseResult) (*liveWindow, error) {
 	w := &liveWindow{js: jetstreamtest.Start(), stopProfile: func() {}}
 	cfg.jetstreamURL = w.js.URL
 	var err error
@@ -360,7 +393,7 @@ func (r *runner) startLive(ctx context.Context, cfg serviceConfig, events []jets
 		w.close()
 		return nil, err
 	}
-	w.pub = publishAtRate(ctx, w.js, events, r.opt.steadyRate)
+	w.pub = publishAtRate(ctx, w.js, src, r.opt.steadyRate)
 	if err := sleepUntil(ctx, w.pub.start.Add(r.opt.steadyWarmup)); err != nil {
 		w.close()
 		return nil, err
@@ -387,7 +420,8 @@ func (w *liveWindow) close() {
 // steady publishes at a fixed rate and measures the window after warmup.
 func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jetstreamtest.Event) (phaseResult, error) {
 	res := phaseResult{name: "steady", events: len(events), inProcess: r.opt.inProcess}
-	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL}, events, backend, "steady", &res)
+	src := sliceSource(events)
+	w, err := r.startLive(ctx, serviceConfig{dbURL: dbURL}, &src, backend, "steady", &res)
 	if err != nil {
 		return res, err
 	}
@@ -401,13 +435,8 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 		return res, err
 	}
 	w.stopProfile()
-	s0, s1 := r0.metrics, r1.metrics
-	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
-	res.rejected = s1.rejected - s00.rejected
-	res.wall = s1.at.Sub(s0.at)
-	res.rate = res.committed / res.wall.Seconds()
-	res.maxQueue = max(s0.queue, s1.queue)
-	res.account(r0, r1)
+	res.window(r0, r1)
+	res.rejected = r1.metrics.rejected - s00.rejected
 	// Let the stream finish, then wait for the last commits.
 	if err := pub.wait(ctx); err != nil {
 		return res, err
@@ -423,6 +452,18 @@ func (r *runner) steady(ctx context.Context, backend, dbURL string, events []jet
 		time.Sleep(100 * time.Millisecond)
 	}
 	return res, nil
+}
+
+// window derives the figures of a live window from a to b: the live
+// events committed and rejected, their rate, the write queue, and account.
+func (res *phaseResult) window(a, b reading) {
+	s0, s1 := a.metrics, b.metrics
+	res.committed = s1.indexed + s1.rejected - s0.indexed - s0.rejected
+	res.rejected = s1.rejected - s0.rejected
+	res.wall = s1.at.Sub(s0.at)
+	res.rate = res.committed / res.wall.Seconds()
+	res.maxQueue = max(res.maxQueue, s0.queue, s1.queue)
+	res.account(a, b)
 }
 
 // account derives the lag, batch, CPU and memory figures of the window
