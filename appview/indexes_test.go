@@ -32,7 +32,7 @@ func TestFieldIndexes(t *testing.T) {
 		var ops []storage.RecordOp
 		for i := range n {
 			ops = append(ops, storage.RecordOp{Record: storagetest.Rec(fmt.Sprintf("did:plc:u%d", i), "app.test.like", "l1",
-				time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), map[string]any{"subject": map[string]any{"uri": fmt.Sprintf("at://did:plc:a/app.test.post/p%d", i%3)}})})
+				time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), map[string]any{"subject": map[string]any{"uri": fmt.Sprintf("at://did:plc:a/app.test.post/p%d", i%3)}, "lang": fmt.Sprintf("l%d", i%3)})})
 		}
 		if err := store.ApplyBatch(ctx, storage.Batch{Ops: ops}); err != nil {
 			t.Fatal(err)
@@ -44,7 +44,7 @@ func TestFieldIndexes(t *testing.T) {
 		r := su.Do(t, "POST", "/admin/lexicons", map[string]any{
 			"lexicon_json":      json.RawMessage(`{"lexicon":1,"id":"app.test.countLikes","defs":{"main":{"type":"query"}}}`),
 			"target_collection": "app.test.like",
-			"script":            `function handle() return {n = db.count{filter = {field = "subject.uri", value = "at://did:plc:a/app.test.post/p1"}}} end`,
+			"script":            `function handle() return {n = db.count{filter = {field = "lang", value = "l1"}}} end`,
 		})
 		if r.Status != 201 {
 			t.Fatalf("lexicon: %d %s", r.Status, r.Raw)
@@ -73,11 +73,11 @@ func TestFieldIndexes(t *testing.T) {
 				}
 			}
 			su.Do(t, "GET", "/admin/indexes/suggestions", nil).JSON(t, &out)
-			return len(out.Suggestions) == 1 && out.Suggestions[0].Field == "subject.uri" &&
+			return len(out.Suggestions) == 1 && out.Suggestions[0].Field == "lang" &&
 				out.Suggestions[0].Records != nil && *out.Suggestions[0].Records == n
 		})
 
-		r = su.Do(t, "POST", "/admin/indexes", map[string]any{"collection": "app.test.like", "path": "subject.uri"})
+		r = su.Do(t, "POST", "/admin/indexes", map[string]any{"collection": "app.test.like", "path": "lang"})
 		if r.Status != 201 {
 			t.Fatalf("declare: %d %s", r.Status, r.Raw)
 		}
@@ -94,7 +94,7 @@ func TestFieldIndexes(t *testing.T) {
 			su.Do(t, "GET", fmt.Sprintf("/admin/indexes/%d", idx.ID), nil).JSON(t, &got)
 			return got.State == "ready" && got.Done == n && got.Progress == 1
 		})
-		labels := map[string]string{"collection": "app.test.like", "path": "subject.uri", "kind": "value"}
+		labels := map[string]string{"collection": "app.test.like", "path": "lang", "kind": "value"}
 		if v, ok := metricstest.Value(t, reg, "lexview_field_index_ready", labels); !ok || v != 1 {
 			t.Errorf("lexview_field_index_ready = %v, %v", v, ok)
 		}

@@ -360,6 +360,11 @@ func (x *linkScanner) found(path, raw []byte) {
 	x.links = append(x.links, l)
 }
 
+// IsLinkTarget reports whether ExtractLinks indexes s when it finds it
+// (within the bounds on depth, count and path): an AT URI, a DID or an
+// http(s) URI no longer than MaxLinkTargetLen.
+func IsLinkTarget(s string) bool { return len(s) <= MaxLinkTargetLen && isLink(s) }
+
 // isLink reports whether s is an AT URI, a DID or an http(s) URI: the
 // scheme, then at least an authority, and no whitespace or control
 // characters.

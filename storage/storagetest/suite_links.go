@@ -15,7 +15,8 @@ import (
 // RunLinks runs the link index suite (LinkStore) against stores made by
 // open: links found at any depth as records are written, replaced by an
 // update, removed with the record by every deletion path, idempotent under
-// replay, and served as backlink pages, counts and linking accounts.
+// replay, served as backlink pages, counts and linking accounts, and
+// driving db.query and db.count.
 func RunLinks(t *testing.T, open func(t testing.TB) storage.Store) {
 	runCases(t, open, []storeCase{
 		{"ExtractedOnWrite", testLinksExtracted},
@@ -25,6 +26,7 @@ func RunLinks(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"PagesAndFilters", testLinksPages},
 		{"InvalidQueries", testLinksInvalid},
 		{"LinkingAccounts", testLinkingAccounts},
+		{"DriveQueries", testLinksDriveQueries},
 	})
 }
 

@@ -28,16 +28,27 @@ type LinkRow struct {
 	DID       string
 }
 
-// linkCounters counts what the link index skipped in this process.
+// linkCounters counts what the link index skipped in this process, and
+// when it was last read complete (linksIndexed).
 type linkCounters struct {
 	skipped atomic.Int64
+	doneAt  atomic.Int64 // Unix nanoseconds; 0: not known complete
 }
 
-// appendLinks appends the link rows of a record stored with createdAt.
+// skippedLinksTarget is the target of the mark a record whose links were
+// not all indexed (storage.ExtractLinks' bounds) gets, from the source
+// "collection:" (an empty path): the planner, which answers equalities on
+// a link from the link index, also checks the records so marked. No
+// backlink query reaches it (an empty subject is refused).
+const skippedLinksTarget = ""
+
+// appendLinks appends the link rows of a record stored with createdAt,
+// and the mark of a record some of whose links were skipped.
 func (db *DB) appendLinks(rows []LinkRow, r storage.Record, createdAt time.Time) []LinkRow {
 	links, skipped := storage.ExtractLinks(r.Value)
 	if skipped > 0 {
 		db.links.skipped.Add(int64(skipped))
+		rows = append(rows, LinkRow{Target: skippedLinksTarget, Source: r.Collection + ":", CreatedAt: createdAt, URI: r.URI, DID: r.DID})
 	}
 	for _, l := range links {
 		rows = append(rows, LinkRow{Target: l.Target, Source: r.Collection + ":" + l.Path, CreatedAt: createdAt, URI: r.URI, DID: r.DID})

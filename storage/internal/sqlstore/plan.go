@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,10 +179,17 @@ type plan struct {
 	residual *storage.Filter
 	// sortIndex is the value index ordering a field sort, or 0.
 	sortIndex int64
+	// link reads the records from the link index (planlinks.go), when
+	// no value index serves the filter.
+	link *linkDrive
 	// hint lists the fields whose value index would have served a query
 	// planned as a scan.
 	hint []string
 }
+
+// entries reports whether the plan reads entries (alias v: rec_uri,
+// rec_created) of a value index or of the link index.
+func (p plan) entries() bool { return p.index() != 0 || p.link != nil }
 
 // index is the value index whose entries the plan reads (alias v), or 0.
 func (p plan) index() int64 {
@@ -298,14 +306,24 @@ func (w where) sql() string { return strings.Join(w.terms, ` AND `) }
 // only for residual conditions and labels, or to return records).
 func (db *DB) source(rq *recordQuery, p plan, needRecords bool) (from string, w where, err error) {
 	id := p.index()
-	if id == 0 {
+	switch {
+	case p.link != nil:
+		// The drive's arguments precede the conditions': its FROM comes
+		// first. Its links come from the collection's records only (the
+		// source names it).
+		from, w.args = linkSource(p.link)
+		if rq.didLo != "" {
+			w.add(`v.rec_uri >= ?`, rq.didLo)
+			w.add(`v.rec_uri < ?`, rq.didHi)
+		}
+	case id == 0:
 		from = `records`
 		w.add(`collection = ?`, rq.q.Collection)
 		if rq.didLo != "" {
 			w.add(`uri >= ?`, rq.didLo)
 			w.add(`uri < ?`, rq.didHi)
 		}
-	} else {
+	default:
 		from = `field_index_values v`
 		if needRecords || p.residual != nil || len(rq.labels.terms) > 0 {
 			from += ` JOIN records ON records.uri = v.rec_uri`
@@ -343,6 +361,14 @@ func (db *DB) plan(ctx context.Context, rq *recordQuery) (plan, error) {
 		return plan{}, err
 	}
 	p := planQuery(rq.q.Filter, rq.q.Sort, indexes)
+	if p.drive == nil && p.sortIndex == 0 && rq.q.Filter != nil {
+		if p.link, err = db.planLink(ctx, rq); err != nil {
+			return plan{}, err
+		}
+		if p.link != nil {
+			p.hint = slices.DeleteFunc(p.hint, func(f string) bool { return f == p.link.path })
+		}
+	}
 	if len(p.hint) > 0 && rq.q.OnScan != nil {
 		rq.q.OnScan(storage.ScanHint{Collection: rq.q.Collection, Fields: p.hint})
 	}

@@ -220,7 +220,7 @@ func (db *DB) createdOrder(rq *recordQuery, p plan, limit int) (string, []any, e
 		return "", nil, err
 	}
 	created, uri := `created_at`, `uri`
-	if p.index() != 0 {
+	if p.entries() {
 		created, uri = `v.rec_created`, `v.rec_uri`
 	}
 	if rq.q.Cursor != "" {
@@ -351,6 +351,11 @@ func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 		p, err := db.plan(ctx, rq)
 		if err != nil {
 			return 0, err
+		}
+		if l := p.link; l != nil && l.sole && !l.marked && len(rq.labels.terms) == 0 && rq.didLo == "" {
+			// Every link to the target from the field is a record whose
+			// field holds it, and the index keeps their number.
+			return l.records, nil
 		}
 		stmt, args, err := db.countStatement(rq, p)
 		if err != nil {
