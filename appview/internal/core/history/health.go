@@ -177,9 +177,12 @@ func (h *History) database(r *Reading) Part {
 	return p
 }
 
-// span renders a duration for people: "850 ms", "12 s", "3 min", "2 h".
+// span renders a duration for people: "less than 1 ms", "850 ms",
+// "12 s", "3 min", "2 h".
 func span(d time.Duration) string {
 	switch {
+	case d < time.Millisecond:
+		return "less than 1 ms"
 	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
 	case d < time.Minute:
