@@ -44,7 +44,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	seed(t, env.Store, "com.example.notes.note", 42)
 	seed(t, env.Store, "com.example.notes.like", 7)
-	r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": map[string]any{"lexicon": 1,
+	r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{"lexicon": 1,
 		"id": "com.example.notes.listNotes", "defs": map[string]any{"main": map[string]any{"type": "query"}}}}, testenv.Bearer(key)...)
 	if r.Status != 201 {
 		t.Fatalf("upload the query: %d %s", r.Status, r.Raw)

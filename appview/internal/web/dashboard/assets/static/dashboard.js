@@ -4,7 +4,6 @@
 // module, named by <body data-page>: pages/<name>.js, whose default
 // export sets the page up.
 import { SIGNIN, call, me } from "./api.js";
-import { watchHealth } from "./status.js";
 
 // signout wires the layout's sign-out button.
 function signout() {
@@ -36,8 +35,12 @@ async function navigation() {
 signout();
 if (document.body.classList.contains("signed-in")) {
   navigation().catch(() => {});
-  // The overview shows the health with its charts, which it reads anyway.
-  if (document.body.dataset.page !== "overview") watchHealth().catch(() => {});
+  // The status indicator, loaded beside the page's module rather than
+  // before it. The overview shows the health with its charts, which it
+  // reads anyway.
+  if (document.body.dataset.page !== "overview") {
+    import("./status.js").then((m) => m.watchHealth()).catch(() => {});
+  }
 }
 const page = await import(`./pages/${document.body.dataset.page}.js`);
 await page.default();
