@@ -97,9 +97,11 @@ export function drawChart(host, { times, series, format, seconds = false, empty 
   }
   const axis = svg("g", { class: "axis" });
   const ticks = times.length > 1 ? [t0, (t0 + t1) / 2, t1] : [t0];
+  // Seconds on the axis when it spans less than ten minutes.
+  const tick = t1 - t0 < 600000 ? clockSeconds : clock;
   ticks.forEach((t, i) => {
     const anchor = ticks.length === 1 ? "end" : ["start", "middle", "end"][i];
-    axis.append(svg("text", { x: x(t), y: H - 6, "text-anchor": anchor }, clock.format(new Date(t))));
+    axis.append(svg("text", { x: x(t), y: H - 6, "text-anchor": anchor }, tick.format(new Date(t))));
   });
   const lines = svg("g", { class: "lines" });
   drawn.forEach((s, i) => {
