@@ -35,6 +35,7 @@ import (
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/core/cluster"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
+	"github.com/lexview/lexview/appview/internal/core/history"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
@@ -104,6 +105,8 @@ type App struct {
 	users         *userauth.Authenticator
 	oauthClient   *oauthclient.Client // the instance as an OAuth client (dashboard sign-in)
 	pds           *oauth.Client       // acts on users' PDSes with their DPoP sessions
+	calls         *history.Calls      // the XRPC calls answered, by method, for the history
+	history       *history.History    // the dashboard's charts and status indicator (history.go)
 	svc           *server.Services    // the service line under the front ends
 	surfaces      *server.Surfaces    // the front ends
 
@@ -270,6 +273,7 @@ func (a *App) build(ctx context.Context) error {
 	a.clients = apiclients.NewRegistry(apiclients.RegistryOptions{Store: a.store, Defaults: limits, Now: cfg.Now, Logger: a.log})
 	a.clients.SetInstances(a.leadership.Live)
 	a.clientManager = apiclients.NewManager(apiclients.ManagerOptions{Store: a.store, Registry: a.clients, Events: a.events, Now: cfg.Now})
+	a.calls, a.history = history.NewCalls(), a.newHistory()
 	if cfg.Security.AdminClaim == ClaimWithToken {
 		a.claimToken = newClaimToken()
 	}

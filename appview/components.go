@@ -39,8 +39,10 @@ const writerPart = "writer"
 //  5. backfill worker: one job at a time (across instances: job leases)
 //  6. plugins: file-based and installed plugins loaded at start, the
 //     registry index refreshed every Plugins.RegistryRefresh
-//  7. metrics listener, when Metrics.Addr is set (a listen error fails Start)
-//  8. leadership: the election among instances sharing a PostgreSQL
+//  7. history: the figures behind the dashboard's charts and status
+//     indicator, sampled every Metrics.HistoryInterval (history.go)
+//  8. metrics listener, when Metrics.Addr is set (a listen error fails Start)
+//  9. leadership: the election among instances sharing a PostgreSQL
 //     database (always won with SQLite), whose winner runs the singleton
 //     work of leaderComponents (cluster.go)
 func (a *App) components() []*part {
@@ -62,6 +64,7 @@ func (a *App) components() []*part {
 			init: a.plugins.Start,
 			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.Plugins.RegistryRefresh) },
 		}},
+		{name: "history", component: &worker{run: a.history.Run}},
 	}
 	if a.cfg.Metrics.Addr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})

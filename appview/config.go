@@ -303,6 +303,12 @@ type MetricsConfig struct {
 	// completes. New fails if they cannot be registered (for example while
 	// another App's are registered there). Works with or without Addr.
 	Registerer prometheus.Registerer
+	// HistoryInterval is how often the in-memory history behind the
+	// dashboard's charts and status indicator samples the instance
+	// (GET /admin/stats/history); default 10 s. Its hour window keeps 360
+	// samples and its day window a point every 30 samples, 288 of them,
+	// so another interval scales both spans.
+	HistoryInterval time.Duration
 }
 
 // RetryPolicy bounds the automatic retries of a failed record-event

@@ -43,7 +43,7 @@ func (a *App) routes() *server.Surfaces {
 		Lexicons: a.lexicons, ClientIdentifier: a.clientIdentifier(), ClientRegistry: a.clients, Users: a.users,
 		Methods:     a.cfg.XRPCMethods,
 		OAuthClient: a.oauthClient, Handles: a.cfg.Network.Directory, StreamKeepalive: a.cfg.StreamKeepalive,
-		Ready: a.readiness, HTTPClient: a.cfg.Network.HTTPClient, UserAgent: "lexview/" + Version,
+		Ready: a.readiness, HTTPClient: a.cfg.Network.HTTPClient, UserAgent: "lexview/" + Version, Calls: a.calls,
 		Now: a.cfg.Now, Logger: a.log,
 	})
 }

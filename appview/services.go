@@ -63,7 +63,7 @@ func (a *App) newServices() *server.Services {
 		DeadLetters: deadletters.New(deadletters.Options{Store: a.store, Runtime: a.scripts, Events: a.events,
 			Now: a.cfg.Now, Logger: a.log}),
 		Instance: instance.New(instance.Options{
-			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, Now: a.cfg.Now, Logger: a.log,
+			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, History: a.history, Now: a.cfg.Now, Logger: a.log,
 			Check: checkSetting, Changed: a.settingsChanged,
 			Features: map[string]bool{
 				"jetstream":        a.cfg.Ingest.JetstreamURL != "off" && a.cfg.Ingest.EventStream != EventStreamFirehose,

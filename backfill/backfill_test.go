@@ -358,6 +358,10 @@ func TestOneJobAtATime(t *testing.T) {
 		if j1.Status != storage.BackfillCompleted || j2.StartedAt.Before(j1.CompletedAt) || counters(j2) != "2/2/2/4" {
 			t.Fatalf("jobs: %s / %s", describe(j1), describe(j2))
 		}
+		// The summary names the job that finished last.
+		if sum, err := mgr.Summary(t.Context()); err != nil || sum.Current != nil || sum.LastFinished == nil || sum.LastFinished.ID != second.ID {
+			t.Errorf("summary once both finished: %+v %v", sum, err)
+		}
 	})
 }
 

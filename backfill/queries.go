@@ -84,6 +84,9 @@ type Summary struct {
 	Jobs map[string]int `json:"jobs"`
 	// Waiting counts running jobs not yet started (stage pending).
 	Waiting int `json:"waiting"`
+	// LastFinished is the job that finished last (completed, cancelled
+	// or failed), if any.
+	LastFinished *storage.BackfillJob `json:"-"`
 }
 
 // Summary reports the job being processed and how many jobs are in each
@@ -116,6 +119,9 @@ func (m *Manager) Summary(ctx context.Context) (Summary, error) {
 		}
 		if j.ID == current {
 			s.Current = &j
+		}
+		if j.Finished() && (s.LastFinished == nil || j.CompletedAt.After(s.LastFinished.CompletedAt)) {
+			s.LastFinished = &j
 		}
 	}
 	return s, nil

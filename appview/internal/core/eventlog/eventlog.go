@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/fail"
@@ -45,7 +47,18 @@ type Log struct {
 	store Store
 	now   func() time.Time
 	log   *slog.Logger
+
+	mu       sync.Mutex
+	problems map[string]int64 // warn and error entries recorded, by type
 }
+
+// maxProblemTypes bounds the event types Problems counts apart; entries
+// of further types count under OtherProblems.
+const maxProblemTypes = 200
+
+// OtherProblems is the type Problems counts entries under once it counts
+// maxProblemTypes types.
+const OtherProblems = "other"
 
 // Options configure a Log.
 type Options struct {
@@ -56,7 +69,7 @@ type Options struct {
 
 // New returns a Log writing to opts.Store.
 func New(opts Options) *Log {
-	l := &Log{store: opts.Store, now: opts.Now, log: opts.Logger}
+	l := &Log{store: opts.Store, now: opts.Now, log: opts.Logger, problems: map[string]int64{}}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -70,6 +83,9 @@ func New(opts Options) *Log {
 func (l *Log) Record(ctx context.Context, e Entry) {
 	if e.Severity == "" {
 		e.Severity = Info
+	}
+	if e.Severity != Info {
+		l.countProblem(e.Type)
 	}
 	detail := json.RawMessage(`{}`)
 	if e.Detail != nil {
@@ -88,6 +104,25 @@ func (l *Log) Record(ctx context.Context, e Entry) {
 	if err != nil {
 		l.log.Error("recording event failed", "event_type", e.Type, "subject", e.Subject, "err", err)
 	}
+}
+
+// countProblem counts one warn or error entry of type typ.
+func (l *Log) countProblem(typ string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.problems[typ]; !ok && len(l.problems) >= maxProblemTypes {
+		typ = OtherProblems
+	}
+	l.problems[typ]++
+}
+
+// Problems counts the warn and error entries recorded through this Log
+// since it was made, by event type (for the dashboard's history; entries
+// recorded by other instances sharing the store are not counted).
+func (l *Log) Problems() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.problems)
 }
 
 // VerboseSetting is the setting that turns verbose event logging on

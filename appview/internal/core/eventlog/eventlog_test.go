@@ -2,6 +2,7 @@ package eventlog_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -155,4 +156,27 @@ func TestRecordVerbose(t *testing.T) {
 			t.Fatalf("recorded %v, want only the entry made while verbose", got)
 		}
 	})
+}
+
+// TestProblems: the warn and error entries recorded are counted by type,
+// info ones are not; past maxProblemTypes types, under "other".
+func TestProblems(t *testing.T) {
+	l := eventlog.New(eventlog.Options{Store: storagetest.SQLite(t), Logger: quiet})
+	ctx := context.Background()
+	l.Record(ctx, eventlog.Entry{Type: "test.info"})
+	l.Record(ctx, eventlog.Entry{Type: "script.error", Severity: eventlog.Error})
+	l.Record(ctx, eventlog.Entry{Type: "script.error", Severity: eventlog.Error})
+	l.Record(ctx, eventlog.Entry{Type: "source.disconnected", Severity: eventlog.Warn})
+	got := l.Problems()
+	if len(got) != 2 || got["script.error"] != 2 || got["source.disconnected"] != 1 {
+		t.Fatalf("problems: %v", got)
+	}
+	got["script.error"] = 99 // a copy
+	for i := range 200 {
+		l.Record(ctx, eventlog.Entry{Type: fmt.Sprintf("test.t%d", i), Severity: eventlog.Warn})
+	}
+	got = l.Problems()
+	if len(got) != 201 || got["script.error"] != 2 || got[eventlog.OtherProblems] != 2 {
+		t.Errorf("%d types, script.error %d, other %d", len(got), got["script.error"], got[eventlog.OtherProblems])
+	}
 }

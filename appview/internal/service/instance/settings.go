@@ -20,6 +20,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/core/history"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/lexicon"
@@ -44,6 +45,9 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
+	// History is the sampled history of the instance's figures and its
+	// health (GET /admin/stats/history); nil: none is kept.
+	History *history.History
 	// Check refuses (with a fail.Error) a value the instance cannot use
 	// for key: the settings that override environment variables know
 	// their values, and some variables cannot be overridden. nil accepts

@@ -28,6 +28,8 @@ var table = map[string]Rule{
 	"DELETE /admin/network-lexicons/{nsid}":            need(admins.LexiconsDelete),
 	"GET /admin/lexicons/{id}/services":                need(admins.SettingsManage),
 	"GET /admin/stats":                                 need(admins.StatsRead),
+	"GET /admin/stats/history":                         need(admins.StatsRead), // not in the specification: the dashboard's charts
+	"GET /admin/stats/health":                          need(admins.StatsRead), // not in the specification: the dashboard's status indicator
 	"POST /admin/backfill":                             need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/cancel":                 need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/pause":                  need(admins.BackfillCreate),

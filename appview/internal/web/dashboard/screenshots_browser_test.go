@@ -8,6 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 )
 
@@ -25,7 +27,12 @@ func TestScreenshots(t *testing.T) {
 		t.Skipf("set $%s to a directory to save the pages' pictures", ScreenshotsEnv)
 	}
 	ctx := browser(t, 60*time.Second)
-	env, key := startInstance(t)
+	// A stand-in event source and XRPC calls give the overview's charts
+	// something to show, sampled every 100 ms.
+	src := &standIn{}
+	src.set(ingest.StateConnected, 0, 0.4)
+	env, key := startInstanceWith(t, appview.Config{Ingest: appview.IngestConfig{EventSource: src},
+		Metrics: appview.MetricsConfig{HistoryInterval: 100 * time.Millisecond}})
 	for _, id := range []string{"com.example.notes.note", "com.example.notes.like"} {
 		r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{
 			"lexicon": 1, "id": id, "defs": map[string]any{"main": map[string]any{"type": "record", "key": "tid",
@@ -37,9 +44,21 @@ func TestScreenshots(t *testing.T) {
 	}
 	seed(t, env.Store, "com.example.notes.note", 42)
 	seed(t, env.Store, "com.example.notes.like", 7)
+	r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{"lexicon": 1,
+		"id": "com.example.notes.listNotes", "defs": map[string]any{"main": map[string]any{"type": "query"}}}}, testenv.Bearer(key)...)
+	if r.Status != 201 {
+		t.Fatalf("upload the query: %d %s", r.Status, r.Raw)
+	}
+	for i := range 40 {
+		src.set(ingest.StateConnected, int64(i*i*3), 0.3+float64(i%7)/10)
+		for range i % 5 {
+			env.Do(t, "GET", "/xrpc/com.example.notes.listNotes", nil)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	signIn(t, ctx, env, key)
 	for _, p := range []struct{ path, wait, file string }{
-		{"/dashboard/", "#collections", "dashboard-overview.png"},
+		{"/dashboard/", "#charts", "dashboard-overview.png"},
 		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png"},
 	} {
 		open(t, ctx, env, p.path, p.wait)

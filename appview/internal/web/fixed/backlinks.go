@@ -32,7 +32,7 @@ func (h *Handler) mountBacklinks(mux *http.ServeMux) {
 		backlinks.MethodGetBacklinksCount: h.getBacklinksCount,
 		backlinks.MethodGetBacklinkDids:   h.getBacklinkDids,
 	} {
-		wrapped := h.wrap(serve)
+		wrapped := h.wrap(nsid, serve)
 		mux.Handle("/xrpc/"+nsid, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				respond.Error(w, http.StatusNotFound, "method not found")

@@ -54,7 +54,10 @@ type Options struct {
 	Profiles *profiles.Service
 	// Backlinks answers the backlink methods.
 	Backlinks Backlinks
-	Logger    *slog.Logger
+	// Observer counts the calls of each endpoint under its NSID; nil
+	// counts nothing.
+	Observer xrpc.Observer
+	Logger   *slog.Logger
 }
 
 // Handler serves the fixed endpoints.
@@ -63,7 +66,9 @@ type Handler struct {
 	profiles  *profiles.Service
 	backlinks Backlinks
 	log       *slog.Logger
-	wrap      func(http.Handler) http.Handler
+	// wrap puts the handler of method behind the middleware of every
+	// XRPC route.
+	wrap func(method string, next http.Handler) http.Handler
 }
 
 // New returns a Handler with unset options at their defaults.
@@ -72,15 +77,15 @@ func New(o Options) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	users, clientMW := o.Users, o.ClientMiddleware
-	h.wrap = func(next http.Handler) http.Handler {
+	users, clientMW, observer := o.Users, o.ClientMiddleware, o.Observer
+	h.wrap = func(method string, next http.Handler) http.Handler {
 		if users != nil {
 			next = xrpc.UserMiddleware(users, h.log, next)
 		}
 		if clientMW != nil {
 			next = clientMW(next)
 		}
-		return next
+		return xrpc.Observed(observer, method, next)
 	}
 	return h
 }
@@ -88,8 +93,8 @@ func New(o Options) *Handler {
 // Mount registers the endpoints on mux. Their patterns are more specific
 // than a catch-all /xrpc/{nsid}, so they take precedence over it.
 func (h *Handler) Mount(mux *http.ServeMux) {
-	mux.Handle("POST "+UploadBlobPath, h.wrap(http.HandlerFunc(h.uploadBlob)))
-	mux.Handle("GET "+GetProfilePath, h.wrap(http.HandlerFunc(h.getProfile)))
+	mux.Handle("POST "+UploadBlobPath, h.wrap(strings.TrimPrefix(UploadBlobPath, "/xrpc/"), http.HandlerFunc(h.uploadBlob)))
+	mux.Handle("GET "+GetProfilePath, h.wrap(strings.TrimPrefix(GetProfilePath, "/xrpc/"), http.HandlerFunc(h.getProfile)))
 	if h.backlinks != nil {
 		h.mountBacklinks(mux)
 	}

@@ -145,8 +145,12 @@ type Parts struct {
 	Ready func(ctx context.Context) (bool, map[string]any)
 	// StreamKeepalive paces idle progress streams (0: 15 s).
 	StreamKeepalive time.Duration
-	Now             func() time.Time
-	Logger          *slog.Logger
+	// Calls counts the XRPC calls of the methods served (those with a
+	// local lexicon and the fixed endpoints), for the dashboard's
+	// history; nil counts nothing.
+	Calls  xrpc.Observer
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Surfaces are the assembled HTTP handlers.
@@ -195,10 +199,11 @@ func New(svc Services, p Parts) *Surfaces {
 	}
 	xh := xrpc.New(xrpc.Options{
 		Lexicons: p.Lexicons, Calls: svc.Calls, ClientMiddleware: clientMW, Users: p.Users, Methods: p.Methods, Logger: log,
-		Proxied: svc.Entries, Forward: forward,
+		Proxied: svc.Entries, Forward: forward, Observer: p.Calls,
 	})
 	pub.Handle("/xrpc/{nsid}", xh)
-	fixedOpts := fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles, Logger: log}
+	fixedOpts := fixed.Options{ClientMiddleware: clientMW, Users: p.Users, Blobs: svc.Writes, Profiles: svc.Profiles,
+		Observer: p.Calls, Logger: log}
 	if svc.Backlinks != nil {
 		fixedOpts.Backlinks = svc.Backlinks
 	}

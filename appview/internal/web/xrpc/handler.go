@@ -64,7 +64,10 @@ type Options struct {
 	// Forward answers calls for NSIDs without a local lexicon (the XRPC
 	// proxy); nil answers them 404 `method not found`.
 	Forward http.Handler
-	Logger  *slog.Logger
+	// Observer counts the calls of the methods routed (those with a
+	// local lexicon), by method; nil counts nothing.
+	Observer Observer
+	Logger   *slog.Logger
 }
 
 // ProxiedGate decides whether a call proxied by a PDS, from the caller DID
@@ -82,12 +85,13 @@ type Handler struct {
 	routed   http.Handler
 	methods  map[string]http.Handler
 	forward  http.Handler
+	observer Observer
 	log      *slog.Logger
 }
 
 // New builds a Handler.
 func New(o Options) *Handler {
-	h := &Handler{lexicons: o.Lexicons, calls: o.Calls, methods: o.Methods, forward: o.Forward, log: o.Logger}
+	h := &Handler{lexicons: o.Lexicons, calls: o.Calls, methods: o.Methods, forward: o.Forward, observer: o.Observer, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -124,7 +128,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, http.StatusNotFound, msgMethodNotFound)
 		return
 	}
-	h.routed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
+	Observed(h.observer, lex.ID, h.routed).ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), lexiconKey{}, lex)))
 }
 
 // UserMiddleware authenticates the user (optional for queries; the

@@ -14,6 +14,8 @@ import (
 func Mount(m *adminapi.Mux, inst *instance.Service, recs *records.Service) {
 	h := handlers{instance: inst, records: recs}
 	m.HandleFunc("GET /admin/stats", h.stats)
+	m.HandleFunc("GET /admin/stats/history", h.history)
+	m.HandleFunc("GET /admin/stats/health", h.health)
 	m.HandleFunc("GET /admin/feature-flags", h.featureFlags)
 
 	m.HandleFunc("GET /admin/records", h.listRecords)

@@ -53,6 +53,29 @@ func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Princi
 	return nil
 }
 
+// history answers GET /admin/stats/history?window=hour|day (default
+// hour): the instance's sampled figures as history.Window encodes them
+// (docs/admin-api.md#statistics-history).
+func (h handlers) history(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	win, err := h.instance.History(r.URL.Query().Get("window"))
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, win)
+	return nil
+}
+
+// health answers GET /admin/stats/health: {status, checked_at, parts:
+// [{name, status, message}]}, ingestion, backfill and database.
+func (h handlers) health(w http.ResponseWriter, _ *http.Request, _ *admins.Principal) error {
+	hl, err := h.instance.Health()
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, hl)
+	return nil
+}
+
 // collections answers GET /admin/records/collections: [{collection, count}],
 // largest first.
 func (h handlers) collections(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {

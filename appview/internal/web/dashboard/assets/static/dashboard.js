@@ -1,5 +1,6 @@
 // The dashboard's entry point: the layout's parts every page shares (the
-// signed-in admin, the navigation, signing out), then the page's own
+// signed-in admin, the navigation, signing out, the status indicator),
+// then the page's own
 // module, named by <body data-page>: pages/<name>.js, whose default
 // export sets the page up.
 import { SIGNIN, call, me } from "./api.js";
@@ -34,6 +35,12 @@ async function navigation() {
 signout();
 if (document.body.classList.contains("signed-in")) {
   navigation().catch(() => {});
+  // The status indicator, loaded beside the page's module rather than
+  // before it. The overview shows the health with its charts, which it
+  // reads anyway.
+  if (document.body.dataset.page !== "overview") {
+    import("./status.js").then((m) => m.watchHealth()).catch(() => {});
+  }
 }
 const page = await import(`./pages/${document.body.dataset.page}.js`);
 await page.default();

@@ -1,8 +1,10 @@
 // Overview: GET /admin/stats (records by collection, live ingestion, the
 // writer, the running backfill), refreshed every few seconds while the
-// page is visible, and the latest errors of the event log.
+// page is visible, the status and the charts of the instance's history
+// (./overview-charts.js), and the latest errors of the event log.
 import { can, load, query } from "../api.js";
 import { $, ago, code, denied, duration, el, num, table, time } from "../ui.js";
+import { startCharts } from "./overview-charts.js";
 
 // REFRESH is how often the statistics are read again, in milliseconds.
 const REFRESH = 2000;
@@ -22,6 +24,7 @@ export default async function overview() {
   }
   $("status").hidden = true;
   show(stats);
+  startCharts();
   errors();
   setInterval(async () => {
     if (document.hidden) return;

@@ -1,0 +1,190 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/appview/ingest"
+	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/internal/backfilltest"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// standIn is an event source whose status the test sets; it reads
+// nothing.
+type standIn struct {
+	mu sync.Mutex
+	st ingest.Status
+}
+
+func (s *standIn) Name() string { return "standin" }
+
+func (s *standIn) Run(ctx context.Context, _ func() []string, _ <-chan struct{}, _ ingest.Sink) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (s *standIn) Status() ingest.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// set changes the status: its state, events read since start and lag.
+func (s *standIn) set(state string, events int64, lag float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st = ingest.Status{Connected: state == ingest.StateConnected, State: state, Host: "standin.test", Events: events, Lag: lag}
+}
+
+// pathOf is a JavaScript expression: the d attribute of the path of
+// series in the chart id, "" when there is none.
+func pathOf(id, series string) string {
+	return fmt.Sprintf(`(document.querySelector('#%s path[data-series=%q]')?.getAttribute("d") ?? "")`, id, series)
+}
+
+// TestBrowserOverviewCharts: the overview of an instance sampling its
+// history every 250 ms, fed by a stand-in event source, shows the status
+// (healthy, every part listed) and charts whose SVG paths hold the points
+// sampled and change with a new sample (events per second); an XRPC
+// method's calls get a series of their own and its latency is charted
+// once picked; the day window is one click away; a running backfill job
+// has its progress bar with its rate and estimated time left; the status
+// indicator turns degraded, then failing, when the source stays
+// disconnected, and degraded when it lags; another page shows the
+// indicator too. No console errors.
+func TestBrowserOverviewCharts(t *testing.T) {
+	ctx := browser(t, 40*time.Second)
+	src := &standIn{}
+	src.set(ingest.StateConnected, 0, 0.5)
+	pds := backfilltest.NewPDS(t)
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Ingest:   appview.IngestConfig{EventSource: src, RelayURL: pds.URL()},
+		Metrics:  appview.MetricsConfig{HistoryInterval: 250 * time.Millisecond},
+	})
+	su := env.Bootstrap(t)
+	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
+	if r.Status != 201 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	key, _ := r.Object(t)["key"].(string)
+	for _, doc := range []string{
+		`{"lexicon":1,"id":"app.test.post","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`,
+		`{"lexicon":1,"id":"app.test.ping","defs":{"main":{"type":"query"}}}`,
+	} {
+		if r := su.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": doc, "backfill": false}); r.Status != 201 {
+			t.Fatalf("upload lexicon: %d %s", r.Status, r.Raw)
+		}
+	}
+
+	var errs consoleErrors
+	errs.listen(ctx)
+	signIn(t, ctx, env, key)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#charts"), chromedp.WaitVisible("#health")); err != nil {
+		t.Fatalf("charts: %v", err)
+	}
+	waitText(t, ctx, "#health-text", "Healthy")
+	waitTrue(t, ctx, "three health parts", `document.querySelectorAll("#health-parts li").length === 3`)
+	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "standin: connected")
+	waitText(t, ctx, `#health-parts li[data-part="database"]`, "The database answered")
+
+	// Events per second: a path through the points sampled, which a new
+	// sample changes.
+	src.set(ingest.StateConnected, 100, 0.5)
+	waitTrue(t, ctx, "an events path through several points", pathOf("chart-events", "standin")+`.split("L").length > 2`)
+	before := eval[string](t, ctx, pathOf("chart-events", "standin"))
+	points := eval[string](t, ctx, `document.getElementById("chart-events").dataset.points`)
+	src.set(ingest.StateConnected, 600, 0.5)
+	waitTrue(t, ctx, "the events path redrawn", fmt.Sprintf(`%s !== %q && document.getElementById("chart-events").dataset.points !== %q`,
+		pathOf("chart-events", "standin"), before, points))
+	for _, id := range []string{"chart-lag", "chart-database"} {
+		waitTrue(t, ctx, id+" drawn", fmt.Sprintf(`document.querySelector("#%s path.line")?.getAttribute("d").includes("L") === true`, id))
+	}
+	waitTrue(t, ctx, "the writer's committed and refused", pathOf("chart-writer", "committed")+` !== "" && `+pathOf("chart-writer", "refused")+` !== ""`)
+
+	// XRPC calls: the method gets its series; its latency once picked.
+	for range 5 {
+		env.Do(t, "GET", "/xrpc/app.test.ping", nil)
+	}
+	waitTrue(t, ctx, "the method's calls", pathOf("chart-calls", "app.test.ping")+` !== ""`)
+	waitTrue(t, ctx, "the method offered", `!!document.querySelector('#latency-method option[value="app.test.ping"]')`)
+	if err := chromedp.Do(ctx, choose("#latency-method", "app.test.ping")); err != nil {
+		t.Fatal(err)
+	}
+	waitTrue(t, ctx, "the method's latency", pathOf("chart-latency", "p50")+` !== "" && `+pathOf("chart-latency", "p99")+` !== ""`)
+
+	// The day window, and back.
+	if err := chromedp.Do(ctx, chromedp.Click("#window-day")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#charts-note", "min, since this instance started")
+	if pressed := eval[string](t, ctx, `document.getElementById("window-day").getAttribute("aria-pressed")`); pressed != "true" {
+		t.Errorf("day button pressed: %s", pressed)
+	}
+	waitTrue(t, ctx, "the day's lag", pathOf("chart-lag", "standin")+` !== ""`)
+	if err := chromedp.Do(ctx, chromedp.Click("#window-hour")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#charts-note", "0.25 s, since")
+
+	// A backfill job held at its third repository of four: its progress
+	// bar, rate and estimate.
+	if err := env.Store.PutSetting(context.Background(), backfill.SettingConcurrency, "1"); err != nil {
+		t.Fatal(err)
+	}
+	var dids []string
+	for i := range 4 {
+		did := fmt.Sprintf("did:plc:overviewbf%04d", i)
+		env.PLC.Register(did, fmt.Sprintf("ov%d.test", i), pds.URL())
+		pds.AddRepo(did, "app.test.post", 50, "3kaaaaaaaaaa2")
+		dids = append(dids, did)
+	}
+	held, release := holdAt(t, pds, 3)
+	if r := env.Do(t, "POST", "/admin/backfill", map[string]any{"collection": "app.test.post", "dids": dids}, testenv.Bearer(key)...); r.Status != 202 && r.Status != 201 {
+		t.Fatalf("start backfill: %d %s", r.Status, r.Raw)
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the backfill never reached the third repository")
+	}
+	waitTrue(t, ctx, "the progress bar at 2 of 4", `(() => { const b = document.getElementById("backfill-progress");
+		return !document.getElementById("backfill-current").hidden && b.value === 2 && b.max === 4; })()`)
+	waitText(t, ctx, "#backfill-speed", "repositories")
+	waitText(t, ctx, "#backfill-speed", "left")
+	waitText(t, ctx, `#health-parts li[data-part="backfill"]`, "is running")
+	waitTrue(t, ctx, "the backfill's records per second", pathOf("chart-backfill", "records")+` !== ""`)
+	release()
+	waitTrue(t, ctx, "the backfill done", `document.getElementById("backfill-current").hidden`)
+
+	// The source disconnected: degraded, then failing once it lasts; back
+	// and lagging: degraded.
+	src.set(ingest.StateWaiting, 600, 0.5)
+	waitText(t, ctx, "#health-text", "Degraded")
+	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "not connected (waiting)")
+	waitText(t, ctx, "#health-text", "Failing")
+	if s := eval[string](t, ctx, `document.getElementById("health").dataset.status`); s != "bad" {
+		t.Errorf("indicator status: %q", s)
+	}
+	src.set(ingest.StateConnected, 600, 120)
+	waitText(t, ctx, "#health-text", "Degraded")
+	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "2 min behind its stream")
+
+	// Another page shows the indicator, read on its own.
+	open(t, ctx, env, "/dashboard/records", "#health")
+	waitText(t, ctx, "#health-text", "Degraded")
+	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "ingestion: standin: 2 min behind") {
+		t.Errorf("indicator title: %q", title)
+	}
+	noConsoleErrors(t, &errs)
+}
