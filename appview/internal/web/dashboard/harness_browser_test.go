@@ -90,6 +90,7 @@ func signIn(t *testing.T, ctx context.Context, env *testenv.Env, key string) {
 		chromedp.Navigate(env.URL+"/dashboard/signin"),
 		chromedp.WaitVisible("#signin-key"),
 		chromedp.SendKeys("#key", key),
+		chromedp.WaitEnabled("#signin-key button"),
 		chromedp.Click("#signin-key button"),
 		chromedp.WaitVisible("#whoami"),
 	)

@@ -166,6 +166,7 @@ func TestBrowserReadOnlyPluginsAndLinkedRepos(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(env.URL+"/dashboard/signin"),
 		chromedp.SendKeys("#key", readerKey),
+		chromedp.WaitEnabled("#signin-key button"),
 		chromedp.Click("#signin-key button"),
 		chromedp.WaitVisible("#whoami"),
 	)

@@ -31,6 +31,7 @@ func TestBrowserSignInWithKey(t *testing.T) {
 
 	err := chromedp.Do(ctx,
 		chromedp.SendKeys("#key", "hv_wrong"),
+		chromedp.WaitEnabled("#signin-key button"),
 		chromedp.Click("#signin-key button"),
 		chromedp.WaitVisible("#key-error"),
 	)
@@ -92,6 +93,7 @@ func TestBrowserOverviewForbidden(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(env.URL+"/dashboard/signin"),
 		chromedp.SendKeys("#key", key),
+		chromedp.WaitEnabled("#signin-key button"),
 		chromedp.Click("#signin-key button"),
 		chromedp.WaitVisible("#denied"),
 	)

@@ -19,4 +19,8 @@ export default function signin() {
       input.focus();
     }
   });
+  // The key is sent in a header, which only this script can do: the
+  // button works once it is listening (a form sent before would post the
+  // key as a field, which the server refuses).
+  form.querySelector("button[type=submit]").disabled = false;
 }
