@@ -16,7 +16,10 @@ CREATE TABLE link_targets (
     source  TEXT COLLATE "C" NOT NULL,
     records BIGINT NOT NULL DEFAULT 0,
     CONSTRAINT link_targets_key UNIQUE (target, source)
-);
+) WITH (fillfactor = 70);
+-- Room on every page for the new versions of its rows: a count's update
+-- then stays on its page (a heap-only tuple) instead of adding entries to
+-- both indexes.
 INSERT INTO link_targets (target, source, records)
     SELECT target, source, COUNT(*) FROM record_links GROUP BY target, source ORDER BY target, source;
 
