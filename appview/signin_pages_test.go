@@ -36,7 +36,7 @@ func TestSignInFailuresStayInTheDashboard(t *testing.T) {
 		r := env.Do(t, "GET", tc.path, nil, acceptHTML...)
 		body := string(r.Raw)
 		if r.Status != tc.status || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
-			r.Header.Get("Content-Security-Policy") == "" || !strings.Contains(body, `id="signin-failed"`) ||
+			r.Header.Get("Content-Security-Policy") == "" || r.Header.Get("Cache-Control") != "no-store" || !strings.Contains(body, `id="signin-failed"`) ||
 			!strings.Contains(body, `id="signin-key"`) || !strings.Contains(html.UnescapeString(body), tc.msg) {
 			t.Errorf("browser, %s: %d %q\n%s", tc.path, r.Status, r.Header.Get("Content-Type"), body)
 		}

@@ -2,7 +2,9 @@
 // templates and small JavaScript modules and a stylesheet, all embedded in
 // the binary, under /dashboard. The pages call the admin API from the
 // browser with the session cookie that /auth/login and /auth/login-key set
-// (package signin); this package holds no credentials and reads no data.
+// (package signin); this package holds no credentials and reads no data
+// but whether the instance has an admin yet, for the sign-in page. It also
+// renders the sign-in page of a failed sign-in (SignInFailed).
 package dashboard
 
 import (
@@ -275,7 +277,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, v vi
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
+	if w.Header().Get("Cache-Control") == "" { // a failed sign-in's answer is no-store
+		w.Header().Set("Cache-Control", "no-cache")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
