@@ -275,7 +275,7 @@ func (a *App) build(ctx context.Context) error {
 	a.clientManager = apiclients.NewManager(apiclients.ManagerOptions{Store: a.store, Registry: a.clients, Events: a.events, Now: cfg.Now})
 	a.calls, a.history = history.NewCalls(), a.newHistory()
 	if cfg.Security.AdminClaim == ClaimWithToken {
-		a.claimToken = newClaimToken()
+		a.claimToken = a.deriveClaimToken()
 	}
 	a.svc = a.newServices()
 	if err := a.applySettings(ctx); err != nil {

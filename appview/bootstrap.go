@@ -20,12 +20,13 @@ var ErrBootstrapRefused = admins.ErrBootstrapRefused
 // user), mints an admin API key holding every permission and returns its
 // secret, which is shown only this once. It opens the database named by
 // cfg (cfg.Store when set), applies pending migrations and closes what it
-// opened; it starts nothing. The command's `admin bootstrap` runs it.
+// opened; it starts nothing. The command's `admin bootstrap` runs it;
+// App.Bootstrap does the same for an App a program already built.
 func Bootstrap(ctx context.Context, cfg Config, did string, forceNewKey bool) (string, error) {
-	d, err := syntax.ParseDID(did)
-	if err != nil {
+	if _, err := syntax.ParseDID(did); err != nil {
 		return "", fmt.Errorf("bootstrap: %w", err)
 	}
+	var err error
 	cfg = cfg.withStorageDefaults()
 	store := cfg.Store
 	if store == nil {
@@ -38,7 +39,15 @@ func Bootstrap(ctx context.Context, cfg Config, did string, forceNewKey bool) (s
 		return "", fmt.Errorf("migrate: %w", err)
 	}
 	events := eventlog.New(eventlog.Options{Store: store, Now: cfg.Now, Logger: cfg.Logger})
-	svc := admins.New(admins.Options{Store: store, Events: events, Now: cfg.Now, Logger: cfg.Logger})
+	return bootstrap(ctx, admins.New(admins.Options{Store: store, Events: events, Now: cfg.Now, Logger: cfg.Logger}), did, forceNewKey)
+}
+
+// bootstrap is Bootstrap and App.Bootstrap on the admins service svc.
+func bootstrap(ctx context.Context, svc *admins.Service, did string, forceNewKey bool) (string, error) {
+	d, err := syntax.ParseDID(did)
+	if err != nil {
+		return "", fmt.Errorf("bootstrap: %w", err)
+	}
 	secret, err := svc.Bootstrap(ctx, d, forceNewKey)
 	return secret, publicError(err)
 }

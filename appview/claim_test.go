@@ -2,6 +2,7 @@ package appview_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -24,7 +25,8 @@ func TestClaimNeedsTheToken(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		var logs testenv.LogBuffer
-		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		env := testenv.New(t, open(t), appview.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Security: appview.SecurityConfig{ClaimCommand: "appview admin bootstrap --did <your DID>"}})
 		token := env.App.ClaimToken()
 		if !strings.HasPrefix(token, "hvclaim_") || !strings.Contains(logs.String(), token) ||
 			!strings.Contains(logs.String(), "level=WARN msg=\"THIS INSTANCE HAS NO ADMIN YET") {
@@ -95,7 +97,10 @@ func TestClaimModes(t *testing.T) {
 
 	env = testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{AdminClaim: appview.ClaimByCommand}})
 	acct := env.PLC.NewAccount(t, false, "https://pds.test")
-	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(acct.ServiceAuth(t))...); r.Status != 403 || r.Error(t) != unclaimedMsg {
+	// No claim token in this mode, and no command: the program embedding
+	// Lexview (here testenv) claims it through the Go API.
+	const byCommand = "this instance has no admin yet: claim it with App.Bootstrap (the program embedding Lexview calls it)"
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(acct.ServiceAuth(t))...); r.Status != 403 || r.Error(t) != byCommand {
 		t.Fatalf("command mode, first request: %d %s", r.Status, r.Raw)
 	}
 	key, err := appview.Bootstrap(context.Background(), appview.Config{Store: env.Store}, acct.DID.String(), false)
@@ -165,5 +170,63 @@ func TestXRPCServiceAuthMethod(t *testing.T) {
 		if r.Status != want {
 			t.Errorf("lxm %q: %d %s", lxm, r.Status, r.Raw)
 		}
+	}
+}
+
+// TestClaimTokenSurvivesRestart: the claim token is derived from the key
+// sealing secrets at rest, so a restart (another App on the same store
+// and key) prints the same one, and another key another.
+func TestClaimTokenSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	store := storagetest.SQLite(t)
+	first := testenv.New(t, store, appview.Config{})
+	again := testenv.New(t, store, appview.Config{})
+	other := testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{
+		TokenEncryptionKey: "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="}})
+	if tok := first.App.ClaimToken(); !strings.HasPrefix(tok, "hvclaim_") || len(tok) < 40 || tok != again.App.ClaimToken() {
+		t.Fatalf("claim tokens of one store and key: %q, then %q", tok, again.App.ClaimToken())
+	}
+	if first.App.ClaimToken() == other.App.ClaimToken() {
+		t.Fatal("two keys make the same claim token")
+	}
+	// The restarted instance accepts it.
+	acct := again.PLC.NewAccount(t, false, "https://pds.test")
+	h := append(testenv.Bearer(acct.ServiceAuth(t)), "X-Claim-Token", first.App.ClaimToken())
+	if r := again.Do(t, "GET", "/admin/users", nil, h...); r.Status != 200 {
+		t.Fatalf("claim with the token of the previous start: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestAppBootstrap: an embedding program makes the first admin of its App
+// with App.Bootstrap, which mints a key the admin API accepts; a second
+// DID is refused, and the same DID gets another key only when asked.
+func TestAppBootstrap(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{})
+	ctx := context.Background()
+	if unclaimed, err := env.App.Unclaimed(ctx); err != nil || !unclaimed {
+		t.Fatalf("fresh instance: unclaimed %v (%v)", unclaimed, err)
+	}
+	if _, err := env.App.Bootstrap(ctx, "not a did", false); err == nil {
+		t.Fatal("a malformed DID was accepted")
+	}
+	key, err := env.App.Bootstrap(ctx, "did:plc:embedderadmin0000000000", false)
+	if err != nil || !strings.HasPrefix(key, "hv_") {
+		t.Fatalf("bootstrap: %q %v", key, err)
+	}
+	if unclaimed, err := env.App.Unclaimed(ctx); err != nil || unclaimed {
+		t.Fatalf("after bootstrap: unclaimed %v (%v)", unclaimed, err)
+	}
+	if r := env.Do(t, "GET", "/admin/users", nil, testenv.Bearer(key)...); r.Status != 200 {
+		t.Fatalf("the minted key: %d %s", r.Status, r.Raw)
+	}
+	if _, err := env.App.Bootstrap(ctx, "did:plc:someoneelse00000000000", false); !errors.Is(err, appview.ErrBootstrapRefused) {
+		t.Fatalf("a second DID: %v", err)
+	}
+	if _, err := env.App.Bootstrap(ctx, "did:plc:embedderadmin0000000000", false); !errors.Is(err, appview.ErrBootstrapRefused) {
+		t.Fatalf("the same DID without forceNewKey: %v", err)
+	}
+	if again, err := env.App.Bootstrap(ctx, "did:plc:embedderadmin0000000000", true); err != nil || again == key {
+		t.Fatalf("forceNewKey: %q %v", again, err)
 	}
 }

@@ -151,6 +151,14 @@ type SecurityConfig struct {
 	// AdminClaim is how a fresh instance, with no admin user yet, gets its
 	// super user (ADMIN_CLAIM); default ClaimWithToken.
 	AdminClaim ClaimMode
+	// ClaimCommand is the shell command that claims a fresh instance, as
+	// its operator types it, with "<your DID>" where the DID goes: the
+	// start-up warning of an unclaimed instance, the admin API's refusal
+	// and the dashboard's sign-in page name it. The appview command sets
+	// it to its own `admin bootstrap` as it was run (`go run ./cmd/appview
+	// admin bootstrap --did <your DID>` under go run). Empty, they name
+	// App.Bootstrap, the Go API a program embedding Lexview calls.
+	ClaimCommand string
 }
 
 // IngestConfig chooses where live records come from.
@@ -331,15 +339,17 @@ type ClaimMode string
 const (
 	// ClaimWithToken: the first authenticated admin request that also
 	// carries the claim token (header X-Claim-Token) makes its caller the
-	// super user. The token is made at start, logged and given by
-	// App.ClaimToken; `appview admin bootstrap` works too.
+	// super user. The token is derived from the key sealing secrets at
+	// rest (the same at every start until the instance is claimed),
+	// logged at start and given by App.ClaimToken; `appview admin
+	// bootstrap` (App.Bootstrap) works too.
 	ClaimWithToken ClaimMode = "token"
 	// ClaimFirstRequest: the first authenticated admin request makes its
 	// caller the super user, as the interface specification reads. Anyone
 	// who can reach the instance first owns it.
 	ClaimFirstRequest ClaimMode = "first-request"
-	// ClaimByCommand: only `appview admin bootstrap` (appview.Bootstrap)
-	// makes the super user.
+	// ClaimByCommand: only `appview admin bootstrap` (appview.Bootstrap,
+	// App.Bootstrap) makes the super user.
 	ClaimByCommand ClaimMode = "command"
 )
 

@@ -48,24 +48,21 @@ func withGoHooks(inner indexer.Hook, hooks []RecordHook) indexer.Hook {
 func (g *goHooks) Wants(storage.Change) bool { return true }
 
 // Apply implements indexer.Hook.
-func (g *goHooks) Apply(ctx context.Context, changes []storage.Change) ([]bool, error) {
-	keep := make([]bool, len(changes))
-	for i := range keep {
-		keep[i] = true
-	}
+func (g *goHooks) Apply(ctx context.Context, changes []storage.Change) ([]indexer.Outcome, error) {
+	out := make([]indexer.Outcome, len(changes))
 	if g.inner != nil {
 		var err error
-		if keep, err = g.inner.Apply(ctx, changes); err != nil {
+		if out, err = g.inner.Apply(ctx, changes); err != nil {
 			return nil, err
 		}
 	}
 	for i := range changes {
 		for _, h := range g.hooks {
-			if !keep[i] {
+			if !out[i].Written() {
 				break
 			}
-			keep[i] = h(ctx, &changes[i])
+			out[i].Skip = !h(ctx, &changes[i])
 		}
 	}
-	return keep, nil
+	return out, nil
 }

@@ -169,7 +169,11 @@ type appState struct {
 // ctx carries values to the background work but its end does not stop
 // the work: Shutdown does, in order.
 func (a *App) Start(ctx context.Context) error {
-	return a.start(ctx, len(a.life.parts), true)
+	first, err := a.start(ctx, len(a.life.parts), true)
+	if first {
+		a.announceClaim(ctx)
+	}
+	return err
 }
 
 // StartWriting starts only what writing records through App.Writer needs
@@ -178,35 +182,35 @@ func (a *App) Start(ctx context.Context) error {
 // beside a serving instance (`appview records import`). Start later starts
 // the rest; Shutdown stops what runs.
 func (a *App) StartWriting(ctx context.Context) error {
-	return a.start(ctx, a.life.count(writerPart), false)
+	_, err := a.start(ctx, a.life.count(writerPart), false)
+	return err
 }
 
 // start starts the first n parts; all marks a full start, which may happen
-// only once when fresh is set (Start), any time otherwise (Serve).
-func (a *App) start(ctx context.Context, n int, fresh bool) error {
+// only once when fresh is set (Start), any time otherwise (Serve). first
+// reports that this call made the App's first full start.
+func (a *App) start(ctx context.Context, n int, fresh bool) (first bool, err error) {
 	a.state.mu.Lock()
 	defer a.state.mu.Unlock()
 	switch {
 	case a.state.shutting:
-		return errors.New("appview: Start after Shutdown")
+		return false, errors.New("appview: Start after Shutdown")
 	case a.state.failed:
-		return errors.New("appview: a previous Start failed; call Shutdown")
+		return false, errors.New("appview: a previous Start failed; call Shutdown")
 	case a.state.started && fresh:
-		return errors.New("appview: already started")
+		return false, errors.New("appview: already started")
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	if err := a.life.start(context.WithoutCancel(ctx), stopCtx, n); err != nil {
 		a.state.failed = true
-		return err
+		return false, err
 	}
 	if n == len(a.life.parts) {
-		if !a.state.started {
-			a.announceClaim(ctx)
-		}
+		first = !a.state.started
 		a.state.started = true
 	}
-	return nil
+	return first, nil
 }
 
 // Shutdown stops the App gracefully: it stops serving HTTP (when Serve or
@@ -269,7 +273,10 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	a.state.mu.Lock()
 	a.state.closed = true
+	started := a.state.started // a fully started App says it stopped; StartWriting's does not
 	a.state.mu.Unlock()
-	a.log.Info("lexview stopped")
+	if started {
+		a.log.Info("lexview stopped")
+	}
 	return errors.Join(errs...)
 }

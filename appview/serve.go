@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/web/dashboard"
 	"github.com/lexview/lexview/appview/internal/web/server"
 )
 
@@ -31,6 +33,11 @@ func Listen(cfg Config) (net.Listener, error) {
 	return ln, nil
 }
 
+// dashboardURL is where the dashboard is served: under PublicURL.
+func (a *App) dashboardURL() string {
+	return strings.TrimRight(a.cfg.PublicURL, "/") + dashboard.Path
+}
+
 // Run starts background work and serves HTTP on the configured address until
 // ctx ends, then shuts down gracefully within shutdownTimeout.
 func (a *App) Run(ctx context.Context) error {
@@ -47,7 +54,8 @@ func (a *App) Run(ctx context.Context) error {
 // 30 seconds. If starting fails, it shuts down what it started and
 // returns the error.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	if err := a.start(ctx, len(a.life.parts), false); err != nil {
+	first, err := a.start(ctx, len(a.life.parts), false)
+	if err != nil {
 		ln.Close()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
@@ -71,6 +79,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	a.state.server = srv
 	a.state.mu.Unlock()
 	a.log.Info("lexview listening", "addr", "http://"+ln.Addr().String(), "public_url", a.cfg.PublicURL, "version", Version)
+	a.log.Info("dashboard", "url", a.dashboardURL())
+	if first {
+		a.announceClaim(ctx)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -81,7 +93,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	err := a.Shutdown(sctx)
+	err = a.Shutdown(sctx)
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)
 	}

@@ -3,6 +3,7 @@ package appview_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,63 @@ func TestLoginRefusals(t *testing.T) {
 	}
 	if n, err := env.Store.DeleteExpiredOAuthAuthRequests(context.Background(), time.Now().Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("refused logins stored %d requests (%v)", n, err)
+	}
+}
+
+// TestSignInOnLoopbackAliases: on an instance whose PUBLIC_URL is a
+// loopback URL (testenv's http://127.0.0.1:PORT), a page served as
+// http://localhost:PORT or http://[::1]:PORT (where the README sends a
+// newcomer) signs in with an admin key and uses the cookie on the admin
+// API; another port and a foreign origin are still refused. An instance
+// whose PUBLIC_URL is a public https URL has no such alias.
+func TestSignInOnLoopbackAliases(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, storagetest.SQLite(t), appview.Config{Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
+	key := fullKey(t, env.Bootstrap(t))
+	u, err := url.Parse(env.URL)
+	if err != nil || u.Hostname() != "127.0.0.1" {
+		t.Fatalf("testenv URL %q (%v): the test needs PUBLIC_URL http://127.0.0.1:PORT", env.URL, err)
+	}
+	port := u.Port()
+	refused := "cross-site request refused: the request must carry an Origin (or Referer) header naming a registered domain of this instance"
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"http://localhost:" + port, true},
+		{"http://[::1]:" + port, true},
+		{"http://localhost:1", false},
+		{"https://localhost:" + port, false},
+		{"https://evil.example", false},
+		{"http://localhost:" + port + "/", false},
+	} {
+		r := env.Do(t, "POST", "/auth/login-key", nil, append(testenv.Bearer(key), "Origin", tc.origin)...)
+		if !tc.ok {
+			if r.Status != 403 || r.Error(t) != refused || r.Header.Get("Set-Cookie") != "" {
+				t.Errorf("Origin %s: %d %s", tc.origin, r.Status, r.Raw)
+			}
+			continue
+		}
+		if r.Status != 200 {
+			t.Errorf("Origin %s: %d %s", tc.origin, r.Status, r.Raw)
+			continue
+		}
+		cookie := sessionCookie(t, r)
+		body := map[string]any{"name": "from " + tc.origin, "permissions": []string{"lexicons:read"}}
+		if r := env.Do(t, "POST", "/admin/api-keys", body, append(cookieHeader(cookie), "Origin", tc.origin)...); r.Status != 201 {
+			t.Errorf("admin API by cookie from %s: %d %s", tc.origin, r.Status, r.Raw)
+		}
+	}
+
+	public := testenv.New(t, storagetest.SQLite(t), appview.Config{PublicURL: "https://appview.example.com",
+		Security: appview.SecurityConfig{SessionSecret: testSessionSecret}})
+	key = fullKey(t, public.Bootstrap(t))
+	if r := public.Do(t, "POST", "/auth/login-key", nil, append(testenv.Bearer(key), "Origin", "https://appview.example.com")...); r.Status != 200 {
+		t.Fatalf("public instance, its own origin: %d %s", r.Status, r.Raw)
+	}
+	for _, origin := range []string{"http://localhost:" + port, "http://127.0.0.1:" + port, "https://localhost"} {
+		if r := public.Do(t, "POST", "/auth/login-key", nil, append(testenv.Bearer(key), "Origin", origin)...); r.Status != 403 || r.Error(t) != refused {
+			t.Errorf("public instance, Origin %s: %d %s", origin, r.Status, r.Raw)
+		}
 	}
 }

@@ -31,19 +31,29 @@ var ErrStopped = indexer.ErrStopped
 // WriteResult reports what the writer did with a submission's changes.
 type WriteResult struct {
 	// Accepted counts the changes that passed the checks: committed when
-	// Write returns, queued for the next batch when Submit returns.
+	// Write returns (but for those below), queued for the next batch when
+	// Submit returns.
 	Accepted int
 	// Rejected lists the changes the checks refused; they are not stored.
 	Rejected []Rejection
+	// Of the Accepted, known once they are committed (Write and
+	// WriteBulk; Submit leaves them empty): Skipped counts the changes a
+	// record-event script or a RecordHook chose not to store, and
+	// ScriptFailed lists those whose record-event script failed. Those
+	// are not stored either: each is retried automatically and becomes a
+	// dead letter when every attempt failed (Config.Scripts.Retry).
+	Skipped      int
+	ScriptFailed []Rejection
 }
 
-// Rejection is a change the writer refused.
+// Rejection is a change the writer did not store.
 type Rejection struct {
 	// URI is the change's AT URI.
 	URI string
 	// Err says why: the record's lexicon validation error,
 	// lexicon.ErrNoRecordLexicon when its collection has no record
-	// lexicon, or a malformed identifier or record text.
+	// lexicon, or a malformed identifier or record text (Rejected); the
+	// script's error (ScriptFailed).
 	Err error
 }
 
@@ -87,9 +97,12 @@ func (w *Writer) CheckRecord(collection string, record json.RawMessage) error {
 func (w *Writer) Stats() WriterStats { return WriterStats(w.w.Stats()) }
 
 func writeResult(res indexer.Result, err error) (WriteResult, error) {
-	out := WriteResult{Accepted: res.Accepted}
+	out := WriteResult{Accepted: res.Accepted, Skipped: res.Skipped}
 	for _, r := range res.Rejected {
 		out.Rejected = append(out.Rejected, Rejection(r))
+	}
+	for _, r := range res.ScriptFailed {
+		out.ScriptFailed = append(out.ScriptFailed, Rejection(r))
 	}
 	return out, err
 }

@@ -8,7 +8,9 @@ package oauth
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -38,8 +40,12 @@ var ErrOpen = errors.New("oauth: sealed value cannot be opened")
 // additional data, so a sealed value cannot be moved to another field. A
 // Sealer is safe for concurrent use.
 type Sealer struct {
-	aead cipher.AEAD
+	aead   cipher.AEAD
+	derive []byte // the subkey Derive uses
 }
+
+// deriveLabel makes the subkey of Derive from the sealing key.
+const deriveLabel = "lexview/derive/v1"
 
 // NewSealer returns a Sealer for a 32-byte key.
 func NewSealer(key []byte) (*Sealer, error) {
@@ -54,7 +60,22 @@ func NewSealer(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oauth: sealing key: %w", err)
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, derive: hmacSHA256(key, deriveLabel)}, nil
+}
+
+// Derive returns 32 bytes derived from the sealing key for purpose: the
+// same for every Sealer of the same key (across restarts and processes),
+// different for every purpose, and revealing nothing about the key or
+// another purpose's bytes. It is for a secret that must stay the same
+// without being stored, such as a fresh instance's claim token.
+func (s *Sealer) Derive(purpose string) []byte {
+	return hmacSHA256(s.derive, purpose)
+}
+
+func hmacSHA256(key []byte, msg string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
 }
 
 func additionalData(purpose string) []byte {

@@ -182,3 +182,27 @@ func FuzzOpenSealed(f *testing.F) {
 		}
 	})
 }
+
+// TestDerive: derived bytes depend on the key and the purpose only, and
+// are not the key.
+func TestDerive(t *testing.T) {
+	s := testSealer(t)
+	again := testSealer(t)
+	other, err := NewSealer(bytes.Repeat([]byte{8}, KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Derive("claim")
+	if len(a) != 32 || !bytes.Equal(a, again.Derive("claim")) {
+		t.Fatalf("same key and purpose: %x, %x", a, again.Derive("claim"))
+	}
+	for name, b := range map[string][]byte{
+		"another purpose": s.Derive("claim2"),
+		"another key":     other.Derive("claim"),
+		"the key":         bytes.Repeat([]byte{7}, KeySize),
+	} {
+		if bytes.Equal(a, b) {
+			t.Errorf("%s gives the same bytes", name)
+		}
+	}
+}

@@ -19,8 +19,9 @@ func bootstrapCommand() *command {
 			"key holding every permission and prints its hv_... secret once on stdout.\n" +
 			"Refuses (exit status 1) when a super user already exists, unless\n" +
 			"--force-new-key is given for that same DID (then it mints another key).\n" +
-			"Run it before the instance is reachable: until an admin user exists, the\n" +
-			"first authenticated request to the admin API claims the instance.",
+			"It is how a fresh instance is claimed: run it with the instance's\n" +
+			"configuration (its DATABASE_URL), whether the instance runs or not, then\n" +
+			"sign in to the dashboard with the key. See ADMIN_CLAIM for the other ways.",
 		define: func(fs *flag.FlagSet) func(context.Context, *invocation) int {
 			didFlag := fs.String("did", "", "the `DID` to make the super user (required)")
 			force := fs.Bool("force-new-key", false, "mint another key when DID already is the super user")

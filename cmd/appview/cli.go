@@ -188,6 +188,7 @@ func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	x.cfg.Logger = x.log
+	x.cfg.Security.ClaimCommand = claimCommand(program(os.Args[0], fileExists), overrides)
 	ctx, stop := signalContext()
 	defer stop()
 	return runCmd(ctx, x)

@@ -51,6 +51,9 @@ func writingApp(t *testing.T, store storage.Store) *appview.App {
 	return app
 }
 
+// TestImportRecords: records are imported in batches; a malformed line is
+// reported with its number and skipped, and the rest imported, unless
+// --strict stops there.
 func TestImportRecords(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
@@ -61,12 +64,15 @@ func TestImportRecords(t *testing.T) {
 			fmt.Fprintf(&b, `{"uri":"at://did:plc:imp/app.test.post/k%04d","cid":%q,"record":{"$type":"app.test.post","n":%d}}`+"\n", i, testCID, i)
 		}
 		var report strings.Builder
-		n, err := importRecords(context.Background(), app.Writer(), strings.NewReader(b.String()), &report)
-		if err != nil || n != 2500 || report.Len() != 0 {
-			t.Fatalf("import: %d %v %q", n, err, report.String())
+		tally, err := importRecords(context.Background(), app.Writer(), strings.NewReader(b.String()), false, &report)
+		if err != nil || tally != (importTally{Stored: 2500}) || report.Len() != 0 || tally.String() != "imported 2500 records" {
+			t.Fatalf("import: %+v %v %q", tally, err, report.String())
 		}
 		if c, _ := store.CountRecords(context.Background(), "app.test.post"); c != 2500 {
 			t.Fatalf("stored %d", c)
+		}
+		good := func(rkey string) string {
+			return `{"uri":"at://did:plc:x/app.test.post/` + rkey + `","cid":"` + testCID + `","record":{"$type":"app.test.post","n":1}}`
 		}
 		for _, bad := range []string{
 			`not json`,
@@ -75,8 +81,16 @@ func TestImportRecords(t *testing.T) {
 			`{"uri":"at://did:plc:x/app.test.post/k","cid":"nope","record":{}}`,
 			`{"uri":"at://did:plc:x/app.test.post/k","cid":"` + testCID + `","record":[1]}`,
 		} {
-			if _, err := importRecords(context.Background(), app.Writer(), strings.NewReader(bad), io.Discard); err == nil || !strings.Contains(err.Error(), "line 1") {
-				t.Errorf("%s: %v", bad, err)
+			in := good("before") + "\n" + bad + "\n" + good("after") + "\n"
+			var report strings.Builder
+			tally, err := importRecords(context.Background(), app.Writer(), strings.NewReader(in), false, &report)
+			if err == nil || err.Error() != "not imported: 0 records and 1 malformed line (listed above)" ||
+				tally != (importTally{Stored: 2, Malformed: 1}) || !strings.HasPrefix(report.String(), "line 2: malformed, skipped: ") {
+				t.Errorf("%s: %+v %v %q", bad, tally, err, report.String())
+			}
+			tally, err = importRecords(context.Background(), app.Writer(), strings.NewReader(in), true, io.Discard)
+			if err == nil || !strings.HasPrefix(err.Error(), "line 2: ") || !strings.Contains(err.Error(), "--strict") || tally.Stored != 1 {
+				t.Errorf("%s, strict: %+v %v", bad, tally, err)
 			}
 		}
 	})
@@ -97,12 +111,12 @@ func TestImportValidates(t *testing.T) {
 			`{"uri":"at://did:plc:v/app.test.post/good2","cid":"` + testCID + `","record":{"$type":"app.test.post","n":2}}`,
 		}, "\n")
 		var report strings.Builder
-		n, err := importRecords(context.Background(), app.Writer(), strings.NewReader(in), &report)
-		if n != 2 || err == nil || !strings.Contains(err.Error(), "2 records were rejected") {
-			t.Fatalf("import: %d %v", n, err)
+		tally, err := importRecords(context.Background(), app.Writer(), strings.NewReader(in), false, &report)
+		if tally != (importTally{Stored: 2, Refused: 2}) || err == nil || !strings.Contains(err.Error(), "not imported: 2 records") {
+			t.Fatalf("import: %+v %v", tally, err)
 		}
-		for _, uri := range []string{"at://did:plc:v/app.test.post/bad", "at://did:plc:v/app.test.unknown/x"} {
-			if !strings.Contains(report.String(), "rejected "+uri+": ") {
+		for line, uri := range map[int]string{2: "at://did:plc:v/app.test.post/bad", 3: "at://did:plc:v/app.test.unknown/x"} {
+			if !strings.Contains(report.String(), fmt.Sprintf("line %d: %s refused: ", line, uri)) {
 				t.Errorf("report lacks %s:\n%s", uri, report.String())
 			}
 			if _, err := store.GetRecord(context.Background(), uri); !errors.Is(err, storage.ErrNotFound) {
@@ -119,7 +133,10 @@ func TestImportValidates(t *testing.T) {
 
 // TestRecordsImportCommand runs the subcommand's function on a database
 // of its own: it opens the App, starts only its writer, imports, reports
-// and shuts down, closing the database.
+// and shuts down, closing the database. The record script of the
+// collection runs: a record it fails is not stored but kept for a retry,
+// one it skips is counted apart; the summary counts each outcome, stderr
+// lists what was not imported by line, and the command fails.
 func TestRecordsImportCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -131,9 +148,10 @@ func TestRecordsImportCommand(t *testing.T) {
 	defer taken.Close()
 	// Neither ingestion nor the metrics listener may start: the latter
 	// would fail on its taken address.
+	var logs strings.Builder
 	cfg := appview.Config{
 		DatabaseURL: dbURL,
-		Logger:      quiet,
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
 		Security:    appview.SecurityConfig{TokenEncryptionKey: testTokenKey},
 		Ingest:      appview.IngestConfig{JetstreamURL: "ws://127.0.0.1:1/subscribe"},
 		Metrics:     appview.MetricsConfig{Addr: taken.Addr().String()},
@@ -142,34 +160,55 @@ func TestRecordsImportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := setup.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon)}); err != nil {
+	if _, err := setup.Lexicons().Put(context.Background(), lexicon.Upload{Document: json.RawMessage(postLexicon),
+		IndexHook: `function handle()
+			if record.n == 13 then error("unlucky") end
+			if record.n == 7 then return nil end
+			return record
+		end`}); err != nil {
 		t.Fatal(err)
 	}
 	if err := setup.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "records.jsonl")
-	lines := `{"uri":"at://did:plc:c/app.test.post/a","cid":"` + testCID + `","record":{"$type":"app.test.post","n":1}}` + "\n" +
-		`{"uri":"at://did:plc:c/app.test.post/b","cid":"` + testCID + `","record":{"$type":"app.test.post","n":true}}` + "\n"
+	post := func(rkey, n string) string {
+		return `{"uri":"at://did:plc:c/app.test.post/` + rkey + `","cid":"` + testCID + `","record":{"$type":"app.test.post","n":` + n + `}}` + "\n"
+	}
+	lines := post("a", "1") + post("b", "true") + post("c", "13") + post("d", "7") + "{not json\n" + post("e", "2")
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = recordsImport(ctx, cfg, file, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "1 records were rejected") {
+	err = recordsImport(ctx, cfg, file, false, &stdout, &stderr)
+	if err == nil || err.Error() != "not imported: 2 records and 1 malformed line (listed above)" {
 		t.Fatalf("recordsImport = %v", err)
 	}
-	if stdout.String() != "imported 1 records\n" || !strings.HasPrefix(stderr.String(), "rejected at://did:plc:c/app.test.post/b: ") {
-		t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	want := "imported 2 records; not imported: refused 1, script failed 1, malformed lines 1 " +
+		"(failed scripts are retried automatically, then kept as dead letters); skipped by their record script: 1\n"
+	if stdout.String() != want {
+		t.Errorf("stdout %q\nwant   %q", stdout.String(), want)
+	}
+	report := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(report) != 3 || !strings.HasPrefix(report[0], "line 5: malformed, skipped: ") ||
+		!strings.HasPrefix(report[1], "line 2: at://did:plc:c/app.test.post/b refused: ") ||
+		!strings.HasPrefix(report[2], "line 3: at://did:plc:c/app.test.post/c failed its record script: ") || !strings.Contains(report[2], "unlucky") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if strings.Contains(logs.String(), "lexview stopped") {
+		t.Errorf("the import logged that lexview stopped:\n%s", logs.String())
 	}
 	store, err := appview.OpenStore(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if n, err := store.CountRecords(ctx, "app.test.post"); err != nil || n != 1 {
+	if n, err := store.CountRecords(ctx, "app.test.post"); err != nil || n != 2 {
 		t.Fatalf("stored %d, %v", n, err)
+	}
+	if _, err := store.NextScriptRetryDue(ctx); err != nil {
+		t.Fatalf("the failed script's record is not kept for a retry: %v", err)
 	}
 }

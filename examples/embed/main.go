@@ -59,6 +59,7 @@ func run(ctx context.Context, dbPath string, port int) error {
 	if port == 0 {
 		port = -1 // appview.Config: any free port
 	}
+	// doc-snippet: new
 	app, err := appview.New(appview.Config{
 		DatabaseURL: "sqlite://" + dbPath,
 		Port:        port,
@@ -71,6 +72,7 @@ func run(ctx context.Context, dbPath string, port int) error {
 	// Shutdown stops what runs and closes the database; Serve calls it too
 	// when ctx ends, and a second call does nothing.
 	defer app.Shutdown(context.Background())
+	// doc-snippet: end
 
 	// Register the lexicons: routes appear at once.
 	for _, up := range []lexicon.Upload{

@@ -37,7 +37,8 @@ func checkServer(ctx context.Context, db *sql.DB) error {
 // server_version_num and version server_version, which the error names.
 func checkVersion(num int, version string) error {
 	if num < MinServerVersion {
-		return fmt.Errorf("postgres: the server runs PostgreSQL %s (server_version_num %d), and Lexview requires PostgreSQL 17 or newer (%d): %w",
+		return fmt.Errorf("postgres: the server runs PostgreSQL %s (server_version_num %d), and Lexview requires PostgreSQL 17 or newer (%d): %w; "+
+			"on Debian and Ubuntu, install postgresql-17 from the PostgreSQL project's apt repository, apt.postgresql.org (docs/production.md)",
 			version, num, MinServerVersion, ErrUnsupportedServer)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 )
 
 // TestCheckVersion: servers older than PostgreSQL 17 are refused with an
-// error naming the version found and the one required.
+// error naming the version found, the one required and where to get it.
 func TestCheckVersion(t *testing.T) {
 	for _, ok := range []struct {
 		num     int
@@ -31,7 +31,7 @@ func TestCheckVersion(t *testing.T) {
 	}{{160009, "16.9"}, {90624, "9.6.24"}, {169999, "16.99"}} {
 		err := postgres.CheckVersion(old.num, old.version)
 		if !errors.Is(err, postgres.ErrUnsupportedServer) || !strings.Contains(err.Error(), "PostgreSQL "+old.version) ||
-			!strings.Contains(err.Error(), "PostgreSQL 17 or newer") {
+			!strings.Contains(err.Error(), "PostgreSQL 17 or newer") || !strings.Contains(err.Error(), "apt.postgresql.org") {
 			t.Errorf("%s: %v", old.version, err)
 		}
 	}

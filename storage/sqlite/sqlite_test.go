@@ -13,10 +13,13 @@ import (
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
+// doc-snippet: suite
 // TestSuite runs every suite of storage/storagetest.
 func TestSuite(t *testing.T) {
 	storagetest.RunAll(t, func(t testing.TB) storage.Store { return storagetest.SQLite(t) })
 }
+
+// doc-snippet: end
 
 func TestMigrations(t *testing.T) {
 	storagetest.RunMigrations(t, func(t testing.TB) storagetest.Migrator { return storagetest.SQLiteUnmigrated(t) })

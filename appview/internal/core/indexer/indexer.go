@@ -39,12 +39,26 @@ type Hook interface {
 	// Wants reports, cheaply, whether a change has a script to run.
 	Wants(c storage.Change) bool
 	// Apply runs the scripts of changes, rewriting their records in
-	// place, and reports per change whether to write it: false when the
-	// script skipped it, or failed and the failure is stored as a dead
-	// letter before Apply returns. An error means a failure could not be
+	// place, and reports per change what to do with it (Outcome): write
+	// it, skip it (its script said so), or not write it because its
+	// script failed, the failure stored (a pending retry or a dead
+	// letter) before Apply returns. An error means a failure could not be
 	// made durable; the writer retries.
-	Apply(ctx context.Context, changes []storage.Change) (keep []bool, err error)
+	Apply(ctx context.Context, changes []storage.Change) ([]Outcome, error)
 }
+
+// Outcome is what a Hook decided for one change. The zero Outcome writes
+// it.
+type Outcome struct {
+	// Skip: a script chose not to write the change.
+	Skip bool
+	// Err: the change's script failed, so it is not written; the failure
+	// is stored for a retry or as a dead letter.
+	Err error
+}
+
+// Written reports whether the change is written.
+func (o Outcome) Written() bool { return !o.Skip && o.Err == nil }
 
 // Options configure a Writer. Store and Lexicons are required; the
 // tuning fields at zero take the defaults.
@@ -141,6 +155,8 @@ func (w *Writer) Stats() Stats {
 type item struct {
 	source   string
 	changes  []storage.Change
+	skipped  int         // changes a hook skipped (runHooks)
+	failed   []Rejection // changes whose script failed (runHooks)
 	cursor   *storage.StreamCursor
 	repos    []storage.RepoState
 	accounts []storage.AccountState
@@ -286,11 +302,20 @@ func (w *Writer) enqueue(ctx context.Context, queue chan<- *item, it *item) erro
 
 // Result reports what happened to a submission's changes.
 type Result struct {
+	// Accepted counts the changes validation let through.
 	Accepted int
+	// Rejected lists the changes validation refused.
 	Rejected []Rejection
+	// Of the Accepted, once committed (Write, WriteBulk and Remove wait
+	// for it; Submit leaves these empty): Skipped counts the changes a
+	// record-event script or hook chose not to write, and ScriptFailed
+	// lists those whose script failed (not written: stored for a retry,
+	// then as a dead letter), with the script's error.
+	Skipped      int
+	ScriptFailed []Rejection
 }
 
-// Rejection is a change refused by validation.
+// Rejection is a change that is not written, and why.
 type Rejection struct {
 	URI string
 	Err error
@@ -420,6 +445,7 @@ func (w *Writer) write(ctx context.Context, queue chan<- *item, source string, c
 	// final drain takes everything queued.
 	select {
 	case <-it.done:
+		res.Skipped, res.ScriptFailed = it.skipped, it.failed
 		return res, it.err
 	case <-ctx.Done():
 		return res, ctx.Err()
@@ -665,10 +691,10 @@ func (w *Writer) runHooks(ctx context.Context, items []*item) {
 	if len(all) == 0 {
 		return
 	}
-	var keep []bool
+	var outcomes []Outcome
 	err := w.retry(ctx, "running record-event scripts", len(all), func() error {
 		var err error
-		keep, err = h.Apply(context.WithoutCancel(ctx), all)
+		outcomes, err = h.Apply(context.WithoutCancel(ctx), all)
 		return err
 	})
 	if err != nil {
@@ -681,8 +707,13 @@ func (w *Writer) runHooks(ctx context.Context, items []*item) {
 		}
 		out := it.changes[:0]
 		for range it.changes {
-			if keep[i] {
+			switch o := outcomes[i]; {
+			case o.Written():
 				out = append(out, all[i])
+			case o.Err != nil:
+				it.failed = append(it.failed, Rejection{URI: all[i].URI(), Err: o.Err})
+			default:
+				it.skipped++
 			}
 			i++
 		}

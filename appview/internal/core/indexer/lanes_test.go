@@ -209,17 +209,13 @@ type concurrencyHook struct {
 
 func (c *concurrencyHook) Wants(storage.Change) bool { return true }
 
-func (c *concurrencyHook) Apply(_ context.Context, changes []storage.Change) ([]bool, error) {
+func (c *concurrencyHook) Apply(_ context.Context, changes []storage.Change) ([]indexer.Outcome, error) {
 	n := c.active.Add(1)
 	defer c.active.Add(-1)
 	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
 	}
 	time.Sleep(5 * time.Millisecond)
-	keep := make([]bool, len(changes))
-	for i := range keep {
-		keep[i] = true
-	}
-	return keep, nil
+	return make([]indexer.Outcome, len(changes)), nil
 }
 
 // TestHooksRunForOneBatchAtATime: batches committed side by side still

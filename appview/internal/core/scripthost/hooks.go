@@ -50,11 +50,11 @@ type outcome struct {
 }
 
 // Apply runs the record-event scripts of changes concurrently, rewriting
-// their records in place, and reports which to write. Each failure is
-// stored before Apply returns: as a pending automatic retry, or as a dead
-// letter when the policy allows no retry. An error means it could not be
-// stored.
-func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, error) {
+// their records in place, and reports what to do with each. Each failure
+// is stored before Apply returns: as a pending automatic retry, or as a
+// dead letter when the policy allows no retry. An error means it could
+// not be stored.
+func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]indexer.Outcome, error) {
 	snap := r.current()
 	results := make([]outcome, len(changes))
 	var todo []int
@@ -67,17 +67,18 @@ func (r *Runtime) Apply(ctx context.Context, changes []storage.Change) ([]bool, 
 		}
 	}
 	parallel(todo, func(i int) { results[i] = r.runEvent(ctx, snap, changes[i]) })
-	keep := make([]bool, len(changes))
+	out := make([]indexer.Outcome, len(changes))
 	for i, res := range results {
 		if res.err != nil {
 			if err := r.failed(ctx, changes[i], res.err); err != nil {
 				return nil, err
 			}
+			out[i].Err = res.err
 			continue
 		}
-		changes[i], keep[i] = res.change, res.keep
+		changes[i], out[i].Skip = res.change, !res.keep
 	}
-	return keep, nil
+	return out, nil
 }
 
 // parallel calls fn with each of todo, on up to GOMAXPROCS goroutines,

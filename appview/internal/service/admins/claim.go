@@ -2,7 +2,6 @@ package admins
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 
@@ -28,19 +27,38 @@ type ClaimPolicy struct {
 	// Token, when set, lets the first authenticated admin request that
 	// carries it claim the instance.
 	Token string
+	// Command is the shell command that claims the instance, as its
+	// operator types it ("appview admin bootstrap --did <your DID>");
+	// empty when a program embedding Lexview claims it through the Go
+	// API (appview's App.Bootstrap).
+	Command string
 }
 
-// NewClaimToken returns a fresh random claim token.
-func NewClaimToken() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	return ClaimTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+// How says how an operator claims the instance: the command, quoted, or
+// the Go API.
+func (p ClaimPolicy) How() string {
+	if p.Command != "" {
+		return "`" + p.Command + "`"
+	}
+	return "App.Bootstrap (the program embedding Lexview calls it)"
 }
 
-// errUnclaimed refuses a request that may not claim a fresh instance.
-var errUnclaimed = fail.New(fail.Forbidden,
-	"this instance has no admin yet: claim it with `appview admin bootstrap --did <your DID>`, "+
-		"or send the claim token printed at start-up in the "+ClaimTokenHeader+" header")
+// ClaimTokenFrom returns the claim token made of secret (its first 24
+// bytes), for a token that must stay the same across restarts without
+// being stored: secret is derived from a stored one.
+func ClaimTokenFrom(secret []byte) string {
+	return ClaimTokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:min(len(secret), 24)])
+}
+
+// unclaimedError refuses a request that may not claim a fresh instance,
+// saying how to claim it.
+func (p ClaimPolicy) unclaimedError() error {
+	msg := "this instance has no admin yet: claim it with " + p.How()
+	if p.Token != "" {
+		msg += ", or send the claim token printed at start-up in the " + ClaimTokenHeader + " header"
+	}
+	return fail.New(fail.Forbidden, msg)
+}
 
 // mayClaim reports whether a request carrying token may claim the
 // instance.
@@ -50,6 +68,10 @@ func (p ClaimPolicy) mayClaim(token string) bool {
 	}
 	return p.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(p.Token)) == 1
 }
+
+// ClaimCommand is the command that claims the instance (ClaimPolicy's
+// Command), for the pages that say how.
+func (s *Service) ClaimCommand() string { return s.claimPolicy.Command }
 
 // Unclaimed reports whether the instance has no admin user yet.
 func (s *Service) Unclaimed(ctx context.Context) (bool, error) {
@@ -67,7 +89,7 @@ func (s *Service) claim(ctx context.Context, did syntax.DID, token string) (stor
 	if unclaimed, err := s.Unclaimed(ctx); err != nil {
 		return storage.AdminUser{}, err
 	} else if unclaimed {
-		return storage.AdminUser{}, errUnclaimed
+		return storage.AdminUser{}, s.claimPolicy.unclaimedError()
 	}
 	return storage.AdminUser{}, errForbidden
 }

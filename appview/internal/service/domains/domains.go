@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,6 +195,13 @@ func (s *Service) Primary(ctx context.Context) (storage.Domain, bool) {
 // using the cached list (read again when older than refreshAfter, and at
 // once after this process adds or deletes a domain). ok is false for a
 // host that is not registered.
+//
+// When PUBLIC_URL is a loopback URL (a development instance), a loopback
+// host (localhost, a name under .localhost, 127.0.0.0/8 or [::1]) is an
+// alias of the registered loopback domain on the same port: they all
+// name this machine, so http://localhost:3000 is the instance whose
+// PUBLIC_URL is http://127.0.0.1:3000. An instance with any other
+// PUBLIC_URL has no aliases: only its registered hosts match.
 func (s *Service) Match(ctx context.Context, host string) (storage.Domain, bool) {
 	host = NormalHost(host)
 	_, all := s.cached(ctx)
@@ -201,7 +210,34 @@ func (s *Service) Match(ctx context.Context, host string) (storage.Domain, bool)
 			return d, true
 		}
 	}
+	if s.allowHTTP() {
+		return loopbackAlias(host, all)
+	}
 	return storage.Domain{}, false
+}
+
+// loopbackAlias returns the first of all that is a loopback domain on the
+// port of host, itself a loopback host[:port] (NormalHost's form).
+func loopbackAlias(host string, all []storage.Domain) (storage.Domain, bool) {
+	name, port := splitHost(host)
+	if !isLoopbackName(name) {
+		return storage.Domain{}, false
+	}
+	for _, d := range all {
+		if dn, dp := splitHost(Host(d.URL)); dp == port && isLoopbackName(dn) {
+			return d, true
+		}
+	}
+	return storage.Domain{}, false
+}
+
+// splitHost splits host[:port] (an IPv6 literal in brackets) into its
+// lower-case name, without brackets, and its port ("" when none).
+func splitHost(host string) (name, port string) {
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		return strings.ToLower(h), p
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ""
 }
 
 // cached returns the cached primary domain and domain list, reading them

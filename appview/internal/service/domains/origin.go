@@ -104,11 +104,17 @@ func IsLoopback(rawURL string) bool {
 	if err != nil {
 		return false
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	return isLoopbackName(u.Hostname())
+}
+
+// isLoopbackName reports whether a host name (no port, no brackets) is
+// localhost, a name under .localhost, or a loopback address.
+func isLoopbackName(name string) bool {
+	name = strings.ToLower(name)
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(name)
 	return ip != nil && ip.IsLoopback()
 }
 

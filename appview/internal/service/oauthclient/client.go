@@ -193,7 +193,9 @@ func (c *Client) Authorize(ctx context.Context, req Request) (string, error) {
 // (single use: a replayed, forged or expired state is refused), checks it
 // was started for this host, exchanges the code (checking the issuer and
 // that the account is the one the flow started for) and stores the
-// session sealed.
+// session sealed. A refusal of a flow whose pending request was found
+// comes with a Result naming its Purpose and Subject (and nothing else),
+// so that the purpose's front end can answer it.
 func (c *Client) Callback(ctx context.Context, host string, params url.Values) (Result, error) {
 	if c.opt.Sealer == nil {
 		return Result{}, errOff
@@ -209,29 +211,30 @@ func (c *Client) Callback(ctx context.Context, host string, params url.Values) (
 	if err != nil {
 		return Result{}, err
 	}
+	refused := Result{Purpose: row.Purpose, Subject: row.Subject}
 	if domains.Host(row.DomainOrigin) != domains.NormalHost(host) {
-		return Result{}, errOtherDomain
+		return refused, errOtherDomain
 	}
 	raw, err := c.opt.Sealer.Open(requestSealPurpose(state), row.SealedData)
 	if err != nil {
-		return Result{}, fmt.Errorf("oauthclient: open request: %w", err)
+		return refused, fmt.Errorf("oauthclient: open request: %w", err)
 	}
 	var info indigooauth.AuthRequestData
 	if err := json.Unmarshal(raw, &info); err != nil {
-		return Result{}, fmt.Errorf("oauthclient: decode request: %w", err)
+		return refused, fmt.Errorf("oauthclient: decode request: %w", err)
 	}
 	cfg, err := c.config(ctx, row.DomainOrigin, row.ClientID, info.Scopes)
 	if err != nil {
-		return Result{}, err
+		return refused, err
 	}
 	st := &callbackStore{client: c, info: info, purpose: row.Purpose, origin: row.DomainOrigin, clientID: row.ClientID}
 	sess, err := c.app(cfg, st).ProcessCallback(ctx, params)
 	if err != nil {
 		var denied *indigooauth.AuthRequestCallbackError
 		if errors.As(err, &denied) {
-			return Result{}, fail.New(fail.Invalid, "the authorization was not granted: "+denied.ErrorCode)
+			return refused, fail.New(fail.Invalid, "the authorization was not granted: "+denied.ErrorCode)
 		}
-		return Result{}, fail.Wrap(fail.Invalid, "the sign-in could not be completed: "+err.Error(), err)
+		return refused, fail.Wrap(fail.Invalid, "the sign-in could not be completed: "+err.Error(), err)
 	}
 	return Result{
 		Purpose: row.Purpose, Subject: row.Subject, DID: sess.AccountDID, SessionID: sess.SessionID,

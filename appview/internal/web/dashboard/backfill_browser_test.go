@@ -243,7 +243,7 @@ func TestBrowserBackfillEstimate(t *testing.T) {
 	ctx := browser(t, 10*time.Second)
 	// The dashboard's own files suffice: no instance, no session.
 	mux := http.NewServeMux()
-	dashboard.New(slog.New(slog.DiscardHandler)).Mount(mux)
+	dashboard.New(dashboard.Options{Logger: slog.New(slog.DiscardHandler)}).Mount(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/dashboard/static/icon.svg")); err != nil {

@@ -2,11 +2,14 @@
 // templates and small JavaScript modules and a stylesheet, all embedded in
 // the binary, under /dashboard. The pages call the admin API from the
 // browser with the session cookie that /auth/login and /auth/login-key set
-// (package signin); this package holds no credentials and reads no data.
+// (package signin); this package holds no credentials and reads no data
+// but whether the instance has an admin yet, for the sign-in page. It also
+// renders the sign-in page of a failed sign-in (SignInFailed).
 package dashboard
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -98,20 +101,56 @@ type view struct {
 	// CSS is set when the page has its own stylesheet
 	// (assets/static/pages/<Name>.css).
 	CSS bool
+	// Claim is set on the sign-in page of an instance with no admin yet:
+	// how to claim it.
+	Claim *claimView
+	// Failure is why a sign-in failed, on the sign-in page that answers
+	// it (SignInFailed).
+	Failure string
+}
+
+// claimView says how to claim an instance with no admin yet.
+type claimView struct {
+	// Command is the shell command that claims it; empty when the
+	// program embedding Lexview does (through its Go API).
+	Command string
+}
+
+// Claims says whether the instance still has no admin, and how to claim
+// it (*admins.Service).
+type Claims interface {
+	Unclaimed(ctx context.Context) (bool, error)
+	ClaimCommand() string
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Claims lets the sign-in page of an instance with no admin yet say
+	// how to claim it; nil says nothing.
+	Claims Claims
+	Logger *slog.Logger
 }
 
 // Handler serves the dashboard.
 type Handler struct {
 	pages  map[string]*template.Template // by page Name
 	static http.Handler
+	claims Claims
 	log    *slog.Logger
 }
+
+// signInPage is the sign-in page's Name.
+const signInPage = "signin"
 
 // New returns a Handler over the embedded files. The templates are part
 // of the binary, so a template that does not parse is a programming error
 // (the package's tests parse every page): New panics on it.
-func New(log *slog.Logger) *Handler {
-	h := &Handler{pages: map[string]*template.Template{}, log: log}
+func New(opt Options) *Handler {
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Handler{pages: map[string]*template.Template{}, claims: opt.Claims, log: log}
 	for _, p := range pages {
 		h.pages[p.Name] = template.Must(template.ParseFS(assets, "assets/layout.html", "assets/"+p.Name+".html"))
 	}
@@ -171,24 +210,78 @@ func navigation(current page) []navGroup {
 	return out
 }
 
-// render serves page p.
-func (h *Handler) render(p page) http.Handler {
+// pageView is the view of page p, before what a request adds.
+func pageView(p page) view {
 	v := view{Page: p, Asset: Path + "static/", Nav: navigation(p)}
 	if _, err := fs.Stat(assets, "assets/static/pages/"+p.Name+".css"); err == nil {
 		v.CSS = true
 	}
-	t := h.pages[p.Name]
+	return v
+}
+
+// render serves page p.
+func (h *Handler) render(p page) http.Handler {
+	base := pageView(p)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
-			h.log.ErrorContext(r.Context(), "dashboard: render page", "page", p.Name, "err", err)
-			http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
-			return
+		v := base
+		if p.Name == signInPage {
+			v.Claim = h.claim(r.Context())
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		_, _ = w.Write(buf.Bytes())
+		h.write(w, r, http.StatusOK, v)
 	})
+}
+
+// SignInFailed answers a browser whose sign-in failed (the handle
+// sign-in's start or its OAuth callback) with the sign-in page, the
+// failure's message at its top, so that the browser stays in the
+// dashboard with a way to try again. status is the failure's.
+func (h *Handler) SignInFailed(w http.ResponseWriter, r *http.Request, status int, message string) {
+	v := pageView(pageNamed(signInPage))
+	v.Claim, v.Failure = h.claim(r.Context()), message
+	secured(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.write(w, r, status, v) })).ServeHTTP(w, r)
+}
+
+// pageNamed returns the page called name, which must exist.
+func pageNamed(name string) page {
+	for _, p := range pages {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("dashboard: no page " + name)
+}
+
+// claim is how to claim the instance when it has no admin yet, else nil
+// (and when that cannot be read: the page says nothing then).
+func (h *Handler) claim(ctx context.Context) *claimView {
+	if h.claims == nil {
+		return nil
+	}
+	unclaimed, err := h.claims.Unclaimed(ctx)
+	if err != nil {
+		h.log.WarnContext(ctx, "dashboard: reading whether the instance is claimed failed", "err", err)
+		return nil
+	}
+	if !unclaimed {
+		return nil
+	}
+	return &claimView{Command: h.claims.ClaimCommand()}
+}
+
+// write renders v's page with status.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, status int, v view) {
+	var buf bytes.Buffer
+	if err := h.pages[v.Page.Name].ExecuteTemplate(&buf, "layout", v); err != nil {
+		h.log.ErrorContext(r.Context(), "dashboard: render page", "page", v.Page.Name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if w.Header().Get("Cache-Control") == "" { // a failed sign-in's answer is no-store
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // secured sets the security headers of every dashboard response.

@@ -15,7 +15,7 @@ import (
 func serve(t *testing.T, path string) *http.Response {
 	t.Helper()
 	mux := http.NewServeMux()
-	dashboard.New(slog.New(slog.DiscardHandler)).Mount(mux)
+	dashboard.New(dashboard.Options{Logger: slog.New(slog.DiscardHandler)}).Mount(mux)
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Result()

@@ -30,15 +30,29 @@ func startInstance(t *testing.T) (*testenv.Env, string) {
 // startInstanceWith is startInstance with cfg (its session secret set).
 func startInstanceWith(t *testing.T, cfg appview.Config) (*testenv.Env, string) {
 	t.Helper()
+	env := newInstance(t, cfg)
+	return env, claim(t, env)
+}
+
+// newInstance runs an instance on SQLite with cfg (its session secret
+// set) and no admin yet.
+func newInstance(t *testing.T, cfg appview.Config) *testenv.Env {
+	t.Helper()
 	cfg.Security.SessionSecret = sessionSecret
-	env := testenv.New(t, storagetest.SQLite(t), cfg)
+	return testenv.New(t, storagetest.SQLite(t), cfg)
+}
+
+// claim makes the instance's super user and returns an hv_ key holding
+// all of the user's permissions.
+func claim(t *testing.T, env *testenv.Env) string {
+	t.Helper()
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	if r.Status != 201 {
 		t.Fatalf("create key: %d %s", r.Status, r.Raw)
 	}
 	key, _ := r.Object(t)["key"].(string)
-	return env, key
+	return key
 }
 
 // seed stores n records of collection.

@@ -26,6 +26,13 @@ type Finisher interface {
 	Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
 }
 
+// Failer answers the refused callbacks of a purpose's flows. A Finisher
+// that is one answers them; the refusals of the others are answered with
+// the JSON error.
+type Failer interface {
+	Fail(w http.ResponseWriter, r *http.Request, err error)
+}
+
 // FinisherFunc adapts a function to Finisher.
 type FinisherFunc func(w http.ResponseWriter, r *http.Request, res oauthclient.Result)
 
@@ -48,13 +55,19 @@ type Options struct {
 	Flows Flows
 	// Finishers finish the flows, by purpose.
 	Finishers map[string]Finisher
-	Logger    *slog.Logger
+	// Unknown answers the refusal of a callback whose flow is unknown (no
+	// state, or an unknown, used or expired one), whose purpose nobody
+	// knows; nil answers it with the JSON error.
+	Unknown Failer
+	Logger  *slog.Logger
 }
 
 // New returns the handler of GET /oauth/callback: it finishes the flow
 // (Flows.Callback) and hands the result to the Finisher of the flow's
-// purpose. A refused callback is answered with the error and nothing is
-// stored; a session of a purpose with no Finisher is ended.
+// purpose. A refused callback is answered with the error by the purpose's
+// Finisher when it is a Failer (Options.Unknown when the flow is unknown),
+// else in JSON, and nothing is stored; a session of a purpose with no
+// Finisher is ended.
 func New(o Options) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -64,7 +77,15 @@ func New(o Options) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		res, err := o.Flows.Callback(r.Context(), r.Host, r.URL.Query())
 		if err != nil {
-			log.InfoContext(r.Context(), "OAuth callback refused", "err", err)
+			log.InfoContext(r.Context(), "OAuth callback refused", "purpose", res.Purpose, "err", err)
+			failer, ok := o.Finishers[res.Purpose].(Failer)
+			if res.Purpose == "" {
+				failer, ok = o.Unknown, o.Unknown != nil
+			}
+			if ok {
+				failer.Fail(w, r, err)
+				return
+			}
 			respond.Fail(w, r, log, err)
 			return
 		}

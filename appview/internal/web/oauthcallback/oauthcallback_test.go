@@ -2,6 +2,7 @@ package oauthcallback_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -59,5 +60,49 @@ func TestCallback(t *testing.T) {
 	if w := get("other"); w.Code != 400 || !strings.Contains(w.Body.String(), "the flow has no handler") ||
 		len(f.ended) != 1 || f.ended[0] != "did:plc:alice s1" {
 		t.Fatalf("flow of an unknown purpose: %d %s %v", w.Code, w.Body, f.ended)
+	}
+}
+
+// deniedFlows refuses every callback: "lost" as a flow nobody knows,
+// any other state as a refusal of a flow of that purpose.
+type deniedFlows struct{ *flows }
+
+func (deniedFlows) Callback(_ context.Context, _ string, params url.Values) (oauthclient.Result, error) {
+	if params.Get("state") == "lost" {
+		return oauthclient.Result{}, fail.New(fail.Invalid, "invalid OAuth callback: unknown, used or expired state")
+	}
+	return oauthclient.Result{Purpose: params.Get("state")}, fail.New(fail.Invalid, "the authorization was not granted: access_denied")
+}
+
+// failingFinisher is a Finisher that answers its flows' refusals too.
+type failingFinisher struct{ name string }
+
+func (failingFinisher) Finish(http.ResponseWriter, *http.Request, oauthclient.Result) {}
+
+func (f failingFinisher) Fail(w http.ResponseWriter, _ *http.Request, err error) {
+	w.WriteHeader(http.StatusTeapot)
+	_, _ = io.WriteString(w, f.name+": "+err.Error())
+}
+
+// TestCallbackRefusalsGoToTheirFailer: a refusal of a flow whose purpose's
+// Finisher is a Failer is answered by it, a refusal of an unknown flow by
+// Options.Unknown; the other refusals are the JSON error.
+func TestCallbackRefusalsGoToTheirFailer(t *testing.T) {
+	h := oauthcallback.New(oauthcallback.Options{Flows: deniedFlows{&flows{}}, Logger: slog.New(slog.DiscardHandler),
+		Finishers: map[string]oauthcallback.Finisher{
+			"sign_in": failingFinisher{"sign-in page"},
+			"grant":   oauthcallback.FinisherFunc(func(http.ResponseWriter, *http.Request, oauthclient.Result) {}),
+		},
+		Unknown: failingFinisher{"unknown flow"}})
+	for state, want := range map[string]string{
+		"sign_in": "418 sign-in page: the authorization was not granted: access_denied",
+		"lost":    "418 unknown flow: invalid OAuth callback: unknown, used or expired state",
+		"grant":   `400 {"error":"the authorization was not granted: access_denied"}`,
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/oauth/callback?state="+state, nil))
+		if got := strings.TrimSpace(fmt.Sprint(w.Code, " ", w.Body.String())); got != want {
+			t.Errorf("state %s: %s, want %s", state, got, want)
+		}
 	}
 }

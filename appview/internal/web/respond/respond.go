@@ -82,23 +82,34 @@ func Status(err error) int {
 // Fail answers a service error: {"error": message} with its kind's status,
 // or, for an internal error, a logged 500 that reveals nothing.
 func Fail(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	status := Status(err)
+	status, msg := Describe(w, r, log, err)
+	Error(w, status, msg)
+}
+
+// Describe is Fail for an answer of another form (a page): it returns
+// the status and the message to show for err, having logged an internal
+// error (whose message reveals nothing) and set Retry-After on w for a
+// rate limit.
+func Describe(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) (status int, msg string) {
 	if fail.KindOf(err) == fail.Internal {
-		Internal(w, r, log, err)
-		return
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		return http.StatusInternalServerError, internalMessage
 	}
 	var fe *fail.Error
 	if errors.As(err, &fe) && fe.Kind == fail.RateLimited && fe.RetryAfter > 0 {
 		secs := int64(math.Ceil(fe.RetryAfter.Seconds()))
 		w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 	}
-	Error(w, status, fail.Message(err))
+	return Status(err), fail.Message(err)
 }
+
+// internalMessage is all an internal error says.
+const internalMessage = "internal server error"
 
 // Internal logs err and answers 500 without revealing it.
 func Internal(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	Error(w, http.StatusInternalServerError, "internal server error")
+	Error(w, http.StatusInternalServerError, internalMessage)
 }
 
 // ErrBodyTooLarge is returned by DecodeJSON when the body exceeds its limit.

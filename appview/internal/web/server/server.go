@@ -221,21 +221,26 @@ func New(svc Services, p Parts) *Surfaces {
 	})
 	site.New(site.Options{Domains: svc.Domains, Branding: svc.Instance, Keys: svc.InstanceKeys, DID: svc.Identity.DID,
 		Scopes: svc.LinkedRepos.Scopes, Logger: log}).Mount(pub)
+	dash := dashboard.New(dashboard.Options{Claims: svc.Admins, Logger: log})
 	si := signin.New(signin.Options{Flows: p.OAuthClient, Keys: svc.Admins, Cookies: p.Users.Cookies, Domains: svc.Domains,
-		Now: p.Now, Logger: log})
+		Pages: dash, Now: p.Now, Logger: log})
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
-	// dispatched by the flow's purpose.
+	// dispatched by the flow's purpose. A browser coming back from a flow
+	// nobody knows any more (a used or expired state) is most likely
+	// signing in to the dashboard: it is answered as a failed sign-in.
+	signInFlows := si.Finisher()
 	pub.Handle("GET "+domains.CallbackPath, oauthcallback.New(oauthcallback.Options{Flows: p.OAuthClient, Logger: log,
 		Finishers: map[string]oauthcallback.Finisher{
-			signin.PurposeAdminSignIn: si.Finisher(),
+			signin.PurposeAdminSignIn: signInFlows,
 			linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo{Service: svc.LinkedRepos, Flows: p.OAuthClient,
 				Handles: p.Handles, Logger: log},
-		}}))
+		},
+		Unknown: signInFlows}))
 	invitepage.New(svc.LinkedRepos, log).Mount(pub)
 	pluginroutes.New(pluginroutes.Options{Service: svc.PluginAccounts, Users: p.Users, ClientMiddleware: clientMW, Logger: log}).Mount(pub)
 	// The dashboard, and GET / redirecting to it.
-	dashboard.New(log).Mount(pub)
+	dash.Mount(pub)
 	pub.HandleFunc("/", notFound)
 
 	am := adminAPI(svc, p)

@@ -40,12 +40,21 @@ type Keys interface {
 	ByKey(ctx context.Context, secret string) (*admins.Principal, error)
 }
 
+// Pages answers, inside the dashboard, a browser whose sign-in failed
+// (*dashboard.Handler).
+type Pages interface {
+	SignInFailed(w http.ResponseWriter, r *http.Request, status int, message string)
+}
+
 // Options configure a Handler.
 type Options struct {
 	Flows   Flows
 	Keys    Keys
 	Cookies *sessioncookie.Codec
 	Domains sessioncookie.DomainMatcher
+	// Pages answers a browser's failed sign-in with the dashboard's
+	// sign-in page and the reason; nil answers every client in JSON.
+	Pages Pages
 	// CookieTTL is the cookie's lifetime (DefaultCookieTTL when zero).
 	CookieTTL time.Duration
 	// StartRate and StartBurst bound how fast sign-in flows start, for
@@ -110,23 +119,23 @@ var (
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	d, ok := h.opt.Domains.Match(r.Context(), r.Host)
 	if !ok {
-		respond.Fail(w, r, h.opt.Logger, errUnknownHost)
+		h.fail(w, r, errUnknownHost)
 		return
 	}
 	handle := strings.TrimSpace(r.URL.Query().Get("handle"))
 	if handle == "" {
-		respond.Fail(w, r, h.opt.Logger, errNoHandle)
+		h.fail(w, r, errNoHandle)
 		return
 	}
 	if !h.starts.Allow() {
-		respond.Fail(w, r, h.opt.Logger, fail.RateLimit("too many sign-ins are starting: try again in a few seconds", time.Second))
+		h.fail(w, r, fail.RateLimit("too many sign-ins are starting: try again in a few seconds", time.Second))
 		return
 	}
 	to, err := h.opt.Flows.Authorize(r.Context(), oauthclient.Request{
 		DomainOrigin: d.URL, Identifier: handle, Scopes: []string{"atproto"}, Purpose: PurposeAdminSignIn,
 	})
 	if err != nil {
-		respond.Fail(w, r, h.opt.Logger, err)
+		h.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -139,25 +148,56 @@ type signedIn struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// Finisher sets the session cookie for the account a sign-in flow
-// authenticated. The OAuth session itself is not kept: the cookie is the
+// fail answers a refused sign-in: a browser (Options.Pages set) gets the
+// dashboard's sign-in page with the reason, any other client the JSON
+// error.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if h.opt.Pages == nil || !acceptsHTML(r) {
+		respond.Fail(w, r, h.opt.Logger, err)
+		return
+	}
+	status, msg := respond.Describe(w, r, h.opt.Logger, err)
+	w.Header().Set("Cache-Control", "no-store")
+	h.opt.Pages.SignInFailed(w, r, status, msg)
+}
+
+// Finisher finishes the sign-in flows at the OAuth callback: it sets the
+// session cookie for the account a flow authenticated, and answers a
+// refused callback as a refused sign-in (a browser stays in the
+// dashboard). The OAuth session itself is not kept: the cookie is the
 // dashboard's credential, so the tokens are revoked and deleted.
-func (h *Handler) Finisher() oauthcallback.Finisher {
-	return oauthcallback.FinisherFunc(func(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
-		if err := h.opt.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
-			h.opt.Logger.WarnContext(r.Context(), "ending the sign-in's OAuth session failed", "did", res.DID, "err", err)
-		}
-		secure := strings.HasPrefix(res.DomainOrigin, "https://")
-		h.opt.Logger.InfoContext(r.Context(), "dashboard sign-in", "did", res.DID, "via", "oauth")
-		if acceptsHTML(r) {
-			// A browser: the dashboard is where the sign-in leads.
-			http.SetCookie(w, h.opt.Cookies.Cookie(res.DID, h.opt.CookieTTL, secure))
-			w.Header().Set("Cache-Control", "no-store")
-			http.Redirect(w, r, DashboardPath, http.StatusSeeOther)
-			return
-		}
-		h.setCookie(w, res.DID, secure)
-	})
+func (h *Handler) Finisher() CallbackFinisher { return CallbackFinisher{h} }
+
+// CallbackFinisher is the oauthcallback.Finisher and oauthcallback.Failer
+// of sign-in flows.
+type CallbackFinisher struct{ h *Handler }
+
+var (
+	_ oauthcallback.Finisher = CallbackFinisher{}
+	_ oauthcallback.Failer   = CallbackFinisher{}
+)
+
+// Finish implements oauthcallback.Finisher.
+func (f CallbackFinisher) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
+	h := f.h
+	if err := h.opt.Flows.EndSession(r.Context(), res.DID, res.SessionID); err != nil {
+		h.opt.Logger.WarnContext(r.Context(), "ending the sign-in's OAuth session failed", "did", res.DID, "err", err)
+	}
+	secure := strings.HasPrefix(res.DomainOrigin, "https://")
+	h.opt.Logger.InfoContext(r.Context(), "dashboard sign-in", "did", res.DID, "via", "oauth")
+	if acceptsHTML(r) {
+		// A browser: the dashboard is where the sign-in leads.
+		http.SetCookie(w, h.opt.Cookies.Cookie(res.DID, h.opt.CookieTTL, secure))
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, DashboardPath, http.StatusSeeOther)
+		return
+	}
+	h.setCookie(w, res.DID, secure)
+}
+
+// Fail implements oauthcallback.Failer.
+func (f CallbackFinisher) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	f.h.fail(w, r, err)
 }
 
 // DashboardPath is where a browser's OAuth sign-in ends.
