@@ -36,7 +36,7 @@ type harness struct {
 	plc      *backfilltest.PLC
 	relayURL string
 	tune     func(*backfill.Options)
-	patience time.Duration // how long waitJob waits; 10s when zero
+	patience time.Duration // how long waitJob waits; 60s when zero
 
 	mgr    *backfill.Manager
 	cancel context.CancelFunc
@@ -130,12 +130,13 @@ func (h *harness) job(id string) storage.BackfillJob {
 	return j
 }
 
-// waitJob polls the job until cond holds (h.patience, 10s by default).
+// waitJob polls the job until cond holds (h.patience, 60s by default:
+// under a loaded machine a stale lease's retry can take more than 10s).
 func (h *harness) waitJob(id, what string, cond func(storage.BackfillJob) bool) storage.BackfillJob {
 	h.t.Helper()
 	patience := h.patience
 	if patience == 0 {
-		patience = 10 * time.Second
+		patience = 60 * time.Second
 	}
 	deadline := time.Now().Add(patience)
 	for {

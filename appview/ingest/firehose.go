@@ -163,7 +163,7 @@ func (f *Firehose) Name() string { return FirehoseName }
 
 // Status implements Source.
 func (f *Firehose) Status() Status {
-	st := f.status.snapshot(f.Now())
+	st := f.status.snapshot(f.now())
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.counts
@@ -197,9 +197,6 @@ func (f *Firehose) defaults() {
 	}
 	if f.Logger == nil {
 		f.Logger = slog.Default()
-	}
-	if f.Now == nil {
-		f.Now = time.Now
 	}
 	if f.HTTPClient == nil {
 		// The operator chose the URL; its host may be on a private network.
@@ -275,12 +272,12 @@ func (f *Firehose) Run(ctx context.Context, wanted func() []string, changed <-ch
 				return nil
 			}
 		}
-		started := f.Now()
+		started := f.now()
 		err := f.connect(ctx, st, cs)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if f.Now().Sub(started) > time.Minute {
+		if f.now().Sub(started) > time.Minute {
 			backoff = f.MinBackoff
 		}
 		wait := jitter(backoff)
@@ -350,3 +347,6 @@ func (f *Firehose) countRefused(reason string) {
 	f.counts.Refused++
 	f.mu.Unlock()
 }
+
+// now reads Now, or the system clock when Now is nil (see Jetstream.now).
+func (f *Firehose) now() time.Time { return clock(f.Now) }

@@ -194,7 +194,7 @@ func (f *Firehose) readFrames(ctx context.Context, conn *websocket.Conn, verify,
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		j := &firehoseJob{received: f.Now(), done: make(chan struct{})}
+		j := &firehoseJob{received: f.now(), done: make(chan struct{})}
 		if int64(len(data)) > f.MaxMessageSize {
 			rest, err := io.Copy(io.Discard, r)
 			j.skip = &SkippedEvent{Reason: SkipTooLarge, Size: int64(len(data)) + rest,

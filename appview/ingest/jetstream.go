@@ -63,7 +63,7 @@ const JetstreamName = "jetstream"
 func (j *Jetstream) Name() string { return JetstreamName }
 
 // Status implements Source.
-func (j *Jetstream) Status() Status { return j.status.snapshot(j.Now()) }
+func (j *Jetstream) Status() Status { return j.status.snapshot(j.now()) }
 
 func (j *Jetstream) defaults() {
 	if j.Rewind <= 0 {
@@ -88,9 +88,6 @@ func (j *Jetstream) defaults() {
 	if j.Logger == nil {
 		j.Logger = slog.Default()
 	}
-	if j.Now == nil {
-		j.Now = time.Now
-	}
 	if j.HTTPClient == nil {
 		// The operator chose the URL; its host may be on a private network.
 		j.HTTPClient = netguard.NewClient(netguard.Options{AllowOrigins: []string{j.URL}}, 0)
@@ -107,7 +104,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 	if c, ok, err := sink.Resume(ctx); err != nil {
 		return fmt.Errorf("jetstream: read stored cursor: %w", err)
 	} else if ok {
-		age := j.Now().Sub(time.UnixMicro(c))
+		age := j.now().Sub(time.UnixMicro(c))
 		if age > j.ReplayWindow {
 			j.Logger.Warn("stored Jetstream cursor is older than the replay window; starting from live",
 				"cursor", c, "age", age.Round(time.Second).String())
@@ -132,7 +129,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			// Starting from live: store the starting point first, so that a
 			// crash before the first commit resumes here instead of from live
 			// again (which would skip what arrived in between).
-			pos.last = j.Now().UnixMicro()
+			pos.last = j.now().UnixMicro()
 			if err := markPosition(ctx, sink, pos.last); err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -148,7 +145,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 				continue
 			}
 		}
-		started := j.Now()
+		started := j.now()
 		err := j.connect(ctx, collections, &pos, wanted, changed, sink)
 		if ctx.Err() != nil {
 			return nil
@@ -157,7 +154,7 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			backoff = j.MinBackoff
 			continue // reconnect at once: with the new set, or past the event
 		}
-		if j.Now().Sub(started) > time.Minute {
+		if j.now().Sub(started) > time.Minute {
 			backoff = j.MinBackoff // the connection was healthy for a while
 		}
 		wait := jitter(backoff)
@@ -282,4 +279,17 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// now reads Now, or the system clock when Now is nil. Run leaves Now as
+// it is: Status may be read meanwhile, from the start (the instance's
+// history samples every source).
+func (j *Jetstream) now() time.Time { return clock(j.Now) }
+
+// clock reads now, or the system clock when it is nil.
+func clock(now func() time.Time) time.Time {
+	if now == nil {
+		return time.Now()
+	}
+	return now()
 }

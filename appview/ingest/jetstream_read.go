@@ -53,7 +53,7 @@ func (j *Jetstream) read(ctx context.Context, conn *websocket.Conn, collections 
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		received := j.Now()
+		received := j.now()
 		if int64(len(data)) > j.MaxMessageSize {
 			// Too large to decode: read the rest through without keeping
 			// it; the position comes from the start of the event.
