@@ -70,23 +70,24 @@ export function copyButton(value, what = "value") {
   b.type = "button";
   b.className = "copy";
   b.title = `Copy ${what}`;
-  b.setAttribute("aria-label", `Copy ${what} ${value}`);
-  b.textContent = "⧉";
+  b.setAttribute("aria-label", `Copy ${what}`);
+  // The glyph is the stylesheet's (by data-copied), so that a cell's
+  // text is its value alone.
   b.addEventListener("click", async (ev) => {
     ev.preventDefault();
     ev.stopPropagation();
     try {
       await navigator.clipboard.writeText(value);
-      b.textContent = "✓";
+      b.dataset.copied = "yes";
       b.title = "Copied";
     } catch {
+      b.dataset.copied = "no";
       b.title = "The browser refused the clipboard: select the value and copy it";
-      b.textContent = "!";
     }
     setTimeout(() => {
-      b.textContent = "⧉";
+      delete b.dataset.copied;
       b.title = `Copy ${what}`;
-    }, 1500);
+    }, 2000);
   });
   return b;
 }
