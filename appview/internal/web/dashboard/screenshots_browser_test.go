@@ -75,7 +75,7 @@ func TestScreenshots(t *testing.T) {
 	for _, p := range []struct{ path, wait, file, scheme string }{
 		{"/dashboard/", "#charts", "dashboard-overview.png", "light"},
 		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png", "light"},
-		{"/dashboard/records", "#records", "dashboard-records.png", "light"},
+		{"/dashboard/records?limit=25", "#records", "dashboard-records.png", "light"},
 		{"/dashboard/", "#charts", "dashboard-overview-dark.png", "dark"},
 	} {
 		if err := chromedp.Do(ctx, colorScheme(p.scheme)); err != nil {
