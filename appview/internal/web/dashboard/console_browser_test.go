@@ -98,6 +98,13 @@ func TestBrowserConsoleReading(t *testing.T) {
 		t.Errorf("created time: title %q, datetime %q (%v), want the absolute time %s", tv.Title, tv.Datetime, err, created)
 	}
 
+	// The shared helper's wording for the future, the past and long ago.
+	eval[bool](t, ctx, `(() => { import("/dashboard/static/format.js").then((m) => { const now = Date.UTC(2026, 0, 31, 12);
+		window.relatives = [m.relative(now - 2000, now), m.relative(now + 2 * 3600e3, now), m.relative(now - 3 * 86400e3, now),
+			m.relative(now - 90 * 86400e3, now) === new Intl.DateTimeFormat(undefined, {dateStyle: "medium"}).format(new Date(now - 90 * 86400e3))]; });
+		return true; })()`)
+	waitTrue(t, ctx, "the relative wordings", `JSON.stringify(window.relatives) === '["just now","in 2 h","3 d ago",true]'`)
+
 	// The palette follows the system.
 	bg := `getComputedStyle(document.documentElement).backgroundColor`
 	light := eval[string](t, ctx, bg)
