@@ -98,7 +98,7 @@ func TestBrowserLabelersReadOnly(t *testing.T) {
 	waitText(t, ctx, "#labelers tbody", "did:plc:")
 	state, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`({
 		add: !document.getElementById("add").hidden,
-		buttons: document.querySelectorAll("#labelers button").length,
+		buttons: document.querySelectorAll("#labelers button:not(.copy)").length,
 		limits: document.getElementById("limits").textContent,
 		event: document.querySelector("#labelers tbody td:nth-child(4)").textContent,
 	})`))

@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
 )
 
 // ScreenshotsEnv names a directory: when set, TestScreenshots saves a
@@ -44,6 +48,17 @@ func TestScreenshots(t *testing.T) {
 	}
 	seed(t, env.Store, "com.example.notes.note", 42)
 	seed(t, env.Store, "com.example.notes.like", 7)
+	// Recent records of real-looking accounts, for the records page's
+	// relative times and identifiers.
+	var ops []storage.RecordOp
+	for i, did := range []string{"did:plc:ewvi7nxzyoun6zhxrhs64oiz", "did:web:notes.a-rather-long-host-name.example.com",
+		"did:plc:z72i7hdynmk6r22z27h6tvur"} {
+		ops = append(ops, storage.RecordOp{Record: storagetest.Rec(did, "com.example.notes.note", fmt.Sprintf("3l%03d", i),
+			time.Now().Add(-time.Duration(i*7+2)*time.Minute), map[string]any{"text": "hello"})})
+	}
+	if err := env.Store.ApplyBatch(context.Background(), storage.Batch{Ops: ops}); err != nil {
+		t.Fatal(err)
+	}
 	r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "lexicon_json": map[string]any{"lexicon": 1,
 		"id": "com.example.notes.listNotes", "defs": map[string]any{"main": map[string]any{"type": "query"}}}}, testenv.Bearer(key)...)
 	if r.Status != 201 {
@@ -57,10 +72,15 @@ func TestScreenshots(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	signIn(t, ctx, env, key)
-	for _, p := range []struct{ path, wait, file string }{
-		{"/dashboard/", "#charts", "dashboard-overview.png"},
-		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png"},
+	for _, p := range []struct{ path, wait, file, scheme string }{
+		{"/dashboard/", "#charts", "dashboard-overview.png", "light"},
+		{"/dashboard/lexicons", "#main", "dashboard-lexicons.png", "light"},
+		{"/dashboard/records?limit=25", "#records", "dashboard-records.png", "light"},
+		{"/dashboard/", "#charts", "dashboard-overview-dark.png", "dark"},
 	} {
+		if err := chromedp.Do(ctx, colorScheme(p.scheme)); err != nil {
+			t.Fatal(err)
+		}
 		open(t, ctx, env, p.path, p.wait)
 		time.Sleep(300 * time.Millisecond) // let the page's data settle
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

@@ -2,6 +2,9 @@
 // confirmations, errors next to what caused them, permission gates,
 // one-time secrets. No framework: plain DOM.
 import { APIError, can } from "./api.js";
+import { relative, timeEl } from "./format.js";
+
+export { badge, copyButton, ident, jsonDetails } from "./format.js";
 
 // el creates an element. props: text, class, hidden, dataset, on (event
 // handlers by name), and any other attribute by name (aria-*, for, type,
@@ -31,31 +34,22 @@ export function $(id) {
 }
 
 const numbers = new Intl.NumberFormat();
-const times = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 
 // num formats a number for the viewer's locale.
 export function num(n) {
   return n === null || n === undefined ? "–" : numbers.format(n);
 }
 
-// time renders an ISO 8601 timestamp as a <time> in the viewer's local
-// time, with the exact UTC value as its title; "–" when absent.
+// time renders an ISO 8601 timestamp as a <time> reading "3 min ago",
+// the viewer's local time and the exact value as its title; "–" when
+// absent (format.js).
 export function time(iso) {
-  if (!iso) return document.createTextNode("–");
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return document.createTextNode(iso);
-  return el("time", { datetime: iso, title: iso, text: times.format(d) });
+  return timeEl(iso);
 }
 
 // ago says how long before now an ISO timestamp (or a Date) was.
 export function ago(when) {
-  const ms = Date.now() - new Date(when).getTime();
-  if (!Number.isFinite(ms)) return "–";
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86400)} d ago`;
+  return relative(when);
 }
 
 // duration renders seconds as "1 h 2 min", "3 min 4 s" or "5 s".

@@ -5,7 +5,7 @@
 // cancel it, and the history of jobs, whose per-repository details can be
 // deleted.
 import { call, load, query } from "../api.js";
-import { $, busy, confirmed, denied, duration, el, gate, notify, num, showError, table, time } from "../ui.js";
+import { $, badge, busy, confirmed, denied, duration, el, gate, ident, notify, num, showError, table, time } from "../ui.js";
 import { createForm } from "./backfill-create.js";
 import { FINAL, Progress } from "./backfill-progress.js";
 
@@ -145,12 +145,7 @@ function listJobs(jobs) {
 
 function scope(j) {
   if (j.scope === "network") return "network (through the relay)";
-  return j.did ?? "several named accounts";
-}
-
-function badge(status) {
-  const cls = { completed: "ok", failed: "bad", cancelled: "bad" }[status];
-  return el("span", { class: `badge status ${cls ?? ""}`.trim(), text: status });
+  return j.did ? ident(j.did, { what: "DID" }) : "several named accounts";
 }
 
 // select shows job id and follows it live while it is unfinished.
@@ -423,9 +418,9 @@ async function repos() {
   showError($("repos-error"), null);
   r.next = res.cursor;
   table($("repos"), res.repos || [], [
-    { cell: (x) => x.did },
+    { cell: (x) => ident(x.did, { what: "DID" }) },
     { cell: (x) => x.pds_endpoint ?? "–" },
-    { cell: (x) => el("span", { class: { fetched: "ok", failed: "bad" }[x.status] ?? "", text: x.status }) },
+    { cell: (x) => badge(x.status, { tone: { fetched: "ok", failed: "bad" }[x.status] }) },
     { cell: (x) => num(x.records_fetched), class: "num" },
   ], "no-repos");
   $("repos-prev").disabled = r.page === 0;

@@ -5,7 +5,7 @@
 // recheck the published metadata, rotate, revoke the retiring key, revoke
 // all (the /auth-key routes).
 import { call, can, load } from "../api.js";
-import { $, action, busy, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, badge, busy, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
 
 export default async function clients() {
   let list;
@@ -71,7 +71,7 @@ function render(page) {
     { cell: (c) => c.name, class: "keep" },
     { cell: (c) => el("code", { text: c.client_key }) },
     { cell: (c) => c.client_type + (c.parent_client_id ? " (child)" : "") },
-    { cell: (c) => el("span", { class: c.is_active ? "ok" : "bad", text: c.is_active ? "active" : "deactivated" }) },
+    { cell: (c) => activeBadge(c) },
     { cell: (c) => time(c.created_at) },
     { cell: (c) => el("button", { type: "button", class: "secondary", text: "Manage", "aria-label": `Manage ${c.name}`,
       on: { click: () => page.open(c) } }) },
@@ -205,7 +205,7 @@ function describe(c) {
     ["Type", c.client_type],
     ["Allowed origins", (c.allowed_origins || []).join(", ") || "–"],
     ["Rate limit", rate],
-    ["State", el("span", { class: c.is_active ? "ok" : "bad", text: c.is_active ? "active" : "deactivated" })],
+    ["State", activeBadge(c)],
     ["Created", el("span", {}, time(c.created_at), c.created_by ? ` by ${c.created_by}` : "")],
     ["Updated", time(c.updated_at)],
   ];
@@ -247,7 +247,7 @@ async function keys(page) {
   $("jwks-uri").textContent = answer.jwks_uri || "–";
   table($("auth-keys"), page.keys, [
     { cell: (k) => el("code", { text: k.kid }) },
-    { cell: (k) => el("span", { class: k.status === "revoked" ? "bad" : k.status === "current" ? "ok" : "", text: k.status }) },
+    { cell: (k) => badge(k.status, { tone: { current: "ok", revoked: "bad", retiring: "warn" }[k.status] }) },
     { cell: (k) => time(k.created_at) },
     { cell: (k) => String(k.session_count), class: "num" },
     { cell: (k) => (k.status === "retiring" ? revokeRetiring(page, k) : "–") },
@@ -352,4 +352,9 @@ function recheck(r) {
       el("li", {}, el("span", { class: ok ? "ok" : "bad", text: ok ? "✓ " : "✗ " }), recheckNames[k] || k))),
   );
   box.hidden = false;
+}
+
+// activeBadge says whether a client is active.
+function activeBadge(c) {
+  return c.is_active ? badge("active") : badge("deactivated", { tone: "bad" });
 }

@@ -6,7 +6,7 @@
 // The filters live in the query string and the open dead letter in the
 // fragment, so that a reload or a link shows the same thing.
 import { APIError, call, can, load, query } from "../api.js";
-import { $, action, code, confirmed, denied, el, explain, gate, notify, num, showError, time } from "../ui.js";
+import { $, action, badge, code, confirmed, denied, el, explain, gate, ident, notify, num, showError, time } from "../ui.js";
 
 const READ = "dead-letters:read";
 const MANAGE = "dead-letters:manage";
@@ -174,7 +174,7 @@ function row(d) {
   return el("tr", { dataset: { id: d.id } },
     el("td", { class: "pick" }, pick),
     el("td", { dataset: { label: "Created" } }, time(d.created_at)),
-    el("td", { dataset: { label: "Record" } }, el("span", { class: "uri", text: d.uri }),
+    el("td", { dataset: { label: "Record" } }, ident(d.uri, { what: "AT URI" }),
       el("div", { class: "hint", text: d.collection || d.lexicon_id || "" })),
     el("td", { dataset: { label: "Event" } }, d.kind === d.action ? d.kind : `${d.kind} ${d.action}`),
     el("td", { class: "failure", dataset: { label: "Error" } }, el("span", { text: d.error, title: d.error })),
@@ -191,8 +191,8 @@ function pickable() {
 
 // stateOf says whether a dead letter is resolved, and when.
 function stateOf(d) {
-  if (!d.resolved_at) return el("span", { class: "bad", text: "Unresolved" });
-  return el("span", {}, el("span", { class: "ok", text: "Resolved " }), time(d.resolved_at));
+  if (!d.resolved_at) return badge("unresolved", { text: "Unresolved", tone: "bad" });
+  return el("span", {}, badge("resolved", { text: "Resolved" }), " ", time(d.resolved_at));
 }
 
 // counted shows how many dead letters the filters match.
@@ -365,7 +365,8 @@ function detail(d) {
   state.open = d;
   $("detail-heading").textContent = `Dead letter of ${d.uri}`;
   const fields = [
-    ["ID", d.id], ["Kind", d.kind], ["Event", d.action], ["Record", d.uri], ["Account", d.did],
+    ["ID", ident(d.id, { what: "ID" })], ["Kind", d.kind], ["Event", d.action], ["Record", ident(d.uri, { what: "AT URI" })],
+    ["Account", ident(d.did, { what: "DID" })],
     ["Collection", d.collection || "–"], ["Record key", d.rkey || "–"], ["Lexicon", d.lexicon_id || "–"],
     ["Attempts", num(d.attempts)], ["Created", time(d.created_at)], ["State", stateOf(d)],
   ];

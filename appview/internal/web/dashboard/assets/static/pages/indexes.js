@@ -4,7 +4,7 @@
 // index suggestions (GET /admin/indexes/suggestions), each declared with
 // one click. Declaring and dropping need indexes:manage.
 import { call, can, load } from "../api.js";
-import { $, action, ago, denied, el, fieldError, formJSON, gate, notify, num, table, time } from "../ui.js";
+import { $, action, ago, badge, denied, el, fieldError, formJSON, gate, notify, num, table, time } from "../ui.js";
 
 // REFRESH is how often the lists are read again, in milliseconds.
 const REFRESH = 2000;
@@ -117,8 +117,7 @@ function renderIndexes(list) {
 
 // stateOf renders an index's state.
 function stateOf(i) {
-  const cls = { ready: "ok", failed: "bad" }[i.state] ?? "badge";
-  return el("span", { class: cls, text: i.state });
+  return badge(i.state);
 }
 
 // build renders the progress of an index's build: a bar and the records

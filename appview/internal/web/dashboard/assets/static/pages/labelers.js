@@ -3,7 +3,7 @@
 // the log), refreshed every few seconds; add one by DID (POST), pause or
 // resume it (PATCH) and delete it (DELETE, confirmed: its labels go too).
 import { call, can, load, query } from "../api.js";
-import { $, action, ago, denied, el, gate, notify, num, showError, table, time } from "../ui.js";
+import { $, action, ago, badge, denied, el, gate, ident, notify, num, showError, table, time } from "../ui.js";
 
 // REFRESH is how often the list is read again, in milliseconds.
 const REFRESH = 3000;
@@ -81,8 +81,8 @@ async function refresh(first) {
   }
   shape = now;
   table($("labelers"), list, [
-    { cell: (l) => el("code", { text: l.did }) },
-    { cell: (l) => el("span", { class: l.status === "active" ? "ok" : "badge", text: l.status }) },
+    { cell: (l) => ident(l.did, { what: "DID" }) },
+    { cell: (l) => badge(l.status) },
     { cell: cursor, class: "num" },
     { cell: (l) => lastEvent(events.get(l.did)) },
     { cell: (l) => time(l.created_at) },

@@ -5,7 +5,7 @@
 // /admin/network-lexicons) and deleting one (DELETE, which deletes the
 // lexicon too).
 import { call, load } from "../api.js";
-import { $, action, busy, code, el, gate, notify, showError, table, time } from "../ui.js";
+import { $, action, badge, busy, code, el, gate, notify, showError, table, time } from "../ui.js";
 
 // network shows the network lexicons and wires adding one; changed is
 // called after a lexicon was added or deleted.
@@ -89,8 +89,8 @@ async function show(canDelete, deleted) {
     { cell: (n) => n.target_collection || "–" },
     { cell: (n) => time(n.last_fetched_at) },
     { cell: (n) => (n.upstream_deleted_at
-      ? el("span", { class: "bad" }, "deleted upstream since ", time(n.upstream_deleted_at))
-      : el("span", { class: "ok", text: "published" })) },
+      ? el("span", {}, badge("deleted", { text: "deleted upstream" }), " since ", time(n.upstream_deleted_at))
+      : badge("published", { tone: "ok" })) },
     { cell: (n) => (canDelete ? remove(n.nsid, deleted) : "") },
   ], "no-network");
 }

@@ -7,7 +7,7 @@
 // line.
 import { APIError, call, can, load } from "../api.js";
 import { codeEditor, jsonError, jsonLocations, lineColumn, luaFailure, wireCheck } from "../editor.js";
-import { $, action, code, denied, el, gate, notify, showError, table, time } from "../ui.js";
+import { $, action, denied, el, gate, jsonDetails, notify, showError, table, time } from "../ui.js";
 import { network } from "./lexicons-network.js";
 import { playground } from "./lexicons-playground.js";
 
@@ -89,7 +89,7 @@ async function detail(id) {
     ["Updated", time(l.updated_at)],
     ["Scripts by trigger", el("a", { href: `/dashboard/scripts?suffix=${encodeURIComponent(l.id)}`, text: `Scripts ending in ${l.id}` })],
   ]);
-  $("detail-json").replaceChildren(code(l.lexicon_json));
+  $("detail-json").replaceChildren(jsonDetails(l.lexicon_json, defsSummary(l.lexicon_json)));
   const scripts = [];
   if (l.script) scripts.push(el("h3", { text: "Script" }), el("pre", { class: "code", text: l.script }));
   if (l.index_hook) scripts.push(el("h3", { text: "Index hook" }), el("pre", { class: "code", text: l.index_hook }));
@@ -259,4 +259,15 @@ function saved(res, script, hook) {
   $("editor-heading").textContent = `Edit ${res.id}`;
   $("cancel-edit").href = path(res.id);
   history.replaceState(null, "", path(res.id, "edit"));
+}
+
+// defsSummary says in a line what a lexicon defines: its definitions by
+// name and type, main first.
+function defsSummary(doc) {
+  const defs = Object.entries(doc?.defs ?? {});
+  if (defs.length === 0) return "No definitions (show the JSON)";
+  const parts = defs.map(([name, d]) => `${name} (${d?.type ?? "?"})`);
+  const head = parts.slice(0, 4).join(", ");
+  const more = parts.length > 4 ? ` and ${parts.length - 4} more` : "";
+  return `${defs.length} definition${defs.length === 1 ? "" : "s"}: ${head}${more} (show the JSON)`;
 }

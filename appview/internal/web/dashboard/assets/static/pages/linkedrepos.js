@@ -2,7 +2,7 @@
 // one grant's panel: its authorization link, its invites (created with
 // the URL shown once, listed, revoked) and deleting it.
 import { APIError, call, load } from "../api.js";
-import { $, action, busy, denied, el, explain, formJSON, gate, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, badge, busy, denied, el, explain, formJSON, gate, ident, notify, secret, showError, table, time } from "../ui.js";
 
 const READ = "linked-repos:read";
 const CREATE = "linked-repos:create";
@@ -44,7 +44,7 @@ async function refresh() {
 function account(g) {
   const parts = [];
   if (g.handle) parts.push(el("strong", { text: g.handle }));
-  if (g.did && g.did !== g.handle) parts.push(el("code", { class: "url", text: g.did }));
+  if (g.did && g.did !== g.handle) parts.push(ident(g.did, { what: "DID" }));
   if (parts.length === 0) return el("span", { class: "hint", text: "open (any account via invite)" });
   return el("span", {}, ...parts.flatMap((p, i) => (i ? [el("br"), p] : [p])));
 }
@@ -52,8 +52,8 @@ function account(g) {
 const statusText = { pending: "pending authorization", active: "active", needs_reauth: "needs re-authorization" };
 
 function status(g) {
-  const cls = g.status === "active" ? "ok" : g.status === "needs_reauth" ? "bad" : "badge";
-  const out = el("span", {}, el("span", { class: cls, text: statusText[g.status] ?? g.status }));
+  const tone = { active: "ok", pending: "run", needs_reauth: "bad" }[g.status];
+  const out = el("span", {}, badge(g.status, { text: statusText[g.status] ?? g.status, tone }));
   if (g.last_error) out.append(el("br"), el("span", { class: "hint", text: g.last_error }));
   return out;
 }

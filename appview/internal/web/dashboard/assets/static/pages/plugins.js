@@ -2,7 +2,7 @@
 // one plugin's panel (update check, reload, delete, secrets), installing
 // from a manifest URL after a preview, and the official registry's list.
 import { APIError, call, load } from "../api.js";
-import { $, action, busy, confirmed, denied, el, explain, gate, notify, showError, table, time } from "../ui.js";
+import { $, action, badge, busy, confirmed, denied, el, explain, gate, notify, showError, table, time } from "../ui.js";
 
 // MASK starts a masked secret value: sent back unchanged, the API keeps
 // the stored value.
@@ -57,7 +57,7 @@ function show(list) {
     { cell: versionCell },
     { cell: (p) => el("span", {}, el("span", { class: "badge", text: p.source }), " ", el("span", { class: "url", text: p.url })) },
     { cell: secretsCell },
-    { cell: (p) => (p.loaded_at ? time(p.loaded_at) : el("span", { class: "bad", text: "not loaded" })) },
+    { cell: (p) => (p.loaded_at ? time(p.loaded_at) : badge("not loaded", { tone: "bad" })) },
     {
       cell: (p) => el("button", { type: "button", class: "secondary", text: "Manage", "aria-label": `Manage ${p.id}`,
         on: { click: () => openPanel(p.id) } }),

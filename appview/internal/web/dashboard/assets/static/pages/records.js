@@ -3,7 +3,7 @@
 // labels on it and its author, delete records (records:delete) and a whole
 // collection (records:delete-collection), each after a confirmation.
 import { APIError, call, load, query } from "../api.js";
-import { $, code, confirmed, denied, el, gate, notify, num, showError, table, time } from "../ui.js";
+import { $, code, confirmed, denied, el, gate, ident, notify, num, showError, table, time } from "../ui.js";
 
 // The browsing state: the filters applied, the cursors of the pages seen
 // (cursors[i] opens page i; page 0 has none), the page shown and its
@@ -186,7 +186,7 @@ function render() {
         on: { click: () => openDetail(r) },
       }),
     },
-    { cell: (r) => r.did },
+    { cell: (r) => ident(r.did, { what: "DID" }) },
     { cell: (r) => time(r.created_at) },
     { cell: (r) => time(r.indexed_at) },
     { cell: (r) => labelBadges(r.labels) },
@@ -238,8 +238,8 @@ function selection() {
 function openDetail(r) {
   state.current = r;
   $("detail-heading").textContent = `Record ${r.collection}/${r.rkey}`;
-  $("detail-uri").textContent = r.uri;
-  $("detail-did").textContent = r.did;
+  $("detail-uri").replaceChildren(ident(r.uri, { what: "AT URI" }));
+  $("detail-did").replaceChildren(ident(r.did, { what: "DID" }));
   $("detail-cid").textContent = r.cid || "–";
   $("detail-created").replaceChildren(time(r.created_at));
   $("detail-indexed").replaceChildren(time(r.indexed_at));

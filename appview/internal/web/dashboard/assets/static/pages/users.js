@@ -6,7 +6,7 @@
 // (POST /admin/users/transfer-super). Only the permissions the signed-in
 // admin holds can be granted; the others are shown disabled.
 import { call, can, load, me } from "../api.js";
-import { $, action, busy, denied, el, fieldError, gate, limit, notify, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, ident, limit, notify, showError, table, time } from "../ui.js";
 import { picker } from "../perms.js";
 
 export default async function users() {
@@ -52,7 +52,7 @@ async function refresh(page) {
 function render(page) {
   const self = page.me.user.id;
   table($("users"), page.users, [
-    { cell: (u) => el("span", {}, el("code", { text: u.did }), u.is_super ? el("span", { class: "badge", text: "super user" }) : null,
+    { cell: (u) => el("span", {}, ident(u.did, { what: "DID" }), u.is_super ? el("span", { class: "badge", text: "super user" }) : null,
       u.id === self ? el("span", { class: "badge", text: "you" }) : null) },
     { cell: (u) => permissions(u) },
     { cell: (u) => time(u.created_at) },
