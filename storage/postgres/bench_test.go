@@ -12,6 +12,8 @@ func openBench(t testing.TB) storage.Store { return storagetest.Postgres(t) }
 
 func BenchmarkWriteBatch(b *testing.B) { storagetest.BenchWriteBatch(b, openBench) }
 
+func BenchmarkWriteLinks(b *testing.B) { storagetest.BenchWriteLinks(b, openBench) }
+
 func BenchmarkList(b *testing.B) { storagetest.BenchList(b, "postgres", openBench) }
 
 func BenchmarkQuery(b *testing.B) { storagetest.BenchQuery(b, "postgres", openBench) }
