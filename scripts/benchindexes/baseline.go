@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -255,7 +254,7 @@ func (b *baseline) backlinks(ctx context.Context, buf []byte, params url.Values)
 	}
 	var rows *sql.Rows
 	if c := params.Get("cursor"); c != "" {
-		micros, uri, ok := decodeCursor(c)
+		micros, uri, ok := benchkit.DecodeCursor(c)
 		if !ok {
 			return append(buf, errInvalidRequest...), http.StatusBadRequest
 		}
@@ -313,29 +312,10 @@ func (b *baseline) backlinks(ctx context.Context, buf []byte, params url.Values)
 	buf = append(buf, `],"cursor":`...)
 	if more {
 		buf = append(buf, '"')
-		buf = appendCursor(buf, lastCreated, lastURI)
+		buf = benchkit.AppendCursor(buf, lastCreated, lastURI)
 		buf = append(buf, '"', '}')
 	} else {
 		buf = append(buf, `null}`...)
 	}
 	return buf, http.StatusOK
-}
-
-// The baseline's cursor: base64url("MICROS URI").
-func appendCursor(buf []byte, micros int64, uri []byte) []byte {
-	var raw [256]byte
-	p := strconv.AppendInt(raw[:0], micros, 10)
-	p = append(p, ' ')
-	p = append(p, uri...)
-	return base64.RawURLEncoding.AppendEncode(buf, p)
-}
-
-func decodeCursor(c string) (int64, string, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", false
-	}
-	m, uri, ok := strings.Cut(string(raw), " ")
-	n, err := strconv.ParseInt(m, 10, 64)
-	return n, uri, ok && err == nil && strings.HasPrefix(uri, "at://")
 }

@@ -108,25 +108,11 @@ func main() {
 	}
 	fmt.Printf("benchindexes: %v per server and kind (+%v warm-up per round), %d connections, GOMAXPROCS=%d, NumCPU=%d\n",
 		o.Duration, o.Warmup, o.conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	dir, err := os.MkdirTemp("", "lexview-benchindexes-")
+	err := benchkit.RunBackends(context.Background(), "benchindexes", o.backends, o.ProfDir, func(ctx context.Context, backend, dir string) error {
+		return runBackend(ctx, backend, dir, o)
+	})
 	if err != nil {
 		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if o.ProfDir != "" {
-		if err := os.MkdirAll(o.ProfDir, 0o755); err != nil {
-			log.Fatal(err)
-		}
-	}
-	for _, b := range o.backends {
-		if b != "sqlite" && b != "postgres" {
-			log.Fatalf("unknown backend %q", b)
-		}
-		if err := runBackend(context.Background(), b, dir, o); err != nil {
-			log.Printf("%s: %v", b, err)
-			defer os.Exit(1)
-			return
-		}
 	}
 }
 

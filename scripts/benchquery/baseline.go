@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -167,7 +166,7 @@ func (b *baseline) list(ctx context.Context, buf []byte, collection string, para
 		prefix := "at://" + did + "/" + collection + "/"
 		hi := prefix[:len(prefix)-1] + "0"
 		if cursor != "" {
-			_, uri, ok := decodeBaselineCursor(cursor)
+			_, uri, ok := benchkit.DecodeCursor(cursor)
 			if !ok || uri > hi || !strings.HasPrefix(uri, prefix) {
 				return append(buf, errInvalidRequest...), http.StatusBadRequest
 			}
@@ -175,7 +174,7 @@ func (b *baseline) list(ctx context.Context, buf []byte, collection string, para
 		}
 		rows, err = b.byDID.QueryContext(ctx, prefix, hi, limit+1)
 	case cursor != "":
-		micros, uri, ok := decodeBaselineCursor(cursor)
+		micros, uri, ok := benchkit.DecodeCursor(cursor)
 		if !ok {
 			return append(buf, errInvalidRequest...), http.StatusBadRequest
 		}
@@ -223,27 +222,8 @@ func (b *baseline) list(ctx context.Context, buf []byte, collection string, para
 	buf = append(buf, ']')
 	if more {
 		buf = append(buf, `,"cursor":"`...)
-		buf = appendBaselineCursor(buf, lastCreated, lastURI)
+		buf = benchkit.AppendCursor(buf, lastCreated, lastURI)
 		buf = append(buf, '"')
 	}
 	return append(buf, '}'), http.StatusOK
-}
-
-// The baseline's cursor: base64url("MICROS URI").
-func appendBaselineCursor(buf []byte, micros int64, uri []byte) []byte {
-	var raw [256]byte
-	p := strconv.AppendInt(raw[:0], micros, 10)
-	p = append(p, ' ')
-	p = append(p, uri...)
-	return base64.RawURLEncoding.AppendEncode(buf, p)
-}
-
-func decodeBaselineCursor(c string) (int64, string, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, "", false
-	}
-	m, uri, ok := strings.Cut(string(raw), " ")
-	n, err := strconv.ParseInt(m, 10, 64)
-	return n, uri, ok && err == nil && strings.HasPrefix(uri, "at://")
 }

@@ -106,25 +106,11 @@ func main() {
 	}
 	fmt.Printf("benchquery: %v per run (+%v warm-up), %d connections, GOMAXPROCS=%d, NumCPU=%d\n",
 		o.Duration, o.Warmup, o.conns, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	dir, err := os.MkdirTemp("", "lexview-benchquery-")
+	err := benchkit.RunBackends(context.Background(), "benchquery", o.backends, o.ProfDir, func(ctx context.Context, backend, dir string) error {
+		return runBackend(ctx, backend, dir, o)
+	})
 	if err != nil {
 		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if o.ProfDir != "" {
-		if err := os.MkdirAll(o.ProfDir, 0o755); err != nil {
-			log.Fatal(err)
-		}
-	}
-	for _, b := range o.backends {
-		if b != "sqlite" && b != "postgres" {
-			log.Fatalf("unknown backend %q", b)
-		}
-		if err := runBackend(context.Background(), b, dir, o); err != nil {
-			log.Printf("%s: %v", b, err)
-			defer os.Exit(1)
-			return
-		}
 	}
 }
 
