@@ -5,7 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/lexview/lexview/internal/textclip"
 )
 
 // Connection states of a source (Status.State).
@@ -115,15 +116,8 @@ func (t *tracker) failed(err error, at, retry time.Time) {
 	if err != nil {
 		msg = err.Error()
 	}
-	if len(msg) > maxErrorLen {
-		n := maxErrorLen
-		for n > 0 && !utf8.RuneStart(msg[n]) {
-			n--
-		}
-		msg = msg[:n] + "…"
-	}
 	t.mu.Lock()
-	t.st.LastError, t.st.LastErrorAt, t.st.RetryAt = msg, at, retry
+	t.st.LastError, t.st.LastErrorAt, t.st.RetryAt = textclip.Clip(msg, maxErrorLen), at, retry
 	t.mu.Unlock()
 }
 
