@@ -64,7 +64,7 @@ func TestBrowserOverviewProblems(t *testing.T) {
 	if at := eval[string](t, ctx, `document.querySelector("#sources .source-error time")?.getAttribute("datetime") ?? ""`); at != failedAt.Format(time.RFC3339Nano) {
 		t.Errorf("the failure's time: %q, want %q", at, failedAt.Format(time.RFC3339Nano))
 	}
-	waitText(t, ctx, "#sources tbody", "retrying at")
+	waitText(t, ctx, "#sources tbody", "retrying in")
 
 	// The refused record with its reason and links.
 	waitText(t, ctx, "#refusal-list tbody", "at://did:plc:refused/app.test.post/3kref")
@@ -73,12 +73,15 @@ func TestBrowserOverviewProblems(t *testing.T) {
 		t.Errorf("refusal row %q lacks its source or reason (the missing text)", row)
 	}
 	for sel, want := range map[string]string{
-		`#refusal-list a.uri`:                          "at://did:plc:refused/app.test.post/3kref",
 		`#refusal-list a[href^="/dashboard/lexicons"]`: "/dashboard/lexicons?id=app.test.post",
+		`#refusal-list a[href^="/dashboard/records"]`:  "/dashboard/records?collection=app.test.post&did=did%3Aplc%3Arefused",
 	} {
 		if href := eval[string](t, ctx, `document.querySelector('`+sel+`')?.getAttribute("href") ?? ""`); href != want {
 			t.Errorf("%s links to %q, want %q", sel, href, want)
 		}
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#refusal-list .ident button.copy").length`); n != 1 {
+		t.Errorf("%d copy buttons beside the AT URI, want 1", n)
 	}
 
 	// Errors by kind with counts; each entry one line, the detail folded

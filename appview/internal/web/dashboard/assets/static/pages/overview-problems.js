@@ -4,20 +4,21 @@
 // lexicons; the latest errors of the event log summarised by kind, each
 // entry one line with its detail (long strings cut) one click away.
 import { load, query } from "../api.js";
-import { $, code, el, num, table, time } from "../ui.js";
+import { badge, ident, jsonDetails } from "../format.js";
+import { $, el, num, table, time } from "../ui.js";
 
 // sourceState renders a source's state and host, and under it why its
 // last connection failed, when, and when a waiting source dials again.
 export function sourceState(s) {
-  const state = `${s.state || (s.connected ? "connected" : "disconnected")}${s.host ? ` to ${s.host}` : ""}`;
-  const node = el("div", { class: "source-state" }, el("span", { class: s.connected ? "ok" : "bad", text: state }));
+  const node = el("div", { class: "source-state" },
+    badge(s.state || (s.connected ? "connected" : "disconnected")), s.host ? ` to ${s.host}` : "");
   if (s.last_error) {
     node.append(el("div", { class: "source-error" },
-      el("span", { class: "badge", text: "last error" }), " ", time(s.last_error_at), ": ",
+      badge("error", { text: "last error" }), " ", time(s.last_error_at), ": ",
       el("span", { class: "source-error-text", title: s.last_error, text: s.last_error })));
   }
   if (s.state === "waiting" && s.retry_at) {
-    node.append(el("div", { class: "hint" }, "retrying at ", time(s.retry_at)));
+    node.append(el("div", { class: "hint" }, "retrying ", time(s.retry_at)));
   }
   return node;
 }
@@ -26,18 +27,19 @@ export function sourceState(s) {
 export function refusals(list) {
   table($("refusal-list"), list || [], [
     { cell: (f) => time(f.at) },
-    { cell: (f) => f.source, class: "token" },
+    { cell: (f) => f.source },
     { cell: (f) => record(f) },
-    { cell: (f) => lexicon(f.collection), class: "token" },
+    { cell: (f) => lexicon(f.collection) },
     { cell: (f) => el("span", { class: "reason", title: f.reason, text: f.reason }) },
   ], "no-refusals");
 }
 
-// record links a refusal's AT URI, and the records of its author in its
-// collection that the instance holds (an earlier version, say).
+// record shows a refusal's AT URI (with its copy button), and links the
+// records of its author in its collection that the instance holds (an
+// earlier version, say).
 function record(f) {
   const m = /^at:\/\/([^/]+)\/([^/]+)\//.exec(f.uri);
-  const node = el("div", {}, el("a", { href: f.uri, class: "uri", text: f.uri }));
+  const node = el("div", {}, ident(f.uri, { what: "AT URI" }));
   if (m && f.collection !== INVALID) {
     node.append(el("div", { class: "hint" },
       el("a", { href: `/dashboard/records${query({ collection: f.collection, did: m[1] })}`, text: "indexed records of this author" })));
@@ -81,7 +83,7 @@ export async function errors() {
   $("errors-scope").textContent = events.length === ERRORS && page.cursor
     ? `Of the latest ${ERRORS} errors:` : "";
   table($("error-kinds"), [...kinds.values()], [
-    { cell: (k) => el("a", { href: `/dashboard/events${query({ event_type: k.type, severity: "error" })}`, text: k.type }), class: "token" },
+    { cell: (k) => el("a", { href: `/dashboard/events${query({ event_type: k.type, severity: "error" })}`, text: k.type }) },
     { cell: (k) => num(k.count), class: "num" },
     { cell: (k) => time(k.last.created_at) },
     { cell: (k) => summary(k.last) },
@@ -96,7 +98,7 @@ function entry(e) {
   return el("li", {},
     el("div", { class: "error-line" }, time(e.created_at), " ", el("strong", { text: e.event_type }), " ",
       el("span", { class: "error-summary", text: summary(e) })),
-    e.detail ? el("details", {}, el("summary", { text: "Detail" }), code(cut(e.detail))) : null);
+    e.detail ? jsonDetails(cut(e.detail), "Detail") : null);
 }
 
 // summary is an entry's one line: its subject and what its detail says
