@@ -28,7 +28,8 @@ func (a *App) reading(ctx context.Context) history.Reading {
 	r := history.Reading{Leading: a.leadership.State().Leading, Calls: a.calls.Read(), Problems: a.events.Problems()}
 	for _, src := range a.sources {
 		st := src.Status()
-		r.Sources = append(r.Sources, history.Source{Name: src.Name(), State: st.State, Events: st.Events, Lag: st.Lag})
+		r.Sources = append(r.Sources, history.Source{Name: src.Name(), State: st.State, Events: st.Events, Lag: st.Lag,
+			LastError: st.LastError})
 	}
 	ws := a.writer.Stats()
 	r.Writer = history.Writer{Committed: ws.Committed, Refused: ws.Rejected, Queued: ws.Queued}

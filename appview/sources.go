@@ -329,13 +329,15 @@ func (a *App) sourceStates() []metrics.SourceState {
 //
 //   - "writer": the writer's totals (indexer.Stats);
 //   - "backfill": the backfill summary;
+//   - "refusals": the latest changes validation refused, newest first
+//     (indexer.Refusal; this instance's, kept in memory);
 //   - "sources": each event source's status (ingest.Status) by name, {}
 //     when live ingestion is off;
 //   - "ingest": the status of the record stream (the first source, that
 //     is Config.Ingest.EventSource or Jetstream), or {"enabled": false} when
 //     live ingestion is off. It predates "sources" and is kept as it was.
 func (a *App) syncStatus() map[string]any {
-	out := map[string]any{"writer": a.writer.Stats()}
+	out := map[string]any{"writer": a.writer.Stats(), "refusals": a.writer.Refusals()}
 	if a.backfill != nil {
 		if sum, err := a.backfill.Summary(context.Background()); err == nil {
 			out["backfill"] = sum

@@ -218,6 +218,20 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 			t.Fatalf("lexview_records_indexed_total = %v, %v", v, ok)
 		}
 
+		// A record its lexicon refuses is listed with its source and reason.
+		bad := noteChange("did:plc:src", "3kbbb", "")
+		bad.Record = json.RawMessage(`{"$type":"app.test.note"}`)
+		src.send(t, 6, bad)
+		var refused struct {
+			Refusals []struct{ URI, Source, Collection, Reason string } `json:"refusals"`
+		}
+		r = adm.Do(t, "GET", "/admin/stats", nil)
+		r.JSON(t, &refused)
+		if f := refused.Refusals; len(f) != 1 || f[0].URI != "at://did:plc:src/app.test.note/3kbbb" ||
+			f[0].Source != "labeler-test" || f[0].Collection != "app.test.note" || f[0].Reason == "" {
+			t.Fatalf("stats refusals: %s", r.Raw)
+		}
+
 		if err := env.App.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -243,8 +257,8 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 		// A restart resumes from the source's own position.
 		again := newFakeSource("labeler-test")
 		testenv.New(t, store, appview.Config{Ingest: appview.IngestConfig{EventSource: again}})
-		if r := again.waitResume(t); !r.ok || r.cursor != 5 {
-			t.Fatalf("resumed from %+v, want 5", r)
+		if r := again.waitResume(t); !r.ok || r.cursor != 6 {
+			t.Fatalf("resumed from %+v, want 6 (past the refused record)", r)
 		}
 	})
 }

@@ -281,6 +281,8 @@ func (f *Firehose) Run(ctx context.Context, wanted func() []string, changed <-ch
 			backoff = f.MinBackoff
 		}
 		wait := jitter(backoff)
+		now := f.now()
+		f.status.failed(err, now, now.Add(wait))
 		f.Logger.Warn("firehose connection lost; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond).String())
 		select {
 		case <-time.After(wait):

@@ -158,6 +158,8 @@ func (j *Jetstream) Run(ctx context.Context, wanted func() []string, changed <-c
 			backoff = j.MinBackoff // the connection was healthy for a while
 		}
 		wait := jitter(backoff)
+		now := j.now()
+		j.status.failed(err, now, now.Add(wait))
 		j.Logger.Warn("Jetstream connection lost; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond).String())
 		select {
 		case <-time.After(wait):

@@ -113,3 +113,25 @@ func TestStatusReportsStateHostAndLag(t *testing.T) {
 	js.DropAll()
 	eventually(t, "waiting", func() bool { return j.Status().State == ingest.StateWaiting && !j.Status().Connected })
 }
+
+// TestStatusSaysWhyTheSourceWaits: a connection that fails leaves the
+// source waiting with the failure's text, its time and when it dials
+// again, so that "waiting" is never shown without a reason.
+func TestStatusSaysWhyTheSourceWaits(t *testing.T) {
+	t.Parallel()
+	js := jetstreamtest.New(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	j := &ingest.Jetstream{URL: strings.TrimSuffix(js.URL, "/subscribe") + "/nowhere", MinBackoff: time.Hour,
+		Now: func() time.Time { return now }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = j.Run(ctx, func() []string { return []string{"app.test.note"} }, nil, &resumeSink{}) }()
+	eventually(t, "a failure in the status", func() bool { return j.Status().LastError != "" })
+	st := j.Status()
+	if st.State != ingest.StateWaiting || !strings.Contains(st.LastError, "dial") {
+		t.Fatalf("status %q with error %q, want waiting with the dial error", st.State, st.LastError)
+	}
+	if !st.LastErrorAt.Equal(now) || !st.RetryAt.After(now) {
+		t.Fatalf("failed at %v, retrying at %v; want %v and later", st.LastErrorAt, st.RetryAt, now)
+	}
+}

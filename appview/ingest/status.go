@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lexview/lexview/internal/textclip"
 )
 
 // Connection states of a source (Status.State).
@@ -40,10 +42,21 @@ type Status struct {
 	Lag         float64 `json:"lag_seconds"`
 	Events      int64   `json:"events_received"`  // events read since start
 	Connections int64   `json:"connections_made"` // since start
+	// LastError is why the last connection failed or ended (its dial or
+	// read error, bounded to maxErrorLen bytes); empty before any
+	// failure. It stays after a reconnection: LastErrorAt says when.
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// RetryAt is when a waiting source dials again; zero in other states.
+	RetryAt time.Time `json:"retry_at,omitzero"`
 	// Verification holds a verified source's counts (the firehose's);
 	// nil for other sources.
 	Verification *FirehoseCounts `json:"verification,omitempty"`
 }
+
+// maxErrorLen bounds Status.LastError: a failed handshake's error may
+// quote the server's answer.
+const maxErrorLen = 300
 
 // quietAfter is how long after the last event a connected source counts as
 // quiet (caught up) rather than late.
@@ -83,6 +96,7 @@ func (t *tracker) state(state, rawURL string, collections []string, position int
 	defer t.mu.Unlock()
 	t.st.State = state
 	t.st.Connected = state == StateConnected
+	t.st.RetryAt = time.Time{}
 	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
 		t.st.Host = u.Host
 	}
@@ -93,6 +107,18 @@ func (t *tracker) state(state, rawURL string, collections []string, position int
 		}
 		t.st.Cursor = max(t.st.Cursor, position)
 	}
+}
+
+// failed records why a connection failed or ended, at when, and that the
+// source dials again at retry.
+func (t *tracker) failed(err error, at, retry time.Time) {
+	msg := "the connection ended"
+	if err != nil {
+		msg = err.Error()
+	}
+	t.mu.Lock()
+	t.st.LastError, t.st.LastErrorAt, t.st.RetryAt = textclip.Clip(msg, maxErrorLen), at, retry
+	t.mu.Unlock()
 }
 
 // collections records the followed collections.

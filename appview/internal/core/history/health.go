@@ -122,7 +122,11 @@ func (h *History) ingestion(r *Reading, now time.Time) Part {
 				st = StatusBad
 			}
 			p.Status = worse(p.Status, st)
-			problems = append(problems, fmt.Sprintf("%s: not connected (%s) for %s", s.Name, orNone(s.State), span(since)))
+			msg := fmt.Sprintf("%s: not connected (%s) for %s", s.Name, orNone(s.State), span(since))
+			if s.LastError != "" {
+				msg += ", last error: " + s.LastError
+			}
+			problems = append(problems, msg)
 		case lag >= h.limits.LagWarn:
 			st := StatusWarn
 			if lag >= h.limits.LagBad {

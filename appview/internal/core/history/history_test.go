@@ -413,8 +413,9 @@ func TestHealth(t *testing.T) {
 	f.r.Sources[0].State = "waiting"
 	f.sample(h, 10*time.Second)
 	check("just disconnected", StatusWarn, 0, StatusWarn, "jetstream: not connected (waiting) for less than 1 ms")
+	f.r.Sources[0].LastError = "dial: connection refused"
 	f.sample(h, 50*time.Second)
-	check("still disconnected", StatusWarn, 0, StatusWarn, "for 50 s")
+	check("still disconnected", StatusWarn, 0, StatusWarn, "for 50 s, last error: dial: connection refused")
 	f.sample(h, 10*time.Second)
 	check("disconnected a minute", StatusBad, 0, StatusBad, "for 1 min")
 	f.r.Leading = false

@@ -33,6 +33,9 @@ type Source struct {
 	// the head of its stream the source is, in seconds.
 	Events int64
 	Lag    float64
+	// LastError is why its last connection failed or ended; empty
+	// before any failure.
+	LastError string
 }
 
 // Connected is the State of a connected source.

@@ -128,6 +128,7 @@ type Writer struct {
 
 	rejected map[string]int // rejections per collection since the last report
 	logged   map[string]time.Time
+	refusals refusalRing // the latest refusals
 	stats    Stats
 }
 

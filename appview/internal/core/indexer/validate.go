@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -185,6 +186,8 @@ func (w *Writer) reject(source, collection string, c storage.Change, err error) 
 	w.rejected[collection]++
 	w.stats.Rejected++
 	now := w.opt.Now()
+	w.refusals.add(Refusal{At: now, Source: source, URI: textclip.Clip(c.URI(), maxRefusalText),
+		Collection: collection, Reason: textclip.Clip(err.Error(), maxRefusalText)})
 	last, seen := w.logged[collection]
 	logIt := !seen || now.Sub(last) >= 10*time.Second
 	if logIt {

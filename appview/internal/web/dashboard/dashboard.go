@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+
+	"github.com/lexview/lexview/appview/internal/web/respond"
 )
 
 //go:embed assets
@@ -107,6 +109,8 @@ type view struct {
 	// Failure is why a sign-in failed, on the sign-in page that answers
 	// it (SignInFailed).
 	Failure string
+	// Missing is the path of the page not found (the not-found page).
+	Missing string
 }
 
 // claimView says how to claim an instance with no admin yet.
@@ -133,7 +137,7 @@ type Options struct {
 
 // Handler serves the dashboard.
 type Handler struct {
-	pages  map[string]*template.Template // by page Name
+	pages  map[string]*template.Template // by page Name, notFoundPage's included
 	static http.Handler
 	claims Claims
 	log    *slog.Logger
@@ -154,6 +158,7 @@ func New(opt Options) *Handler {
 	for _, p := range pages {
 		h.pages[p.Name] = template.Must(template.ParseFS(assets, "assets/layout.html", "assets/"+p.Name+".html"))
 	}
+	h.pages[notFoundPage.Name] = template.Must(template.ParseFS(assets, "assets/layout.html", "assets/"+notFoundPage.Name+".html"))
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		panic(fmt.Sprintf("dashboard: static files: %v", err))
@@ -171,7 +176,7 @@ func (h *Handler) Mount(mux *http.ServeMux) {
 		mux.Handle("GET "+p.Path+pathEnd(p.Path), secured(h.render(p)))
 	}
 	mux.Handle("GET "+Path+"static/", secured(h.static))
-	mux.Handle(Path, secured(http.HandlerFunc(notFound)))
+	mux.Handle(Path, secured(http.HandlerFunc(h.notFound)))
 }
 
 // pathEnd anchors a path ending in a slash, which would otherwise match
@@ -186,11 +191,21 @@ func pathEnd(path string) string {
 // redirect sends the browser to the dashboard.
 var redirect = http.RedirectHandler(Path, http.StatusFound)
 
-// notFound answers a path under /dashboard/ that is no page.
-func notFound(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusNotFound)
-	_, _ = w.Write([]byte("404 page not found\n"))
+// notFoundPage is the page of a path under /dashboard/ that is no page:
+// outside the navigation, like the sign-in page.
+var notFoundPage = page{Name: "notfound", Title: "Page not found"}
+
+// notFound answers a path under /dashboard/ that is no page: a browser
+// gets a page saying so with the way back to the overview, in the
+// dashboard; another client (a static file's fetch) plain text.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if !respond.AcceptsHTML(r) {
+		http.NotFound(w, r)
+		return
+	}
+	v := pageView(notFoundPage)
+	v.Missing = r.URL.Path
+	h.write(w, r, http.StatusNotFound, v)
 }
 
 // navigation returns the navigation of page current.

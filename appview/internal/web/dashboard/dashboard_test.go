@@ -168,3 +168,25 @@ func TestStaticFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFoundStaysInTheDashboard: a browser asking for a path under
+// /dashboard/ that is no page gets a dashboard page saying so, the path
+// escaped, with the way back to the overview; other clients plain text.
+func TestNotFoundStaysInTheDashboard(t *testing.T) {
+	mux := http.NewServeMux()
+	dashboard.New(dashboard.Options{Logger: slog.New(slog.DiscardHandler)}).Mount(mux)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/dashboard/lexicon%3Cb%3E", nil)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml")
+	mux.ServeHTTP(rec, req)
+	page := rec.Body.String()
+	if rec.Code != http.StatusNotFound || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") ||
+		!strings.Contains(page, `There is no dashboard page at <code>/dashboard/lexicon&lt;b&gt;</code>`) ||
+		!strings.Contains(page, `<a href="/dashboard/">Back to the overview</a>`) ||
+		!strings.Contains(page, `data-page="notfound"`) {
+		t.Fatalf("not found, for a browser: %d %s", rec.Code, page)
+	}
+	if r := serve(t, "/dashboard/nope"); r.StatusCode != http.StatusNotFound || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("not found, for another client: %d %q", r.StatusCode, r.Header.Get("Content-Type"))
+	}
+}

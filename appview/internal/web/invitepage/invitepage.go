@@ -47,12 +47,17 @@ var page = template.Must(template.New("invite").Parse(`<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>{{if .Error}}Invite unavailable{{else}}Link your repository{{end}}</title>
+<title>{{.Title}}</title>
 </head>
 <body>
-{{if .Error}}
-<h1>Invite unavailable</h1>
+{{if .Linked}}
+<h1>{{.Title}}</h1>
+<p>The account <strong>{{.Linked}}</strong> is linked to this instance: its scripts may now write into its repository with the permissions it granted. You can close this page.</p>
+<p><a href="{{.Back}}">Back to the dashboard's linked repos</a> (for the instance's admins)</p>
+{{else if .Error}}
+<h1>{{.Title}}</h1>
 <p>{{.Error}}</p>
+{{if .Back}}<p><a href="{{.Back}}">Back to the dashboard's linked repos</a> (for the instance's admins)</p>{{end}}
 {{else}}
 <h1>Link your repository</h1>
 <p>This instance asks to write into your atproto repository{{if .Handle}} as <strong>{{.Handle}}</strong>{{end}}.</p>
@@ -74,7 +79,10 @@ var page = template.Must(template.New("invite").Parse(`<!doctype html>
 `))
 
 type view struct {
+	Title  string
 	Error  string
+	Linked string // the DID of the account just linked (the callback's page)
+	Back   string // the dashboard page to go back to; empty for none
 	Handle string
 	Reason string
 	Scopes []string
@@ -91,10 +99,40 @@ func (h *Handler) render(w http.ResponseWriter, status int, v view) {
 	// with, and a development PDS is plain http.
 	hdr.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'")
 	hdr.Set("X-Content-Type-Options", "nosniff")
+	if v.Title == "" {
+		v.Title = "Link your repository"
+		if v.Error != "" {
+			v.Title = "Invite unavailable"
+		}
+	}
 	w.WriteHeader(status)
 	if err := page.Execute(w, v); err != nil {
 		h.log.Error("invite page", "err", err)
 	}
+}
+
+// DashboardPage is the dashboard's page of linked repos, which the
+// callback's pages link back to.
+const DashboardPage = "/dashboard/linked-repos"
+
+// Linked answers a browser whose linked-repo authorization succeeded
+// with a page saying which account is linked, and the way back to the
+// dashboard (oauthcallback.LinkedRepo).
+func (h *Handler) Linked(w http.ResponseWriter, _ *http.Request, out linkedrepos.Authorized) {
+	h.render(w, http.StatusOK, view{Title: "Repository linked", Linked: out.DID, Back: DashboardPage})
+}
+
+// LinkFailed answers a browser whose linked-repo authorization was
+// refused (at the authorization server, or the binding) with a page
+// saying why, under the refusal's status, and the way back to the
+// dashboard.
+func (h *Handler) LinkFailed(w http.ResponseWriter, r *http.Request, err error) {
+	msg := fail.Message(err)
+	if fail.KindOf(err) == fail.Internal {
+		h.log.ErrorContext(r.Context(), "linking a repository failed", "err", err)
+		msg = "Something went wrong on this instance. Try again later."
+	}
+	h.render(w, respond.Status(err), view{Title: "Linking failed", Error: "The repository was not linked: " + msg, Back: DashboardPage})
 }
 
 // renderError shows a failure as a page: 410 for an invite that ended,

@@ -2,6 +2,7 @@ package invitepage_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/web/invitepage"
 	"github.com/lexview/lexview/storage"
@@ -188,4 +190,36 @@ func TestInvitePageStates(t *testing.T) {
 			t.Fatalf("used: %d", p.status)
 		}
 	})
+}
+
+// TestLinkOutcomePages: the pages a browser gets at the end of a linked
+// repo's authorization say which account is linked, or why it was not
+// (under the refusal's status, an internal error's text withheld), and
+// link back to the dashboard's linked repos.
+func TestLinkOutcomePages(t *testing.T) {
+	t.Parallel()
+	h := invitepage.New(nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	back := `href="` + invitepage.DashboardPage + `"`
+	w := httptest.NewRecorder()
+	h.Linked(w, httptest.NewRequest("GET", "/oauth/callback", nil), linkedrepos.Authorized{GrantID: "g1", DID: "did:plc:bob", Status: "active"})
+	if body := w.Body.String(); w.Code != 200 || !strings.Contains(body, "Repository linked") ||
+		!strings.Contains(body, "did:plc:bob") || !strings.Contains(body, back) {
+		t.Fatalf("linked: %d %s", w.Code, body)
+	}
+	for _, c := range []struct {
+		err    error
+		status int
+		want   string
+	}{
+		{fail.New(fail.Forbidden, "another account authorized this grant"), 403, "The repository was not linked: another account authorized this grant"},
+		{errors.New("database on fire"), 500, "Something went wrong on this instance"},
+	} {
+		w := httptest.NewRecorder()
+		h.LinkFailed(w, httptest.NewRequest("GET", "/oauth/callback", nil), c.err)
+		body := w.Body.String()
+		if w.Code != c.status || !strings.Contains(body, "Linking failed") || !strings.Contains(body, c.want) ||
+			!strings.Contains(body, back) || strings.Contains(body, "on fire") || w.Header().Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Errorf("%v: %d %s", c.err, w.Code, body)
+		}
+	}
 }

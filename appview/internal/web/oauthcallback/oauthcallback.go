@@ -111,15 +111,41 @@ type LinkedRepo struct {
 	Flows linkedrepos.Flows
 	// Handles resolves the handles grants are pinned to.
 	Handles linkedrepos.Handles
-	Logger  *slog.Logger
+	// Pages answers a browser (a request accepting text/html) with a
+	// page instead of the JSON: the account linked, or why not, with the
+	// way back to the dashboard. Nil answers every client in JSON.
+	Pages  LinkedRepoPages
+	Logger *slog.Logger
 }
+
+// LinkedRepoPages renders the outcome of a linked repo's authorization
+// for a browser (*invitepage.Handler).
+type LinkedRepoPages interface {
+	Linked(w http.ResponseWriter, r *http.Request, out linkedrepos.Authorized)
+	LinkFailed(w http.ResponseWriter, r *http.Request, err error)
+}
+
+var _ Failer = LinkedRepo{}
 
 // Finish implements Finisher.
 func (l LinkedRepo) Finish(w http.ResponseWriter, r *http.Request, res oauthclient.Result) {
 	out, err := l.Service.CompleteAuthorization(r.Context(), res, l.Flows, l.Handles)
 	if err != nil {
-		respond.Fail(w, r, l.Logger, err)
+		l.Fail(w, r, err)
+		return
+	}
+	if l.Pages != nil && respond.AcceptsHTML(r) {
+		l.Pages.Linked(w, r, out)
 		return
 	}
 	respond.JSON(w, http.StatusOK, out)
+}
+
+// Fail implements Failer: a refused authorization or binding.
+func (l LinkedRepo) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	if l.Pages != nil && respond.AcceptsHTML(r) {
+		l.Pages.LinkFailed(w, r, err)
+		return
+	}
+	respond.Fail(w, r, l.Logger, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
 	"github.com/lexview/lexview/appview/internal/web/oauthcallback"
 )
@@ -103,6 +104,40 @@ func TestCallbackRefusalsGoToTheirFailer(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest("GET", "/oauth/callback?state="+state, nil))
 		if got := strings.TrimSpace(fmt.Sprint(w.Code, " ", w.Body.String())); got != want {
 			t.Errorf("state %s: %s, want %s", state, got, want)
+		}
+	}
+}
+
+// linkPages stands for the linked-repo outcome pages.
+type linkPages struct{}
+
+func (linkPages) Linked(w http.ResponseWriter, _ *http.Request, out linkedrepos.Authorized) {
+	_, _ = io.WriteString(w, "page: linked "+out.DID)
+}
+
+func (linkPages) LinkFailed(w http.ResponseWriter, _ *http.Request, err error) {
+	w.WriteHeader(http.StatusForbidden)
+	_, _ = io.WriteString(w, "page: "+err.Error())
+}
+
+// TestLinkedRepoRefusalsForBrowsers: a refused linked-repo authorization
+// is answered to a browser with the outcome page (it does not end on a
+// bare JSON page), to another client with the JSON error.
+func TestLinkedRepoRefusalsForBrowsers(t *testing.T) {
+	h := oauthcallback.New(oauthcallback.Options{Flows: deniedFlows{&flows{}}, Logger: slog.New(slog.DiscardHandler),
+		Finishers: map[string]oauthcallback.Finisher{
+			"linked_repo": oauthcallback.LinkedRepo{Pages: linkPages{}, Logger: slog.New(slog.DiscardHandler)},
+		}})
+	for accept, want := range map[string]string{
+		"text/html,application/xhtml+xml;q=0.9": "403 page: the authorization was not granted: access_denied",
+		"application/json":                      `400 {"error":"the authorization was not granted: access_denied"}`,
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/oauth/callback?state=linked_repo", nil)
+		r.Header.Set("Accept", accept)
+		h.ServeHTTP(w, r)
+		if got := strings.TrimSpace(fmt.Sprint(w.Code, " ", w.Body.String())); got != want {
+			t.Errorf("Accept %s: %s, want %s", accept, got, want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/lexview/lexview/appview/internal/core/fail"
 )
@@ -151,4 +152,17 @@ func Recover(log *slog.Logger, next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// AcceptsHTML reports whether r is a browser's navigation: it accepts
+// text/html. Handlers that answer browsers with a page (a failed sign-in,
+// a linked repository's callback) answer other clients in JSON.
+func AcceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(media), "text/html") {
+			return true
+		}
+	}
+	return false
 }

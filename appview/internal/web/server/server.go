@@ -230,14 +230,15 @@ func New(svc Services, p Parts) *Surfaces {
 	// nobody knows any more (a used or expired state) is most likely
 	// signing in to the dashboard: it is answered as a failed sign-in.
 	signInFlows := si.Finisher()
+	invites := invitepage.New(svc.LinkedRepos, log)
 	pub.Handle("GET "+domains.CallbackPath, oauthcallback.New(oauthcallback.Options{Flows: p.OAuthClient, Logger: log,
 		Finishers: map[string]oauthcallback.Finisher{
 			signin.PurposeAdminSignIn: signInFlows,
 			linkedrepos.PurposeLinkedRepo: oauthcallback.LinkedRepo{Service: svc.LinkedRepos, Flows: p.OAuthClient,
-				Handles: p.Handles, Logger: log},
+				Handles: p.Handles, Pages: invites, Logger: log},
 		},
 		Unknown: signInFlows}))
-	invitepage.New(svc.LinkedRepos, log).Mount(pub)
+	invites.Mount(pub)
 	pluginroutes.New(pluginroutes.Options{Service: svc.PluginAccounts, Users: p.Users, ClientMiddleware: clientMW, Logger: log}).Mount(pub)
 	// The dashboard, and GET / redirecting to it.
 	dash.Mount(pub)

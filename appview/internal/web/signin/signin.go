@@ -152,7 +152,7 @@ type signedIn struct {
 // dashboard's sign-in page with the reason, any other client the JSON
 // error.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if h.opt.Pages == nil || !acceptsHTML(r) {
+	if h.opt.Pages == nil || !respond.AcceptsHTML(r) {
 		respond.Fail(w, r, h.opt.Logger, err)
 		return
 	}
@@ -185,7 +185,7 @@ func (f CallbackFinisher) Finish(w http.ResponseWriter, r *http.Request, res oau
 	}
 	secure := strings.HasPrefix(res.DomainOrigin, "https://")
 	h.opt.Logger.InfoContext(r.Context(), "dashboard sign-in", "did", res.DID, "via", "oauth")
-	if acceptsHTML(r) {
+	if respond.AcceptsHTML(r) {
 		// A browser: the dashboard is where the sign-in leads.
 		http.SetCookie(w, h.opt.Cookies.Cookie(res.DID, h.opt.CookieTTL, secure))
 		w.Header().Set("Cache-Control", "no-store")
@@ -202,18 +202,6 @@ func (f CallbackFinisher) Fail(w http.ResponseWriter, r *http.Request, err error
 
 // DashboardPath is where a browser's OAuth sign-in ends.
 const DashboardPath = "/dashboard/"
-
-// acceptsHTML reports whether r is a browser's navigation: it accepts
-// text/html. Other clients get the JSON answer.
-func acceptsHTML(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		media, _, _ := strings.Cut(part, ";")
-		if strings.EqualFold(strings.TrimSpace(media), "text/html") {
-			return true
-		}
-	}
-	return false
-}
 
 // loginKey sets the session cookie for the admin user whose API key the
 // request carries. The key must hold every permission of its user (the

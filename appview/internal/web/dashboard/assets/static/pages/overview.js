@@ -1,10 +1,12 @@
 // Overview: GET /admin/stats (records by collection, live ingestion, the
 // writer, the running backfill), refreshed every few seconds while the
 // page is visible, the status and the charts of the instance's history
-// (./overview-charts.js), and the latest errors of the event log.
-import { can, load, query } from "../api.js";
-import { $, ago, code, denied, duration, el, num, table, time } from "../ui.js";
+// (./overview-charts.js), and the problems: sources' failures, refused
+// records and the latest errors of the event log (./overview-problems.js).
+import { can, load } from "../api.js";
+import { $, ago, denied, duration, el, num, table, time } from "../ui.js";
 import { startCharts } from "./overview-charts.js";
+import { errors, refusals, sourceState } from "./overview-problems.js";
 
 // REFRESH is how often the statistics are read again, in milliseconds.
 const REFRESH = 2000;
@@ -25,7 +27,7 @@ export default async function overview() {
   $("status").hidden = true;
   show(stats);
   startCharts();
-  errors();
+  if (await can("events:read")) errors();
   setInterval(async () => {
     if (document.hidden) return;
     try {
@@ -63,7 +65,7 @@ function ingestion(stats) {
   });
   table($("sources"), sources, [
     { cell: (s) => s.name },
-    { cell: (s) => el("span", { class: s.connected ? "ok" : "bad", text: `${s.state || (s.connected ? "connected" : "disconnected")}${s.host ? ` to ${s.host}` : ""}` }) },
+    { cell: (s) => sourceState(s) },
     { cell: (s) => (s.rate === null ? "–" : num(Math.max(0, Math.round(s.rate)))), class: "num" },
     { cell: (s) => lag(s) },
     { cell: (s) => cursor(s) },
@@ -75,6 +77,7 @@ function ingestion(stats) {
   $("writer-committed").textContent = num(w.committed);
   $("writer-rejected").textContent = num(w.rejected);
   $("writer-last").replaceChildren(time(w.last_commit_at));
+  refusals(stats.refusals);
   $("ingestion").hidden = false;
 }
 
@@ -114,23 +117,4 @@ function backfill(sum) {
   const bar = $("backfill-progress");
   bar.max = Math.max(total, 1);
   bar.value = done;
-}
-
-// errors shows the latest error entries of the event log, for an admin
-// who may read it.
-async function errors() {
-  if (!(await can("events:read"))) return;
-  let page;
-  try {
-    page = await load(`/admin/events${query({ severity: "error", limit: 5 })}`);
-  } catch {
-    return;
-  }
-  table($("error-list"), page.events || [], [
-    { cell: (e) => time(e.created_at) },
-    { cell: (e) => e.event_type },
-    { cell: (e) => e.subject || "–" },
-    { cell: (e) => (e.detail ? code(e.detail) : "–") },
-  ], "no-errors");
-  $("errors").hidden = false;
 }
