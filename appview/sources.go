@@ -8,13 +8,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
+	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage"
@@ -303,15 +303,7 @@ const maxClip = 256
 // without NUL (which PostgreSQL's jsonb cannot hold), at most maxClip
 // bytes.
 func clip(s string) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if len(s) <= maxClip {
-		return s
-	}
-	n := maxClip
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return textclip.Clip(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), maxClip)
 }
 
 // sourceStates reports the sources' states for the metrics.

@@ -1,10 +1,11 @@
 package history
 
 import (
+	"github.com/lexview/lexview/internal/textclip"
+
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Statuses of Health and of its parts, from best to worst: ok, warn
@@ -211,14 +212,4 @@ func orNone(s string) string {
 }
 
 // clip cuts a message shown in the health to 200 bytes.
-func clip(s string) string {
-	const n = 200
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+func clip(s string) string { return textclip.Clip(s, 200) }

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/internal/netguard"
+	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
@@ -346,15 +346,7 @@ const (
 )
 
 // clip cuts s to at most n bytes (on a UTF-8 boundary), marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return textclip.Clip(s, n) }
 
 // recordError logs a script failure and appends a script.error event.
 func (r *Runtime) recordError(ctx context.Context, b *bound, inv *script.Invocation, input string, err error) {

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/lexview/lexview/appview/internal/core/caller"
 	"github.com/lexview/lexview/appview/internal/core/fail"
@@ -22,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/web/respond"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
+	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
 )
 
@@ -256,17 +256,7 @@ func readCall(w http.ResponseWriter, r *http.Request, lex *lexicon.Lexicon) (xrp
 
 // clipHeader bounds a header value made of error text to 256 bytes, on a
 // UTF-8 boundary.
-func clipHeader(v string) string {
-	const max = 256
-	if len(v) <= max {
-		return v
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "…"
-}
+func clipHeader(v string) string { return textclip.Clip(v, 256) }
 
 // maxPooledBody is the largest response buffer kept for reuse; a larger
 // one (a page of very large records) is left to the garbage collector.
