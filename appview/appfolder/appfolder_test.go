@@ -1,0 +1,210 @@
+package appfolder
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/storage"
+)
+
+// writeFolder writes files (path in the folder: content) to a new
+// temporary folder and returns it.
+func writeFolder(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		file := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	noteDoc = `{"lexicon":1,"id":"com.example.note","defs":{"main":{"type":"record","key":"tid","record":{"type":"object","properties":{"text":{"type":"string"}}}}}}`
+	listDoc = `{"lexicon":1,"id":"com.example.listNotes","defs":{"main":{"type":"query"}}}`
+	listLua = "function handle() return {notes = db.query{collection = \"com.example.note\"}.records} end\n"
+	hookLua = "function handle() return record end\n"
+	appJSON = `{"lexicons": {"com.example.note": {"backfill": false}, "com.example.listNotes": {"target_collection": "com.example.note"}},
+		"indexes": [{"collection": "com.example.note", "path": "text", "kind": "text"}, {"collection": "com.example.note", "path": "lang"}],
+		"variables": ["NOTES_TOKEN"]}`
+)
+
+// noteFolder is a small app: a record lexicon with a query over it, the
+// query's script, a record.create script, two indexes and a variable.
+func noteFolder() map[string]string {
+	return map[string]string{
+		"app.json":                                   appJSON,
+		"lexicons/note.json":                         noteDoc,
+		"lexicons/queries/listNotes.json":            listDoc,
+		"scripts/com.example.listNotes.lua":          listLua,
+		"scripts/record.create/com.example.note.lua": hookLua,
+		"scripts/label.arrive/_any.lua":              hookLua,
+		"README.md":                                  "not part of the definition",
+	}
+}
+
+func TestLoad(t *testing.T) {
+	def, err := Load(writeFolder(t, noteFolder()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, list := def.Lexicons["com.example.note"], def.Lexicons["com.example.listNotes"]
+	if len(def.Lexicons) != 2 || note.Kind != lexicon.KindRecord || note.Backfill == nil || *note.Backfill ||
+		note.File != "lexicons/note.json" {
+		t.Errorf("note: %+v", note)
+	}
+	if list.Script != listLua || list.TargetCollection != "com.example.note" || list.Backfill != nil {
+		t.Errorf("listNotes: %+v", list)
+	}
+	if len(def.Scripts) != 2 || def.Scripts["record.create:com.example.note"] != hookLua || def.Scripts["label.arrive:*"] != hookLua {
+		t.Errorf("scripts: %v", def.Scripts)
+	}
+	want := []storage.FieldIndexSpec{
+		{Collection: "com.example.note", Path: "lang", Kind: storage.FieldIndexValue},
+		{Collection: "com.example.note", Path: "text", Kind: storage.FieldIndexText},
+	}
+	if len(def.Indexes) != 2 || def.Indexes[0] != want[0] || def.Indexes[1] != want[1] {
+		t.Errorf("indexes: %+v", def.Indexes)
+	}
+	if len(def.Variables) != 1 || def.Variables[0] != "NOTES_TOKEN" {
+		t.Errorf("variables: %v", def.Variables)
+	}
+}
+
+// TestLoadRefuses: every problem of a folder is reported, by file.
+func TestLoadRefuses(t *testing.T) {
+	for name, c := range map[string]struct {
+		change map[string]string
+		want   []string
+	}{
+		"bad lexicon": {map[string]string{"lexicons/note.json": `{"lexicon":1,"id":"nope"}`}, []string{"lexicons/note.json:"}},
+		"duplicate id": {map[string]string{"lexicons/again.json": noteDoc},
+			[]string{"lexicon com.example.note is also in"}},
+		"script of no lexicon": {map[string]string{"scripts/com.example.gone.lua": listLua},
+			[]string{"scripts/com.example.gone.lua: no lexicon com.example.gone"}},
+		"bad kind folder": {map[string]string{"scripts/record.created/com.example.note.lua": hookLua},
+			[]string{"scripts/record.created/com.example.note.lua: a script is"}},
+		"bad trigger": {map[string]string{"scripts/record.create/not-an-nsid.lua": hookLua},
+			[]string{"scripts/record.create/not-an-nsid.lua: trigger has an invalid NSID"}},
+		"manifest": {map[string]string{"app.json": `{"lexicons": {"com.example.gone": {}, "com.example.listNotes": {"backfill": true}},
+			"indexes": [{"collection": "com.example.note", "path": ""}], "variables": ["1bad"]}`},
+			[]string{"lexicons.com.example.gone: no such lexicon", "lexicons.com.example.listNotes: backfill is for record lexicons",
+				"indexes[0]: path is required", `variables: "1bad"`}},
+		"unknown manifest field": {map[string]string{"app.json": `{"lexicon": {}}`}, []string{`unknown field "lexicon"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := noteFolder()
+			for k, v := range c.change {
+				files[k] = v
+			}
+			_, err := Load(writeFolder(t, files))
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	def, err := Load(writeFolder(t, noteFolder()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked []string
+	err = Check(def, func(src string) error {
+		checked = append(checked, src)
+		if src == listLua {
+			return os.ErrInvalid
+		}
+		return nil
+	})
+	if len(checked) != 3 || err == nil || !strings.Contains(err.Error(), "scripts/com.example.listNotes.lua: ") {
+		t.Errorf("checked %d sources, err %v", len(checked), err)
+	}
+}
+
+// TestWriteLoad: a definition written and loaded back is the same, the
+// new lexicons at their NSID's path, the existing ones where they were;
+// what the definition no longer has is removed.
+func TestWriteLoad(t *testing.T) {
+	dir := writeFolder(t, noteFolder())
+	def, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(def.Scripts, "label.arrive:*")
+	def.Lexicons["com.example.other.thing"] = Lexicon{ID: "com.example.other.thing", Kind: lexicon.KindQuery,
+		Document: []byte(`{"lexicon":1,"id":"com.example.other.thing","defs":{"main":{"type":"query"}}}`)}
+	if err := Write(dir, def); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lexicons/note.json", "lexicons/queries/listNotes.json", "lexicons/com/example/other/thing.json", "README.md"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scripts/label.arrive/_any.lua")); !os.IsNotExist(err) {
+		t.Errorf("the removed script's file: %v", err)
+	}
+	back, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := Diff(back, def, true); !p.Empty() {
+		t.Errorf("written then loaded differs: %+v", p)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	want, err := Load(writeFolder(t, noteFolder()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := &Definition{Lexicons: map[string]Lexicon{}, Scripts: map[string]string{"xrpc.query:com.example.old": listLua},
+		Indexes: []storage.FieldIndexSpec{{Collection: "com.example.note", Path: "lang", Kind: storage.FieldIndexValue}}}
+	list := want.Lexicons["com.example.listNotes"]
+	list.Revision, list.Script = 4, "-- older\n"
+	// The same document, spaced and ordered differently.
+	list.Document = []byte(`{"id": "com.example.listNotes", "lexicon": 1, "defs": {"main": {"type": "query"}}}`)
+	have.Lexicons[list.ID] = list
+
+	p := Diff(want, have, false)
+	var out strings.Builder
+	p.Print(&out)
+	for _, line := range []string{
+		"+ lexicon com.example.note (record, new)",
+		"~ lexicon com.example.listNotes (query, revision 4 -> 5: script)",
+		"+ script label.arrive:*", "+ script record.create:com.example.note",
+		"+ index com.example.note text (text)",
+		"not in the folder, kept (--prune removes them): script xrpc.query:com.example.old",
+		"note: script variable NOTES_TOKEN is not set",
+	} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("plan lacks %q:\n%s", line, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "lang") || strings.Contains(out.String(), "no changes") {
+		t.Errorf("plan:\n%s", out.String())
+	}
+	if p := Diff(want, have, true); len(p.Scripts) != 3 || p.Scripts[2] != (ScriptStep{Action: Remove, Trigger: "xrpc.query:com.example.old"}) {
+		t.Errorf("pruned plan scripts: %+v", p.Scripts)
+	}
+	out.Reset()
+	(&Plan{}).Print(&out)
+	if out.String() != "no changes\n" {
+		t.Errorf("empty plan: %q", out.String())
+	}
+}
