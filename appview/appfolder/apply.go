@@ -28,22 +28,32 @@ type Target interface {
 	DropIndex(ctx context.Context, spec storage.FieldIndexSpec) error
 }
 
-// Prepare loads the folder dir, checks it against t (Load, then Check
-// with t's script check) and returns it with the plan that applies it to
-// t. Nothing is changed: a folder with any problem is an error.
+// Prepare loads the folder dir and compares it with t (Load, then
+// Compare). Nothing is changed: a folder with any problem is an error.
 func Prepare(ctx context.Context, dir string, t Target, prune bool) (*Definition, *Plan, error) {
 	def, err := Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := Check(def, t.CheckScript); err != nil {
+	p, err := Compare(ctx, t, def, prune)
+	if err != nil {
 		return nil, nil, err
+	}
+	return def, p, nil
+}
+
+// Compare compiles the scripts of def with t's check (Check), reads t's
+// definition and returns the plan that applies def to t (Diff). Nothing
+// is changed: a script that does not compile is an error.
+func Compare(ctx context.Context, t Target, def *Definition, prune bool) (*Plan, error) {
+	if err := Check(def, t.CheckScript); err != nil {
+		return nil, err
 	}
 	have, err := t.Read(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the instance's definition: %w", err)
+		return nil, fmt.Errorf("read the instance's definition: %w", err)
 	}
-	return def, Diff(def, have, prune), nil
+	return Diff(def, have, prune), nil
 }
 
 // Apply runs the steps of p on t in order and returns the warnings of

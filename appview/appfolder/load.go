@@ -61,10 +61,12 @@ type indexDeclaration struct {
 // problem found is in the error, by file. Lua sources are compiled by
 // Check.
 func Load(dir string) (*Definition, error) {
-	return load(os.DirFS(dir))
+	return LoadFS(os.DirFS(dir))
 }
 
-func load(fsys fs.FS) (*Definition, error) {
+// LoadFS is Load of the app folder at the root of fsys (an embedded
+// folder: fs.Sub of an embed.FS).
+func LoadFS(fsys fs.FS) (*Definition, error) {
 	def := &Definition{Lexicons: map[string]Lexicon{}, Scripts: map[string]string{}}
 	var errs []error
 	m, err := readManifest(fsys)

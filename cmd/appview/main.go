@@ -3,6 +3,8 @@
 //	appview serve [flags]                 run migrations, then serve HTTP until SIGINT/SIGTERM
 //	appview migrate [flags]               apply pending migrations and exit
 //	appview records import [flags] FILE   store records from a JSON-lines file
+//	appview apply [flags] DIR             make the instance's definition that of an app folder
+//	appview export [flags] DIR            write the instance's definition as an app folder
 //	appview admin bootstrap [flags] --did DID [--force-new-key]
 //	                                      make DID the super user and print an admin API key
 //	appview version                       print the version

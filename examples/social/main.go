@@ -1,7 +1,8 @@
 // Command social is a small social app built on Lexview: posts with
-// topics and replies, likes and follows, defined as files (app/lexicons
-// and app/scripts) and served by an embedded instance. Its queries are
-// answered from indexes, never by scanning a collection:
+// topics and replies, likes and follows, defined as an app folder (app:
+// lexicons, scripts and app.json; see docs/apps.md) and served by an
+// embedded instance. Its queries are answered from indexes, never by
+// scanning a collection:
 //
 //   - com.example.social.getPost: a post with its like and reply counts
 //     and its latest likers (the link index, db.backlinkCount and
@@ -36,13 +37,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lexview/lexview/appview"
-	"github.com/lexview/lexview/lexicon"
+	"github.com/lexview/lexview/appview/appfolder"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -109,59 +109,26 @@ func run(ctx context.Context, dbPath string, port int, ready func(base, key stri
 	return app.Serve(ctx, ln)
 }
 
-// install registers the app's lexicons (record lexicons first, then the
-// queries with their scripts, app/scripts/<nsid>.lua) and declares its
-// indexes. Both are idempotent: a restart on the same database changes
-// nothing.
+// install applies the app folder (app/: lexicons, the queries' scripts
+// app/scripts/<nsid>.lua, the indexes declared in app/app.json; see
+// docs/apps.md), as `appview apply examples/social/app` would. It is
+// idempotent: a restart on the same database changes nothing.
 func install(ctx context.Context, app *appview.App) error {
-	docs, err := fs.Glob(appFiles, "app/lexicons/*.json")
+	folder, err := fs.Sub(appFiles, "app")
 	if err != nil {
 		return err
 	}
-	var records, queries []lexicon.Upload
-	for _, name := range docs {
-		doc, err := appFiles.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		var head struct {
-			ID   string `json:"id"`
-			Defs struct {
-				Main struct {
-					Type string `json:"type"`
-				} `json:"main"`
-			} `json:"defs"`
-		}
-		if err := json.Unmarshal(doc, &head); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		up := lexicon.Upload{Document: json.RawMessage(doc)}
-		if head.Defs.Main.Type == "record" {
-			up.Backfill = new(false) // records come from the seed, not the network
-			records = append(records, up)
-			continue
-		}
-		src, err := appFiles.ReadFile(path.Join("app/scripts", head.ID+".lua"))
-		if err != nil {
-			return fmt.Errorf("the script of %s: %w", head.ID, err)
-		}
-		up.Script = string(src)
-		queries = append(queries, up)
+	def, err := appfolder.LoadFS(folder)
+	if err != nil {
+		return err
 	}
-	for _, up := range append(records, queries...) {
-		if _, err := app.Lexicons().Put(ctx, up); err != nil {
-			return fmt.Errorf("register lexicon: %w", err)
-		}
+	target := appfolder.Local(app)
+	plan, err := appfolder.Compare(ctx, target, def, false)
+	if err != nil {
+		return err
 	}
-	for _, spec := range []storage.FieldIndexSpec{
-		{Collection: "com.example.social.post", Path: "topic", Kind: storage.FieldIndexValue},
-		{Collection: "com.example.social.post", Path: "text", Kind: storage.FieldIndexText},
-	} {
-		if _, _, err := app.Indexes().Declare(ctx, spec); err != nil {
-			return fmt.Errorf("declare the index on %s: %w", spec.Path, err)
-		}
-	}
-	return nil
+	_, err = appfolder.Apply(ctx, target, plan)
+	return err
 }
 
 // indexesReady waits until the declared indexes are built (the planner
