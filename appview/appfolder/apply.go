@@ -13,7 +13,7 @@ type Target interface {
 	Read(ctx context.Context) (*Definition, error)
 	// CheckScript compiles a Lua source as the instance would on an
 	// upload and returns its error.
-	CheckScript(source string) error
+	CheckScript(ctx context.Context, source string) error
 	// PutLexicon uploads l and returns the warnings of the upload (a
 	// backfill job started, ...).
 	PutLexicon(ctx context.Context, l Lexicon) (warnings []string, err error)
@@ -46,7 +46,7 @@ func Prepare(ctx context.Context, dir string, t Target, prune bool) (*Definition
 // definition and returns the plan that applies def to t (Diff). Nothing
 // is changed: a script that does not compile is an error.
 func Compare(ctx context.Context, t Target, def *Definition, prune bool) (*Plan, error) {
-	if err := Check(def, t.CheckScript); err != nil {
+	if err := Check(def, func(src string) error { return t.CheckScript(ctx, src) }); err != nil {
 		return nil, err
 	}
 	have, err := t.Read(ctx)

@@ -53,7 +53,7 @@ func fromRegistry(l *lexicon.Lexicon) Lexicon {
 	return out
 }
 
-func (t local) CheckScript(source string) error { return t.app.Scripts().Check(source) }
+func (t local) CheckScript(_ context.Context, source string) error { return t.app.Scripts().Check(source) }
 
 func (t local) PutLexicon(ctx context.Context, l Lexicon) ([]string, error) {
 	up := lexicon.Upload{Document: l.Document, TargetCollection: l.TargetCollection, Script: l.Script,

@@ -190,6 +190,6 @@ func (p *Plan) Print(w io.Writer) {
 		fmt.Fprintf(w, "not in the folder, kept (--prune removes them): %s\n", strings.Join(p.Kept, ", "))
 	}
 	for _, v := range p.UnsetVariables {
-		fmt.Fprintf(w, "note: script variable %s is not set on the instance (PUT /admin/script-variables/%s sets it)\n", v, v)
+		fmt.Fprintf(w, "note: script variable %s is not set on the instance (POST /admin/script-variables sets it)\n", v)
 	}
 }

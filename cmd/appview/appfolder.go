@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -30,17 +31,21 @@ func applyCommand() *command {
 			"with any problem fails before anything changes. What the instance has and\n" +
 			"the folder does not is kept unless --prune is given. Applying the same\n" +
 			"folder again prints \"no changes\". It may run beside a serving instance,\n" +
-			"which picks the changes up within 5 seconds.",
+			"which picks the changes up within 5 seconds.\n\n" + remoteHelp,
 		define: func(fs *flag.FlagSet) func(context.Context, *invocation) int {
 			yes := fs.Bool("yes", false, "apply without asking")
 			dryRun := fs.Bool("dry-run", false, "print the plan and change nothing")
 			prune := fs.Bool("prune", false, "remove the lexicons, scripts and indexes the folder does not have")
+			remoteURL := fs.String("url", "", "apply to the instance at `URL` through its admin API (ADMIN_KEY) instead of DATABASE_URL")
 			return func(ctx context.Context, x *invocation) int {
 				if *yes && *dryRun {
 					return x.usageError("--yes and --dry-run exclude each other")
 				}
-				err := withApp(ctx, x.cfg, func(app *appview.App) error {
-					return applyFolder(ctx, appfolder.Local(app), x.args[0], applyOptions{yes: *yes, dryRun: *dryRun, prune: *prune}, x.stdout)
+				if *remoteURL != "" && os.Getenv(adminKeyEnv) == "" {
+					return x.usageError("--url needs an admin API key in %s", adminKeyEnv)
+				}
+				err := withTarget(ctx, x.cfg, *remoteURL, func(t appfolder.Target) error {
+					return applyFolder(ctx, t, x.args[0], applyOptions{yes: *yes, dryRun: *dryRun, prune: *prune}, x.stdout)
 				})
 				if err != nil {
 					fmt.Fprintf(x.stderr, "appview apply: %v\n", err)
@@ -63,11 +68,15 @@ func exportCommand() *command {
 			"holds is written to the same file; the folder's other lexicon documents\n" +
 			"and scripts are removed, and files outside lexicons/ and scripts/ other than\n" +
 			"app.json are left alone. Applying the folder to the same instance then\n" +
-			"changes nothing.",
-		define: func(*flag.FlagSet) func(context.Context, *invocation) int {
+			"changes nothing.\n\n" + remoteHelp,
+		define: func(fs *flag.FlagSet) func(context.Context, *invocation) int {
+			remoteURL := fs.String("url", "", "export the instance at `URL` through its admin API (ADMIN_KEY) instead of DATABASE_URL")
 			return func(ctx context.Context, x *invocation) int {
-				err := withApp(ctx, x.cfg, func(app *appview.App) error {
-					def, err := appfolder.Local(app).Read(ctx)
+				if *remoteURL != "" && os.Getenv(adminKeyEnv) == "" {
+					return x.usageError("--url needs an admin API key in %s", adminKeyEnv)
+				}
+				err := withTarget(ctx, x.cfg, *remoteURL, func(t appfolder.Target) error {
+					def, err := t.Read(ctx)
 					if err != nil {
 						return err
 					}
@@ -88,9 +97,27 @@ func exportCommand() *command {
 	}
 }
 
-// withApp builds the App of cfg (without starting its background work),
-// runs fn with it and shuts it down.
-func withApp(ctx context.Context, cfg appview.Config, fn func(*appview.App) error) (err error) {
+// adminKeyEnv is the environment variable holding the admin API key of
+// --url. It has no flag, so that the key never shows in process listings.
+const adminKeyEnv = "ADMIN_KEY"
+
+// remoteHelp ends the help of apply and export.
+const remoteHelp = "With --url URL it works on a running instance through its admin API\n" +
+	"instead, with the admin API key (hv_...) in the environment variable\n" +
+	"ADMIN_KEY (or .env). The key needs lexicons:read, lexicons:create,\n" +
+	"lexicons:delete, scripts:read, scripts:manage, indexes:read, indexes:manage\n" +
+	"and script-variables:read."
+
+// remoteTimeout bounds each admin API call of --url.
+const remoteTimeout = time.Minute
+
+// withTarget runs fn with the Target the command works on: the instance
+// at remoteURL through its admin API, or, when remoteURL is "", the App
+// of cfg (built without starting its background work, then shut down).
+func withTarget(ctx context.Context, cfg appview.Config, remoteURL string, fn func(appfolder.Target) error) (err error) {
+	if remoteURL != "" {
+		return fn(appfolder.Remote(remoteURL, os.Getenv(adminKeyEnv), &http.Client{Timeout: remoteTimeout}))
+	}
 	app, err := appview.New(cfg)
 	if err != nil {
 		return err
@@ -100,7 +127,7 @@ func withApp(ctx context.Context, cfg appview.Config, fn func(*appview.App) erro
 		defer cancel()
 		err = errors.Join(err, app.Shutdown(sctx))
 	}()
-	return fn(app)
+	return fn(appfolder.Local(app))
 }
 
 // applyOptions are apply's flags.

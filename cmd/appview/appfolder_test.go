@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lexview/lexview/appview"
 )
 
 // TestApplyExportCommands: apply prints the plan of the example app's
@@ -56,5 +60,51 @@ func TestApplyExportCommands(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(exported, "scripts", "com.example.social.getPost.lua")); err != nil {
 		t.Errorf("exported script: %v", err)
+	}
+}
+
+// TestApplyExportRemote: with --url, apply and export work on a running
+// instance through its admin API, with the key in ADMIN_KEY.
+func TestApplyExportRemote(t *testing.T) {
+	app, err := filepath.Abs("../../examples/social/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	instance, err := appview.New(appview.Config{DatabaseURL: "sqlite://" + filepath.Join(dir, "remote.db"), Logger: quiet,
+		Ingest: appview.IngestConfig{JetstreamURL: "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer instance.Shutdown(context.Background())
+	srv := httptest.NewServer(instance.Handler())
+	defer srv.Close()
+	key, err := instance.Bootstrap(context.Background(), "did:plc:appfolderadmin00000000000", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOG_LEVEL", "error")
+	t.Setenv("ADMIN_KEY", "")
+	var out, errOut strings.Builder
+	if code := run([]string{"apply", "--url", srv.URL, app}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "ADMIN_KEY") {
+		t.Fatalf("without a key: exit %d: %s", code, errOut.String())
+	}
+	t.Setenv("ADMIN_KEY", key)
+	out.Reset()
+	if code := run([]string{"apply", "--url", srv.URL, "--yes", app}, &out, &errOut); code != 0 || !strings.HasSuffix(out.String(), "\napplied\n") {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if _, ok := instance.Lexicons().Snapshot().Get("com.example.social.getPost"); !ok {
+		t.Fatal("the lexicon is not on the instance")
+	}
+	exported := filepath.Join(dir, "exported")
+	out.Reset()
+	if code := run([]string{"export", "--url", srv.URL, exported}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "exported 8 lexicons") {
+		t.Fatalf("export: exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := run([]string{"apply", "--url", srv.URL, "--prune", exported}, &out, &errOut); code != 0 || out.String() != "no changes\n" {
+		t.Fatalf("apply of the export: exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 }
