@@ -12,14 +12,23 @@ import (
 // the admin API calls.
 type local struct{ app *appview.App }
 
-// Local returns the Target of app. Changes are audited in app's event log
+// Local returns the Target of app. Its definition leaves out the network
+// lexicons (docs/lexicons.md#network-lexicons): they are not an app's, so
+// they are neither exported nor pruned. Changes are audited in app's event log
 // with no actor, as the library API's are.
 func Local(app *appview.App) Target { return local{app} }
 
 func (t local) Read(ctx context.Context) (*Definition, error) {
 	def := &Definition{Lexicons: map[string]Lexicon{}, Scripts: map[string]string{}}
+	network, err := t.app.Store().ListNetworkLexicons(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, l := range t.app.Lexicons().Snapshot().All() {
 		def.Lexicons[l.ID] = fromRegistry(l)
+	}
+	for _, n := range network { // not the app's: fetched from their authority
+		delete(def.Lexicons, n.NSID)
 	}
 	list, err := t.app.Scripts().List(ctx)
 	if err != nil {
@@ -53,7 +62,9 @@ func fromRegistry(l *lexicon.Lexicon) Lexicon {
 	return out
 }
 
-func (t local) CheckScript(_ context.Context, source string) error { return t.app.Scripts().Check(source) }
+func (t local) CheckScript(_ context.Context, source string) error {
+	return t.app.Scripts().Check(source)
+}
 
 func (t local) PutLexicon(ctx context.Context, l Lexicon) ([]string, error) {
 	up := lexicon.Upload{Document: l.Document, TargetCollection: l.TargetCollection, Script: l.Script,

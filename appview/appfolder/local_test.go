@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/appfolder"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -84,6 +86,15 @@ func testApplyExport(t *testing.T, app *appview.App, target appfolder.Target) {
 		"scripts/record.create/com.example.social.like.lua": "function handle() return record end\n",
 		"scripts/com.example.social.post.index_hook.lua":    "function handle() return record end\n",
 	})
+
+	// A network lexicon is not the app's: neither exported nor pruned.
+	const network = "com.example.net.thing"
+	if _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: []byte(`{"lexicon":1,"id":"` + network + `","defs":{"main":{"type":"query"}}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Store().PutNetworkLexicon(ctx, storage.NetworkLexicon{NSID: network, AuthorityDID: "did:plc:net", LastFetchedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 
 	p, out := plan(t, target, dir, false)
 	if len(p.Lexicons) != 8 || len(p.Scripts) != 1 || len(p.Indexes) != 1 || p.Lexicons[0].Lexicon.Kind != "record" ||
@@ -170,5 +181,8 @@ func testApplyExport(t *testing.T, app *appview.App, target appfolder.Target) {
 	if _, ok := final.Lexicons["com.example.social.listTopic"]; ok || len(final.Scripts) != 0 || len(final.Indexes) != 0 ||
 		len(final.Lexicons) != 7 {
 		t.Errorf("after prune: lexicons %v, scripts %v, indexes %v", slices.Collect(maps.Keys(final.Lexicons)), final.Scripts, final.Indexes)
+	}
+	if _, ok := app.Lexicons().Snapshot().Get(network); !ok {
+		t.Error("prune removed the network lexicon")
 	}
 }

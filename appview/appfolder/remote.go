@@ -23,7 +23,8 @@ type remote struct {
 }
 
 // Remote returns the Target of the instance at baseURL, reached through
-// its admin API with the admin API key adminKey. The key needs
+// its admin API with the admin API key adminKey. Like Local's, its
+// definition leaves out the network lexicons. The key needs
 // lexicons:read, lexicons:create, lexicons:delete, scripts:read,
 // scripts:manage, indexes:read, indexes:manage and
 // script-variables:read. A nil client is http.DefaultClient.
@@ -162,7 +163,20 @@ func (t remote) Read(ctx context.Context) (*Definition, error) {
 	if err := t.call(ctx, "GET", "/admin/lexicons", nil, &lexicons); err != nil {
 		return nil, err
 	}
+	var network []struct {
+		NSID string `json:"nsid"`
+	}
+	if err := t.call(ctx, "GET", "/admin/network-lexicons", nil, &network); err != nil {
+		return nil, err
+	}
+	fromNetwork := map[string]bool{} // not the app's: fetched from their authority
+	for _, n := range network {
+		fromNetwork[n.NSID] = true
+	}
 	for _, s := range lexicons {
+		if fromNetwork[s.ID] {
+			continue
+		}
 		l, err := t.lexicon(ctx, s.ID)
 		if err != nil {
 			return nil, err
