@@ -208,3 +208,24 @@ func TestDiff(t *testing.T) {
 		t.Errorf("empty plan: %q", out.String())
 	}
 }
+
+// TestCheckIndexRoom: the folder's indexes and the instance's must fit in
+// a collection together, since new ones are declared before old ones are
+// dropped.
+func TestCheckIndexRoom(t *testing.T) {
+	text := func(paths ...string) []storage.FieldIndexSpec {
+		var out []storage.FieldIndexSpec
+		for _, p := range paths {
+			out = append(out, storage.FieldIndexSpec{Collection: "com.example.note", Path: p, Kind: storage.FieldIndexText})
+		}
+		return out
+	}
+	want := &Definition{Indexes: text("a", "b", "c")}
+	if err := checkIndexRoom(want, &Definition{Indexes: text("a", "b", "c", "d")}); err != nil {
+		t.Errorf("the same indexes and one more: %v", err)
+	}
+	err := checkIndexRoom(want, &Definition{Indexes: text("d", "e")})
+	if err == nil || !strings.Contains(err.Error(), "collection com.example.note would have 5 field indexes (5 text)") {
+		t.Errorf("five text indexes: %v", err)
+	}
+}

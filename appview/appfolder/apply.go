@@ -2,7 +2,9 @@ package appfolder
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lexview/lexview/storage"
 )
@@ -53,7 +55,39 @@ func Compare(ctx context.Context, t Target, def *Definition, prune bool) (*Plan,
 	if err != nil {
 		return nil, fmt.Errorf("read the instance's definition: %w", err)
 	}
+	if err := checkIndexRoom(def, have); err != nil {
+		return nil, err
+	}
 	return Diff(def, have, prune), nil
+}
+
+// checkIndexRoom refuses a folder whose indexes would not fit beside the
+// instance's: Apply declares new indexes before it drops any, so each
+// collection must have room for both, within storage.MaxFieldIndexes and
+// storage.MaxTextIndexes.
+func checkIndexRoom(want, have *Definition) error {
+	all := map[string]map[string]storage.FieldIndexSpec{} // by collection, by indexKey
+	for _, spec := range slices.Concat(have.Indexes, want.Indexes) {
+		if all[spec.Collection] == nil {
+			all[spec.Collection] = map[string]storage.FieldIndexSpec{}
+		}
+		all[spec.Collection][indexKey(spec)] = spec
+	}
+	var errs []error
+	for _, collection := range sortedKeys(all) {
+		texts := 0
+		for _, spec := range all[collection] {
+			if spec.Kind == storage.FieldIndexText {
+				texts++
+			}
+		}
+		if n := len(all[collection]); n > storage.MaxFieldIndexes || texts > storage.MaxTextIndexes {
+			errs = append(errs, fmt.Errorf("%s: collection %s would have %d field indexes (%d text) with those the instance has, "+
+				"more than the %d (%d text) it may have: drop some first", ManifestFile, collection, n, texts,
+				storage.MaxFieldIndexes, storage.MaxTextIndexes))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Apply runs the steps of p on t in order and returns the warnings of
