@@ -3,6 +3,7 @@ package storage
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // Link is one link found in a record: a target at a path (see LinkSource
@@ -367,8 +368,13 @@ func IsLinkTarget(s string) bool { return len(s) <= MaxLinkTargetLen && isLink(s
 
 // isLink reports whether s is an AT URI, a DID or an http(s) URI: the
 // scheme, then at least an authority, and no whitespace or control
-// characters.
+// characters, in valid UTF-8 (a record's JSON may hold other bytes in a
+// string, which no database text column takes and no JSON decoder
+// returns as they are).
 func isLink(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
 	var rest string
 	switch {
 	case strings.HasPrefix(s, "at://"):
