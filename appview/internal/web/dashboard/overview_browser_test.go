@@ -63,7 +63,10 @@ func pathOf(id, series string) string {
 // disconnected, and degraded when it lags; another page shows the
 // indicator too. No console errors.
 func TestBrowserOverviewCharts(t *testing.T) {
-	ctx := browser(t, 40*time.Second)
+	// 22 s on a quiet machine; the whole suite's load (the other browser
+	// tests' tabs, fuzzing beside them) made it pass 40 s, and every wait
+	// then read an empty page.
+	ctx := browser(t, 120*time.Second)
 	src := &standIn{}
 	src.set(ingest.StateConnected, 0, 0.5)
 	pds := backfilltest.NewPDS(t)
