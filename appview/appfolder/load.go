@@ -100,10 +100,10 @@ func readManifest(fsys fs.FS) (manifest, error) {
 	return m, nil
 }
 
-// loadLexicons reads every lexicons/**/*.json into def.
-func loadLexicons(fsys fs.FS, def *Definition) []error {
-	var errs []error
-	err := fs.WalkDir(fsys, LexiconDir, func(name string, d fs.DirEntry, err error) error {
+// walkLexiconFiles calls fn with the name and contents of every
+// lexicons/**/*.json of fsys (none when the folder has no lexicons/).
+func walkLexiconFiles(fsys fs.FS, fn func(name string, raw []byte) error) error {
+	return fs.WalkDir(fsys, LexiconDir, func(name string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && name == LexiconDir {
 			return fs.SkipDir
 		}
@@ -114,6 +114,14 @@ func loadLexicons(fsys fs.FS, def *Definition) []error {
 		if err != nil {
 			return err
 		}
+		return fn(name, raw)
+	})
+}
+
+// loadLexicons reads every lexicons/**/*.json into def.
+func loadLexicons(fsys fs.FS, def *Definition) []error {
+	var errs []error
+	err := walkLexiconFiles(fsys, func(name string, raw []byte) error {
 		doc, err := lexicon.Parse(raw)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))

@@ -81,18 +81,7 @@ func Write(dir string, def *Definition) error {
 // dir/lexicons to its file; files that are no lexicon are left out.
 func existingLexiconFiles(dir string) (map[string]string, error) {
 	out := map[string]string{}
-	fsys := os.DirFS(dir)
-	err := fs.WalkDir(fsys, LexiconDir, func(name string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && name == LexiconDir {
-			return fs.SkipDir
-		}
-		if err != nil || d.IsDir() || path.Ext(name) != ".json" {
-			return err
-		}
-		raw, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return err
-		}
+	err := walkLexiconFiles(os.DirFS(dir), func(name string, raw []byte) error {
 		if doc, err := lexicon.Parse(raw); err == nil {
 			out[doc.ID.String()] = name
 		}
