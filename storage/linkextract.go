@@ -21,10 +21,24 @@ type Link struct {
 // beyond that, deeper than MaxLinkDepth, with a target longer than
 // MaxLinkTargetLen or a path longer than MaxLinkPathLen are skipped and
 // counted. Malformed JSON yields the links found before the fault.
+//
+// An object that repeats a member name is read as encoding/json and
+// PostgreSQL's jsonb read it: the last member of that name wins, so a
+// link under an earlier one is not a link of the record. Such a record
+// (which DAG-CBOR cannot carry, so only a JSON write brings one) is
+// decoded and scanned again, and its links come in member-name order.
 func ExtractLinks(record []byte) (links []Link, skipped int) {
-	x := linkScanner{data: record}
+	x := linkScanner{data: record, keys: make([][]byte, 0, 16)}
 	x.skipSpace()
 	x.value(-1, 0)
+	if x.repeated {
+		var v any
+		if json.Unmarshal(record, &v) == nil {
+			if canonical, err := json.Marshal(v); err == nil {
+				return ExtractLinks(canonical)
+			}
+		}
+	}
 	return x.links, x.skipped
 }
 
@@ -38,7 +52,22 @@ type linkScanner struct {
 	seen    map[Link]bool
 	skipped int
 	failed  bool
+
+	// keys holds the member names of the objects being read, outermost
+	// first, to find a repeated name: slices of data, or of a copy when
+	// the name has escapes.
+	keys [][]byte
+	// repeated is set (and the scan stopped) when an object repeats a
+	// member name.
+	repeated bool
 }
+
+// forgetKeys drops the member names of an object read to its end.
+func (x *linkScanner) forgetKeys(keysAt int) { x.keys = x.keys[:keysAt] }
+
+// smallObject is the member count up to which a repeated name is looked
+// for by comparing with each earlier one; a larger object keeps a set.
+const smallObject = 32
 
 func (x *linkScanner) skipSpace() {
 	for x.pos < len(x.data) {
@@ -120,6 +149,9 @@ func (x *linkScanner) object(n int, depth int) {
 		x.pos++
 		return
 	}
+	keysAt := len(x.keys)
+	defer x.forgetKeys(keysAt)
+	var names map[string]bool // the member names, once there are many
 	for !x.failed {
 		x.skipSpace()
 		rawKey, ok := x.stringRaw()
@@ -131,17 +163,38 @@ func (x *linkScanner) object(n int, depth int) {
 		if n > 0 {
 			x.path = append(x.path, '.')
 		}
+		key := rawKey
 		if hasByte(rawKey, '\\') {
-			key, ok := decodeString(rawKey)
+			decoded, ok := decodeString(rawKey)
 			if !ok {
 				x.failed = true
 				return
 			}
-			x.path = append(x.path, key...)
-		} else {
-			x.path = append(x.path, rawKey...)
+			key = []byte(decoded)
 		}
+		x.path = append(x.path, key...)
 		child := len(x.path)
+		if names == nil && len(x.keys)-keysAt >= smallObject {
+			names = make(map[string]bool, 2*smallObject)
+			for _, k := range x.keys[keysAt:] {
+				names[string(k)] = true
+			}
+		}
+		if names != nil {
+			if names[string(key)] {
+				x.repeated, x.failed = true, true
+				return
+			}
+			names[string(key)] = true
+		} else {
+			for _, k := range x.keys[keysAt:] {
+				if string(k) == string(key) {
+					x.repeated, x.failed = true, true
+					return
+				}
+			}
+			x.keys = append(x.keys, key)
+		}
 		x.skipSpace()
 		if x.pos >= len(x.data) || x.data[x.pos] != ':' {
 			x.failed = true

@@ -60,12 +60,42 @@ func TestExtractLinksBounds(t *testing.T) {
 	}
 }
 
+func TestExtractLinksRepeatedNames(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want []Link
+	}{
+		{`{"a":{"b":"did:plc:old"},"a":{"b":"did:plc:new"}}`, []Link{{"a.b", "did:plc:new"}}},
+		{`{"a":"did:plc:old","a":1}`, nil},
+		{`{"x":{"a":"did:plc:x"},"y":{"a":"did:plc:y"}}`, []Link{{"x.a", "did:plc:x"}, {"y.a", "did:plc:y"}}},
+		{`{"\u0061":"did:plc:old","a":"did:plc:new"}`, []Link{{"a", "did:plc:new"}}},
+	} {
+		if got, _ := ExtractLinks([]byte(tc.doc)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.doc, got, tc.want)
+		}
+	}
+	// A large object keeps a set of its names.
+	var members []string
+	for i := range 3 * smallObject {
+		members = append(members, fmt.Sprintf(`"k%d":"did:plc:%d"`, i, i))
+	}
+	wide := `{` + strings.Join(members, ",") + `}`
+	if got, _ := ExtractLinks([]byte(wide)); len(got) != 3*smallObject {
+		t.Errorf("wide object: %d links", len(got))
+	}
+	repeated := `{` + strings.Join(members, ",") + `,"k1":null}`
+	if got, _ := ExtractLinks([]byte(repeated)); len(got) != 3*smallObject-1 {
+		t.Errorf("wide object with a repeated name: %d links", len(got))
+	}
+}
+
 // FuzzExtractLinks: any input is handled without a panic, and for valid
 // JSON every link found is a string value of the document at its path.
 func FuzzExtractLinks(f *testing.F) {
 	f.Add(`{"subject":{"uri":"at://did:plc:a/c/r"},"x":[{"$type":"t","d":"did:web:a"}]}`)
 	f.Add(`{"a":[1,"did:plc:x",{"b":null}]}`)
 	f.Add(`{"a":"\u0061t://x"}`)
+	f.Add(`{"":{"":"at://0"},"":[]}`) // found by the fuzzer: a repeated name
 	f.Fuzz(func(t *testing.T, doc string) {
 		links, _ := ExtractLinks([]byte(doc))
 		var v any
