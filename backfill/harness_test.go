@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluesky-social/indigo/atproto/identity"
+
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
 	"github.com/lexview/lexview/lexicon"
@@ -34,6 +36,7 @@ type harness struct {
 	store    storage.Store
 	lexicons *lexicon.Registry
 	plc      *backfilltest.PLC
+	dir      identity.Directory // resolves DIDs; plc's when nil
 	relayURL string
 	tune     func(*backfill.Options)
 	patience time.Duration // how long waitJob waits; 60s when zero
@@ -57,6 +60,13 @@ func newHarness(t testing.TB, store storage.Store, p *backfilltest.PLC, relayURL
 	return &harness{t: t, store: store, lexicons: reg, plc: p, relayURL: relayURL}
 }
 
+func (h *harness) directory() identity.Directory {
+	if h.dir != nil {
+		return h.dir
+	}
+	return h.plc.Directory()
+}
+
 // start builds a fresh writer and Manager and runs them.
 func (h *harness) start() *backfill.Manager {
 	h.t.Helper()
@@ -76,7 +86,7 @@ func (h *harness) build() *backfill.Manager {
 func (h *harness) buildOn(jobs backfill.Store, db storage.Store, tune func(*backfill.Options)) *backfill.Manager {
 	h.t.Helper()
 	cfg := backfill.Options{
-		Store: jobs, Writer: storeWriter{db}, Lexicons: h.lexicons, Directory: h.plc.Directory(), RelayURL: h.relayURL,
+		Store: jobs, Writer: storeWriter{db}, Lexicons: h.lexicons, Directory: h.directory(), RelayURL: h.relayURL,
 		HTTPClient: http.DefaultClient, Events: storeAudit{db}, Logger: quiet,
 		PageSize: 3, DiscoveryPageSize: 2, RequestTimeout: 5 * time.Second, Retries: 3,
 		RetryBackoff: 10 * time.Millisecond, MaxRateLimitWait: 2 * time.Second, PollInterval: 20 * time.Millisecond,

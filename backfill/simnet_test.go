@@ -1,0 +1,126 @@
+package backfill_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/internal/simnet"
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
+)
+
+// startNetwork draws and serves spec with the harness's collections.
+func startNetwork(t testing.TB, spec simnet.Spec) *simnet.Network {
+	t.Helper()
+	spec.Collection, spec.Other = postNSID, likeNSID
+	n, err := simnet.Start(simnet.Draw(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// heldByDID counts the stored records of collection per repository.
+func (h *harness) heldByDID(collection string) map[string]int {
+	h.t.Helper()
+	held := map[string]int{}
+	q := storage.ListQuery{Collection: collection, Limit: 1000}
+	for {
+		page, err := h.store.ListRecords(context.Background(), q)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, r := range page.Records {
+			held[r.DID]++
+		}
+		if page.Next == nil {
+			return held
+		}
+		q.After = page.Next
+	}
+}
+
+// TestBackfillSimulatedNetwork backfills a small simulated network (every
+// kind of host fault and account state) through its relay, and checks
+// the end state account by account: every repository the job says it
+// fetched holds exactly the network's records, every reachable account
+// on a healthy host was fetched, and nothing of an unreachable account
+// is stored. The rate against the latency-bound limit is logged.
+func TestBackfillSimulatedNetwork(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		spec := simnet.Small(42)
+		n := startNetwork(t, spec)
+		h := newHarness(t, open(t), nil, n.RelayURL())
+		h.dir = n.Directory()
+		h.tune = func(o *backfill.Options) {
+			o.PageSize, o.DiscoveryPageSize = 100, 100
+			o.RequestTimeout, o.MaxRateLimitWait = 2*time.Second, 2*time.Second
+		}
+		// A record the network no longer holds, stored long ago: the
+		// backfill's reconciliation deletes it.
+		var stale simnet.Account
+		for _, a := range n.Plan.Accounts {
+			if n.Plan.Reachable(a) && n.Plan.Hosts[a.Host].Fault == simnet.Healthy {
+				stale = a
+				break
+			}
+		}
+		staleURI := "at://" + stale.DID + "/" + postNSID + "/2zzzzzzzzzzzz"
+		if err := h.store.ApplyBatch(context.Background(), storage.Batch{Ops: []storage.RecordOp{{Record: storage.Record{
+			URI: staleURI, DID: stale.DID, Collection: postNSID, RKey: "2zzzzzzzzzzzz", CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+			Value: []byte(`{"$type":"app.test.post","text":"gone"}`), IndexedAt: time.Now().Add(-time.Hour),
+		}}}}); err != nil {
+			t.Fatal(err)
+		}
+		mgr := h.start()
+		began := time.Now()
+		job, err := mgr.Create(t.Context(), backfill.Request{Collection: postNSID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := h.waitJob(job.ID, "the end of the job", storage.BackfillJob.Finished)
+		took := time.Since(began)
+		if done.Status != storage.BackfillCompleted {
+			t.Fatalf("job: %s", describe(done))
+		}
+		held := h.heldByDID(postNSID)
+		rows := h.repos(job.ID)
+		if len(rows) != len(n.Plan.Accounts) {
+			t.Errorf("the job discovered %d of %d accounts", len(rows), len(n.Plan.Accounts))
+		}
+		fetched, records := 0, 0
+		for _, a := range n.Plan.Accounts {
+			row, host := rows[a.DID], n.Plan.Hosts[a.Host]
+			switch {
+			case row.Status == storage.RepoFetched:
+				fetched++
+				records += held[a.DID]
+				if !n.Plan.Reachable(a) {
+					t.Errorf("%s (%q on a %s host) was fetched", a.DID, a.Status, host.Fault)
+				}
+				if held[a.DID] != a.Records {
+					t.Errorf("%s: %d records stored, the network holds %d", a.DID, held[a.DID], a.Records)
+				}
+			case n.Plan.Reachable(a) && host.Fault == simnet.Healthy:
+				t.Errorf("%s on a healthy host: %s (%s)", a.DID, row.Status, row.Error)
+			case held[a.DID] != 0:
+				t.Errorf("%s (%q, %s host, %s) has %d records stored", a.DID, a.Status, host.Fault, row.Status, held[a.DID])
+			}
+		}
+		if _, err := h.store.GetRecord(t.Context(), staleURI); err == nil {
+			t.Error("a record the network no longer holds was kept")
+		}
+		if num(done.ProcessedRepos) != int64(fetched) || num(done.TotalRecords) != int64(records) {
+			t.Errorf("job counters %s; %d repositories fetched holding %d records", counters(done), fetched, records)
+		}
+		bound, err := n.Plan.Bound(backfill.DefaultConcurrency, backfill.DefaultPerHostConcurrency)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s\n%d of %d records in %s = %.0f records/s; the latency-bound limit: %s\nnetwork: %+v",
+			n.Plan.Summary(), records, n.Plan.Records(), took.Round(time.Millisecond), float64(records)/took.Seconds(), bound, n.Stats())
+	})
+}
