@@ -122,14 +122,16 @@ func TestFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := h.waitJob(job.ID, "finished", storage.BackfillJob.Finished)
-		if done.Status != storage.BackfillCompleted || counters(done) != "3/2/1/4" {
+		if done.Status != storage.BackfillCompletedWithErrors || counters(done) != "3/2/1/4" || num(done.FailedRepos) != 2 {
 			t.Fatalf("job: %s", describe(done))
 		}
 		repos := h.repos(job.ID)
-		if r := repos[did(1)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "500") || r.PDSEndpoint != a.URL() {
+		if r := repos[did(1)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "500") || r.PDSEndpoint != a.URL() ||
+			r.FailureReason != backfill.ReasonUnreachable {
 			t.Fatalf("failing repo: %+v", r)
 		}
-		if r := repos[did(2)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "resolve DID") || r.PDSEndpoint != "" {
+		if r := repos[did(2)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "resolve DID") || r.PDSEndpoint != "" ||
+			r.FailureReason != backfill.ReasonUnresolvable {
 			t.Fatalf("unresolvable repo: %+v", r)
 		}
 		if n := a.FirstPages(did(1), postNSID); n != 4 {

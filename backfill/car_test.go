@@ -74,8 +74,8 @@ func TestBackfillByCAR(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := h.waitStatus(job.ID, storage.BackfillCompleted)
-		if counters(done) != "5/5/3/14" {
+		done := h.waitStatus(job.ID, storage.BackfillCompletedWithErrors)
+		if counters(done) != "5/5/3/14" || num(done.FailedRepos) != 2 {
 			t.Fatalf("job: %s", describe(done))
 		}
 		repos := h.repos(job.ID)
@@ -145,7 +145,7 @@ func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := h.waitStatus(job.ID, storage.BackfillCompleted)
+		done := h.waitStatus(job.ID, storage.BackfillCompletedWithErrors)
 		if counters(done) != "3/3/1/4" {
 			t.Fatalf("job: %s", describe(done))
 		}

@@ -24,11 +24,13 @@ const (
 //	repo_discovered    did
 //	repo_resolved      did, pds_endpoint
 //	repo_fetched       did, pds_endpoint, records (number fetched), records_deleted (stored records removed
-//	                   because the repository no longer holds them), status ("fetched" or "failed"), error (string or null)
-//	job_counters       status, stage, total_repos, resolved_repos, processed_repos, total_records (integers or null)
+//	                   because the repository no longer holds them), status ("fetched" or "failed"), error (string or null),
+//	                   failure_reason (one of the Reason words, or null)
+//	job_counters       status, stage, total_repos, resolved_repos, processed_repos, failed_repos, total_records
+//	                   (integers or null)
 //	job_stage_changed  stage
-//	job_completed      status ("completed", "failed" or "cancelled"), stage, error (string or null),
-//	                   total_repos, resolved_repos, processed_repos, total_records
+//	job_completed      status ("completed", "completed_with_errors", "failed" or "cancelled"), stage, error (string
+//	                   or null), the five counters, and failures (failed repositories by reason)
 type Event struct {
 	Type        string
 	JobID       string
@@ -39,8 +41,11 @@ type Event struct {
 	Status      string
 	Stage       string
 	Error       string
+	Reason      string // repo_fetched: why it failed
 	// Job carries the counters of job_counters and job_completed.
 	Job *storage.BackfillJob
+	// Failures counts job_completed's failed repositories by reason.
+	Failures map[string]int64
 }
 
 func nullable(s string) *string {
@@ -60,20 +65,24 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		m["did"], m["pds_endpoint"] = e.DID, e.PDSEndpoint
 	case EventRepoFetched:
 		m["did"], m["pds_endpoint"], m["records"], m["records_deleted"] = e.DID, e.PDSEndpoint, e.Records, e.Deleted
-		m["status"], m["error"] = e.Status, nullable(e.Error)
+		m["status"], m["error"], m["failure_reason"] = e.Status, nullable(e.Error), nullable(e.Reason)
 	case EventJobStageChanged:
 		m["stage"] = e.Stage
 	case EventJobCounters, EventJobCompleted:
 		m["status"], m["stage"] = e.Status, e.Stage
 		if e.Type == EventJobCompleted {
 			m["error"] = nullable(e.Error)
+			m["failures"] = e.Failures
+			if e.Failures == nil {
+				m["failures"] = map[string]int64{}
+			}
 		}
 		var j storage.BackfillJob
 		if e.Job != nil {
 			j = *e.Job
 		}
 		m["total_repos"], m["resolved_repos"] = j.TotalRepos, j.ResolvedRepos
-		m["processed_repos"], m["total_records"] = j.ProcessedRepos, j.TotalRecords
+		m["processed_repos"], m["total_records"], m["failed_repos"] = j.ProcessedRepos, j.TotalRecords, j.FailedRepos
 	}
 	return json.Marshal(m)
 }
@@ -84,9 +93,10 @@ func CountersEvent(j storage.BackfillJob) Event {
 	return Event{Type: EventJobCounters, JobID: j.ID, Status: j.Status, Stage: j.Stage, Job: &j}
 }
 
-// CompletedEvent is the job_completed event of a finished job.
-func CompletedEvent(j storage.BackfillJob) Event {
-	return Event{Type: EventJobCompleted, JobID: j.ID, Status: j.Status, Stage: j.Stage, Error: j.Error, Job: &j}
+// CompletedEvent is the job_completed event of a finished job whose
+// failed repositories failures counts by reason.
+func CompletedEvent(j storage.BackfillJob, failures map[string]int64) Event {
+	return Event{Type: EventJobCompleted, JobID: j.ID, Status: j.Status, Stage: j.Stage, Error: j.Error, Job: &j, Failures: failures}
 }
 
 // subscriptionBuffer bounds the events waiting for one subscriber; a

@@ -110,13 +110,21 @@ func (m *Manager) process(ctx context.Context, job storage.BackfillJob, act *act
 			m.audit(bg, AuditEntry{Type: "backfill.failed", Severity: "error", Subject: job.ID, Detail: summary(done, deleted)})
 		}
 	default:
-		done, ferr := m.finish(bg, job.ID, lease, live, storage.BackfillCompleted, storage.StageCompleted, "")
+		// Completed only when every repository was fetched.
+		status, severity := storage.BackfillCompleted, ""
+		if now, err := m.cfg.Store.GetBackfillJob(bg, job.ID); err == nil && deref(now.FailedRepos) > 0 {
+			status, severity = storage.BackfillCompletedWithErrors, "warn"
+		}
+		done, ferr := m.finish(bg, job.ID, lease, live, status, storage.StageCompleted, "")
 		if ferr != nil {
 			log.Error("backfill: completing a job failed", "err", ferr)
 			return
 		}
-		log.Info("backfill job completed", "repos", deref(done.ProcessedRepos), "records", deref(done.TotalRecords))
-		m.audit(bg, AuditEntry{Type: "backfill.completed", Subject: job.ID, Detail: summary(done, deleted)})
+		detail := summary(done, deleted)
+		detail["failures"] = m.failures(bg, done)
+		log.Info("backfill job completed", "status", done.Status, "repos", deref(done.ProcessedRepos),
+			"failed", deref(done.FailedRepos), "records", deref(done.TotalRecords))
+		m.audit(bg, AuditEntry{Type: "backfill.completed", Severity: severity, Subject: job.ID, Detail: detail})
 	}
 }
 
@@ -147,7 +155,7 @@ func deref(p *int64) int64 {
 func summary(j storage.BackfillJob, deleted int64) map[string]any {
 	return map[string]any{
 		"collection": nullable(j.Collection), "scope": j.Scope, "status": j.Status, "error": nullable(j.Error),
-		"total_repos": j.TotalRepos, "processed_repos": j.ProcessedRepos, "total_records": j.TotalRecords,
+		"total_repos": j.TotalRepos, "processed_repos": j.ProcessedRepos, "failed_repos": j.FailedRepos, "total_records": j.TotalRecords,
 		"records_deleted": deleted,
 	}
 }

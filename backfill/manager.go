@@ -82,7 +82,7 @@ type AuditEntry struct {
 
 // Metrics counts repositories and records as they finish.
 type Metrics interface {
-	BackfillRepo(outcome string, records int)
+	BackfillRepo(outcome, reason string, records int)
 }
 
 // Snapshotter hands out the current lexicon snapshot (*lexicon.Registry).
@@ -492,6 +492,51 @@ func (m *Manager) finish(ctx context.Context, id string, lease *storage.Backfill
 	delete(m.deleted, id)
 	m.broker.publish(Event{Type: EventJobStageChanged, JobID: id, Stage: stage})
 	m.broker.publish(CountersEvent(job))
-	m.broker.complete(CompletedEvent(job))
+	m.broker.complete(m.CompletedEvent(ctx, job))
 	return job, nil
+}
+
+// CompletedEvent is the job_completed event of a finished job, with its
+// failed repositories by reason read from the store.
+func (m *Manager) CompletedEvent(ctx context.Context, j storage.BackfillJob) Event {
+	return CompletedEvent(j, m.failures(ctx, j))
+}
+
+// Failures counts a job's failed repositories by reason (empty for a job
+// with none).
+func (m *Manager) Failures(ctx context.Context, j storage.BackfillJob) (map[string]int64, error) {
+	if j.FailedRepos == nil || *j.FailedRepos == 0 {
+		return map[string]int64{}, nil
+	}
+	return m.cfg.Store.BackfillFailures(ctx, j.ID)
+}
+
+func (m *Manager) failures(ctx context.Context, j storage.BackfillJob) map[string]int64 {
+	f, err := m.Failures(ctx, j)
+	if err != nil {
+		m.cfg.Logger.Warn("backfill: counting a job's failures failed", "job", j.ID, "err", err)
+	}
+	return f
+}
+
+// Retry fetches the failed repositories of a job that completed with
+// errors again: they become pending, the job runs again in its fetching
+// stage, and the repositories it fetched stay fetched. It returns the job
+// and how many repositories it made pending, a *StateError when the job
+// did not complete with errors, or storage.ErrNotFound.
+func (m *Manager) Retry(ctx context.Context, id string) (storage.BackfillJob, int64, error) {
+	n, err := m.cfg.Store.RetryBackfillRepos(ctx, id, []string{storage.BackfillCompletedWithErrors})
+	if err != nil {
+		return storage.BackfillJob{}, 0, err
+	}
+	job, err := m.cfg.Store.GetBackfillJob(ctx, id)
+	if err != nil {
+		return job, 0, err
+	}
+	if job.Status != storage.BackfillRunning {
+		return job, 0, &StateError{Status: job.Status, Want: storage.BackfillCompletedWithErrors}
+	}
+	m.broker.publish(CountersEvent(job))
+	m.poke()
+	return job, n, nil
 }

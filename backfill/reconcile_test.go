@@ -229,7 +229,7 @@ func TestReconcileIncompleteListing(t *testing.T) {
 			h.put(d, "3jgone0000002", "", old)
 		}
 		job, fetched := h.runJob(backfill.Request{Accounts: []string{did(0), did(1)}})
-		if job.Status != storage.BackfillCompleted || counters(job) != "2/2/1/5" {
+		if job.Status != storage.BackfillCompletedWithErrors || counters(job) != "2/2/1/5" {
 			t.Fatalf("job: %s", describe(job))
 		}
 		if r := h.repos(job.ID)[did(0)]; r.Status != storage.RepoFailed {

@@ -31,6 +31,7 @@ func (r *run) processRepo(ctx context.Context, repo storage.BackfillRepo) error 
 			return nil
 		}
 		if err != nil {
+			repo.FailureReason = ReasonUnresolvable
 			return r.finishRepo(ctx, repo, storage.RepoFailed, counts{}, err)
 		}
 		repo.PDSEndpoint, repo.Status = pds, storage.RepoResolved
@@ -74,7 +75,7 @@ func (r *run) fetchOne(ctx context.Context, repo storage.BackfillRepo) error {
 	}
 	status := storage.RepoFetched
 	if err != nil {
-		status = storage.RepoFailed
+		status, repo.FailureReason = storage.RepoFailed, failureReason(err, false)
 	}
 	return r.finishRepo(ctx, repo, status, n, err)
 }
@@ -91,20 +92,22 @@ type counts struct {
 // subscribers.
 func (r *run) finishRepo(ctx context.Context, repo storage.BackfillRepo, status string, n counts, cause error) error {
 	repo.Status, repo.RecordsFetched, repo.Error, repo.FetchMethod = status, n.fetched, "", n.method
-	if cause != nil {
+	if cause == nil {
+		repo.FailureReason = ""
+	} else {
 		repo.Error = cause.Error()
-		r.log.Warn("backfill: repository failed", "did", repo.DID, "pds", repo.PDSEndpoint, "err", cause)
+		r.log.Warn("backfill: repository failed", "did", repo.DID, "pds", repo.PDSEndpoint, "reason", repo.FailureReason, "err", cause)
 	}
 	if err := r.save(ctx, repo); err != nil {
 		return err
 	}
 	if r.m.cfg.Metrics != nil {
-		r.m.cfg.Metrics.BackfillRepo(status, int(n.fetched))
+		r.m.cfg.Metrics.BackfillRepo(status, repo.FailureReason, int(n.fetched))
 	}
 	r.deleted.Add(n.deleted)
 	r.m.broker.publish(Event{
 		Type: EventRepoFetched, JobID: r.id, DID: repo.DID, PDSEndpoint: repo.PDSEndpoint,
-		Records: n.fetched, Deleted: n.deleted, Status: status, Error: repo.Error,
+		Records: n.fetched, Deleted: n.deleted, Status: status, Error: repo.Error, Reason: repo.FailureReason,
 	})
 	return nil
 }

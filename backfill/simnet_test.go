@@ -2,6 +2,7 @@ package backfill_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -83,7 +84,8 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 		}
 		done := h.waitJob(job.ID, "the end of the job", storage.BackfillJob.Finished)
 		took := time.Since(began)
-		if done.Status != storage.BackfillCompleted {
+		// Some repositories cannot be fetched: the job says so.
+		if done.Status != storage.BackfillCompletedWithErrors || done.Stage != storage.StageCompleted {
 			t.Fatalf("job: %s", describe(done))
 		}
 		held := h.heldByDID(postNSID)
@@ -92,8 +94,15 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 			t.Errorf("the job discovered %d of %d accounts", len(rows), len(n.Plan.Accounts))
 		}
 		fetched, records := 0, 0
+		wantFailures := map[string]int64{}
 		for _, a := range n.Plan.Accounts {
 			row, host := rows[a.DID], n.Plan.Hosts[a.Host]
+			if row.Status == storage.RepoFailed {
+				wantFailures[row.FailureReason]++
+				if want := expectedReason(a, host); want != "" && row.FailureReason != want {
+					t.Errorf("%s (%q on a %s host) failed as %s, want %s: %s", a.DID, a.Status, host.Fault, row.FailureReason, want, row.Error)
+				}
+			}
 			switch {
 			case row.Status == storage.RepoFetched:
 				fetched++
@@ -113,9 +122,33 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 		if _, err := h.store.GetRecord(t.Context(), staleURI); err == nil {
 			t.Error("a record the network no longer holds was kept")
 		}
-		if num(done.ProcessedRepos) != int64(fetched) || num(done.TotalRecords) != int64(records) {
-			t.Errorf("job counters %s; %d repositories fetched holding %d records", counters(done), fetched, records)
+		if num(done.ProcessedRepos) != int64(fetched) || num(done.TotalRecords) != int64(records) ||
+			num(done.FailedRepos) != int64(len(n.Plan.Accounts)-fetched) {
+			t.Errorf("job counters %s, %d failed; %d repositories fetched holding %d records", counters(done), num(done.FailedRepos), fetched, records)
 		}
+		if got, err := mgr.Failures(t.Context(), done); err != nil || !maps.Equal(got, wantFailures) {
+			t.Errorf("failures by reason: %v (%v), the rows say %v", got, err, wantFailures)
+		}
+
+		// A retry fetches only the failed repositories: the unreachable
+		// ones fail again, and nothing fetched is fetched twice.
+		before := n.Stats().Requests
+		retried, pending, err := mgr.Retry(t.Context(), job.ID)
+		if err != nil || pending != num(done.FailedRepos) || retried.Status != storage.BackfillRunning {
+			t.Fatalf("retry: %d pending, %v; %s", pending, err, describe(retried))
+		}
+		again := h.waitJob(job.ID, "the end of the retry", storage.BackfillJob.Finished)
+		if again.Status != storage.BackfillCompletedWithErrors || num(again.FailedRepos) > num(done.FailedRepos) ||
+			num(again.ProcessedRepos) < num(done.ProcessedRepos) {
+			t.Errorf("after the retry: %s, %d failed", describe(again), num(again.FailedRepos))
+		}
+		if asked := n.Stats().Requests - before; asked > 4*num(done.FailedRepos) {
+			t.Errorf("the retry made %d requests for %d failed repositories", asked, num(done.FailedRepos))
+		}
+		if _, _, err := mgr.Retry(t.Context(), job.ID); err != nil {
+			t.Errorf("a second retry: %v", err)
+		}
+		h.waitJob(job.ID, "the end of the second retry", storage.BackfillJob.Finished)
 		bound, err := n.Plan.Bound(backfill.DefaultConcurrency, backfill.DefaultPerHostConcurrency)
 		if err != nil {
 			t.Fatal(err)
@@ -123,4 +156,20 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 		t.Logf("%s\n%d of %d records in %s = %.0f records/s; the latency-bound limit: %s\nnetwork: %+v",
 			n.Plan.Summary(), records, n.Plan.Records(), took.Round(time.Millisecond), float64(records)/took.Seconds(), bound, n.Stats())
 	})
+}
+
+// expectedReason is the failure reason an account's repository must fail
+// with ("" when it may fail for several reasons, or must not fail).
+func expectedReason(a simnet.Account, host simnet.Host) string {
+	switch {
+	case host.Fault == simnet.Down:
+		return backfill.ReasonUnreachable
+	case a.Status == simnet.Deactivated:
+		return backfill.ReasonDeactivated
+	case a.Status == simnet.TakenDown:
+		return backfill.ReasonTakenDown
+	case a.Status == simnet.Deleted:
+		return backfill.ReasonDeleted
+	}
+	return ""
 }

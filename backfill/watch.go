@@ -35,7 +35,7 @@ func (m *Manager) watchJob(jobID string) {
 		delete(m.watching, jobID)
 		m.mu.Unlock()
 	}()
-	var last [6]any
+	var last [7]any
 	t := time.NewTicker(m.cfg.PollInterval)
 	defer t.Stop()
 	for range t.C {
@@ -46,7 +46,7 @@ func (m *Manager) watchJob(jobID string) {
 		local := m.current != nil && m.current.id == jobID
 		m.mu.Unlock()
 		if local { // the worker publishes
-			last = [6]any{}
+			last = [7]any{}
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
@@ -60,7 +60,9 @@ func (m *Manager) watchJob(jobID string) {
 			last = c
 		}
 		if job.Finished() {
-			m.broker.complete(CompletedEvent(job))
+			ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+			m.broker.complete(m.CompletedEvent(ctx, job))
+			cancel()
 			return
 		}
 	}

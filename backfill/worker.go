@@ -203,14 +203,14 @@ func (r *run) keepLease(ctx context.Context) {
 	}
 }
 
-func counters(j storage.BackfillJob) [6]any {
+func counters(j storage.BackfillJob) [7]any {
 	v := func(p *int64) int64 {
 		if p == nil {
 			return -1
 		}
 		return *p
 	}
-	return [6]any{j.Status, j.Stage, v(j.TotalRepos), v(j.ResolvedRepos), v(j.ProcessedRepos), v(j.TotalRecords)}
+	return [7]any{j.Status, j.Stage, v(j.TotalRepos), v(j.ResolvedRepos), v(j.ProcessedRepos), v(j.TotalRecords), v(j.FailedRepos)}
 }
 
 // discovery is the resumable position of network discovery, stored as

@@ -14,7 +14,12 @@ const (
 	BackfillCancelling = "cancelling"
 	BackfillCancelled  = "cancelled"
 	BackfillCompleted  = "completed"
-	BackfillFailed     = "failed"
+	// BackfillCompletedWithErrors is a job that went through every
+	// repository but could not fetch some (an addition to the
+	// specification's statuses: a job is "completed" only when every
+	// repository was fetched).
+	BackfillCompletedWithErrors = "completed_with_errors"
+	BackfillFailed              = "failed"
 )
 
 // Backfill job stages (the `stage` field of a backfill job).
@@ -52,7 +57,10 @@ type BackfillJob struct {
 	Stage      string
 	// Counters are nil until the job starts.
 	TotalRepos, ResolvedRepos, ProcessedRepos, TotalRecords *int64
-	Error                                                   string
+	// FailedRepos counts the repositories that failed for good (nil until
+	// the job starts).
+	FailedRepos *int64
+	Error       string
 	// RelayCursor is where discovery resumes; opaque to the store.
 	RelayCursor string
 	StartedAt   time.Time // zero until started
@@ -85,7 +93,7 @@ type BackfillLease struct {
 // Finished reports whether the job reached a final status.
 func (j BackfillJob) Finished() bool {
 	switch j.Status {
-	case BackfillCompleted, BackfillCancelled, BackfillFailed:
+	case BackfillCompleted, BackfillCompletedWithErrors, BackfillCancelled, BackfillFailed:
 		return true
 	}
 	return false
@@ -121,6 +129,10 @@ type BackfillRepo struct {
 	Status         string // RepoDiscovered, RepoResolved, RepoFetched or RepoFailed
 	RecordsFetched int64
 	Error          string
+	// FailureReason says why a failed repository failed, in a word the
+	// job's counts group by (the backfill package names them); "" when
+	// it did not fail.
+	FailureReason string
 	// FetchMethod is how the repository was fetched: FetchCAR or
 	// FetchListRecords; "" until it was.
 	FetchMethod string
@@ -195,18 +207,29 @@ type BackfillStore interface {
 	// UpdateBackfillRepo saves a repository's state of the lease's job
 	// and adjusts the job's counters to match, fenced by the lease
 	// (ErrLeaseLost): resolved_repos when its PDS becomes known,
-	// processed_repos when it becomes fetched, total_records by the change
-	// in records fetched. ErrNotFound when the row does not exist.
+	// processed_repos when it becomes fetched, failed_repos when it
+	// becomes or stops being failed, total_records by the change in
+	// records fetched. ErrNotFound when the row does not exist.
 	UpdateBackfillRepo(ctx context.Context, l BackfillLease, r BackfillRepo) error
 	// ListBackfillRepos returns a page of a job's repositories.
 	ListBackfillRepos(ctx context.Context, jobID string, f BackfillRepoFilter) ([]BackfillRepo, error)
+	// BackfillFailures counts a job's failed repositories by failure
+	// reason.
+	BackfillFailures(ctx context.Context, jobID string) (map[string]int64, error)
+	// RetryBackfillRepos makes the failed repositories of a finished job
+	// pending again (resolved when their PDS is known, else discovered),
+	// clears their errors and the failed count, and sets the job running
+	// in the fetching stage, in one transaction. It reports how many
+	// repositories it reset; a job whose status is not one of from is
+	// left alone (0, nil). ErrNotFound when the job does not exist.
+	RetryBackfillRepos(ctx context.Context, jobID string, from []string) (int64, error)
 	// BackfillPDSSummary aggregates a job's resolved repositories by PDS,
 	// most repositories first.
 	BackfillPDSSummary(ctx context.Context, jobID string) ([]PDSSummary, error)
 	// DeleteBackfillRepos deletes one job's repository rows.
 	DeleteBackfillRepos(ctx context.Context, jobID string) (int64, error)
 	// DeleteFinishedBackfillRepos deletes the repository rows of every
-	// completed, cancelled and failed job.
+	// finished job (completed, completed with errors, cancelled, failed).
 	DeleteFinishedBackfillRepos(ctx context.Context) (int64, error)
 
 	// ListRecordVersions returns up to limit of the records stored for

@@ -174,10 +174,16 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 7}) // keeps the PDS
 	update(storage.BackfillRepo{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoResolved})
 	update(storage.BackfillRepo{DID: "did:plc:b", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
-		FetchMethod: storage.FetchListRecords})
-	update(storage.BackfillRepo{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"})
+		FailureReason: "unreachable_host", FetchMethod: storage.FetchListRecords})
+	update(storage.BackfillRepo{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found", FailureReason: "unresolvable_did"})
 	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/9" {
 		t.Fatalf("counters: %s", got)
+	}
+	if f := getJobT(t, s, j.ID).FailedRepos; f == nil || *f != 2 {
+		t.Fatalf("failed repos: %v", f)
+	}
+	if got, err := s.BackfillFailures(ctx, j.ID); err != nil || len(got) != 2 || got["unreachable_host"] != 1 || got["unresolvable_did"] != 1 {
+		t.Fatalf("failures by reason: %v %v", got, err)
 	}
 	// Refetching a fetched repo corrects the counters instead of adding.
 	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 5, FetchMethod: storage.FetchCAR})
@@ -194,11 +200,38 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	want := []storage.BackfillRepo{
 		{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoFetched, RecordsFetched: 5, FetchMethod: storage.FetchCAR},
 		{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
-			FetchMethod: storage.FetchListRecords},
-		{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found"},
+			FailureReason: "unreachable_host", FetchMethod: storage.FetchListRecords},
+		{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found", FailureReason: "unresolvable_did"},
 	}
 	if !slices.Equal(repos, want) {
 		t.Fatalf("rows:\n got %+v\nwant %+v", repos, want)
+	}
+
+	// A retry is refused unless the job's status allows it, then makes
+	// the failed repositories pending again: resolved where the PDS is
+	// known.
+	if n, err := s.RetryBackfillRepos(ctx, j.ID, []string{storage.BackfillCompletedWithErrors}); err != nil || n != 0 {
+		t.Fatalf("retry of a running job: %d %v", n, err)
+	}
+	if _, _, err := s.UpdateBackfillJob(ctx, j.ID, storage.BackfillJobUpdate{Status: storage.BackfillCompletedWithErrors,
+		Stage: storage.StageCompleted, CompletedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RetryBackfillRepos(ctx, storage.NewID(), []string{storage.BackfillCompletedWithErrors}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("retry of an unknown job: %v", err)
+	}
+	if n, err := s.RetryBackfillRepos(ctx, j.ID, []string{storage.BackfillCompletedWithErrors}); err != nil || n != 2 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	retried := getJobT(t, s, j.ID)
+	if retried.Status != storage.BackfillRunning || retried.Stage != storage.StageFetching || *retried.FailedRepos != 0 ||
+		!retried.CompletedAt.IsZero() || counters(retried) != "3/2/1/7" {
+		t.Fatalf("the retried job: %+v %s", retried, counters(retried))
+	}
+	pending, err := s.ListBackfillRepos(ctx, j.ID, storage.BackfillRepoFilter{Statuses: []string{storage.RepoDiscovered, storage.RepoResolved}, Limit: 10})
+	if err != nil || len(pending) != 2 || pending[0].Status != storage.RepoResolved || pending[1].Status != storage.RepoDiscovered ||
+		pending[0].Error != "" || pending[0].FailureReason != "" {
+		t.Fatalf("the retried repositories: %+v %v", pending, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,24 +14,24 @@ import (
 
 const backfillJobColumns = `id, collection, did, scope, dids, status, stage, total_repos, resolved_repos,
 	processed_repos, total_records, error, relay_cursor, started_at, completed_at, created_at,
-	claimed_by, lease_expires_at, lease_token`
+	claimed_by, lease_expires_at, lease_token, failed_repos`
 
 func scanBackfillJob(row rowScanner) (storage.BackfillJob, error) {
 	var j storage.BackfillJob
 	var collection, did, errMsg, cursor, claimedBy sql.NullString
 	var dids []byte
-	var total, resolved, processed, records sql.NullInt64
+	var total, resolved, processed, records, failed sql.NullInt64
 	var started, completed, created, leaseExpires Time
 	err := row.Scan(&j.ID, &collection, &did, &j.Scope, &dids, &j.Status, &j.Stage, &total, &resolved,
 		&processed, &records, &errMsg, &cursor, &started, &completed, &created,
-		&claimedBy, &leaseExpires, &j.LeaseToken)
+		&claimedBy, &leaseExpires, &j.LeaseToken, &failed)
 	if err != nil {
 		return j, err
 	}
 	j.Collection, j.DID, j.Error, j.RelayCursor = collection.String, did.String, errMsg.String, cursor.String
 	j.ClaimedBy, j.LeaseExpiresAt = claimedBy.String, leaseExpires.T
 	j.TotalRepos, j.ResolvedRepos = int64Ptr(total), int64Ptr(resolved)
-	j.ProcessedRepos, j.TotalRecords = int64Ptr(processed), int64Ptr(records)
+	j.ProcessedRepos, j.TotalRecords, j.FailedRepos = int64Ptr(processed), int64Ptr(records), int64Ptr(failed)
 	j.StartedAt, j.CompletedAt, j.CreatedAt = started.T, completed.T, created.T
 	if err := json.Unmarshal(dids, &j.DIDs); err != nil {
 		return j, fmt.Errorf("decode backfill job dids: %w", err)
@@ -64,10 +65,10 @@ func (db *DB) CreateBackfillJob(ctx context.Context, j storage.BackfillJob) erro
 		return fmt.Errorf("encode backfill job dids: %w", err)
 	}
 	_, err = db.exec(ctx, `INSERT INTO backfill_jobs (id, collection, did, scope, dids, status, stage, total_repos,
-		resolved_repos, processed_repos, total_records, error, relay_cursor, started_at, completed_at, created_at)
-		VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz, ?::timestamptz, ?)`,
+		resolved_repos, processed_repos, total_records, failed_repos, error, relay_cursor, started_at, completed_at, created_at)
+		VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?::bigint, ?, ?, ?::timestamptz, ?::timestamptz, ?)`,
 		j.ID, nullString(j.Collection), nullString(j.DID), j.Scope, string(raw), j.Status, j.Stage,
-		intOrNull(j.TotalRepos), intOrNull(j.ResolvedRepos), intOrNull(j.ProcessedRepos), intOrNull(j.TotalRecords),
+		intOrNull(j.TotalRepos), intOrNull(j.ResolvedRepos), intOrNull(j.ProcessedRepos), intOrNull(j.TotalRecords), intOrNull(j.FailedRepos),
 		nullString(j.Error), nullString(j.RelayCursor), db.nullTime(j.StartedAt), db.nullTime(j.CompletedAt),
 		db.dialect.Time(j.CreatedAt))
 	return db.conflict("create backfill job", err)
@@ -115,7 +116,8 @@ func (db *DB) UpdateBackfillJob(ctx context.Context, id string, u storage.Backfi
 	}
 	if u.StartCounters {
 		set(`total_repos = COALESCE(total_repos, 0), resolved_repos = COALESCE(resolved_repos, 0),
-			processed_repos = COALESCE(processed_repos, 0), total_records = COALESCE(total_records, 0)`)
+			processed_repos = COALESCE(processed_repos, 0), total_records = COALESCE(total_records, 0),
+			failed_repos = COALESCE(failed_repos, 0)`)
 	}
 	var job storage.BackfillJob
 	changed := false
@@ -209,8 +211,8 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 			pds = oldPDS.String
 		}
 		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_repos
-			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ?, fetch_method = ? WHERE job_id = ? AND did = ?`),
-			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), nullString(r.FetchMethod), jobID, r.DID)
+			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ?, failure_reason = ?, fetch_method = ? WHERE job_id = ? AND did = ?`),
+			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), nullString(r.FailureReason), nullString(r.FetchMethod), jobID, r.DID)
 		if err != nil {
 			return fmt.Errorf("update backfill repo: %w", err)
 		}
@@ -223,6 +225,12 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 		} else if r.Status != storage.RepoFetched && oldStatus == storage.RepoFetched {
 			processed = -1
 		}
+		failed := 0
+		if r.Status == storage.RepoFailed && oldStatus != storage.RepoFailed {
+			failed = 1
+		} else if r.Status != storage.RepoFailed && oldStatus == storage.RepoFailed {
+			failed = -1
+		}
 		records := r.RecordsFetched - oldRecords
 		// The counters, fenced by the lease, even when they do not move:
 		// the statement locks the job's row until commit, which orders
@@ -231,8 +239,9 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 		// lock is held briefly, as concurrent repositories share it.
 		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET
 			resolved_repos = COALESCE(resolved_repos, 0) + ?, processed_repos = COALESCE(processed_repos, 0) + ?,
-			total_records = COALESCE(total_records, 0) + ? WHERE id = ? AND lease_token = ?`),
-			resolved, processed, records, jobID, l.Token)
+			failed_repos = COALESCE(failed_repos, 0) + ?, total_records = COALESCE(total_records, 0) + ?
+			WHERE id = ? AND lease_token = ?`),
+			resolved, processed, failed, records, jobID, l.Token)
 		if err != nil {
 			return fmt.Errorf("update backfill counters: %w", err)
 		}
@@ -245,7 +254,7 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 
 // ListBackfillRepos implements storage.BackfillStore.
 func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.BackfillRepoFilter) ([]storage.BackfillRepo, error) {
-	q := `SELECT did, pds_endpoint, status, records_fetched, error, fetch_method FROM backfill_repos WHERE job_id = ?`
+	q := `SELECT did, pds_endpoint, status, records_fetched, error, failure_reason, fetch_method FROM backfill_repos WHERE job_id = ?`
 	args := []any{jobID}
 	if len(f.Statuses) > 0 {
 		q += ` AND status IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(f.Statuses)), ", ") + `)`
@@ -262,9 +271,9 @@ func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.Bac
 	q, args = q+` ORDER BY did LIMIT ?`, append(args, max(f.Limit, 1))
 	repos, err := queryAll(ctx, db.reader, Bind(db.dialect, q), func(row rowScanner) (storage.BackfillRepo, error) {
 		var r storage.BackfillRepo
-		var pds, errMsg, method sql.NullString
-		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg, &method)
-		r.PDSEndpoint, r.Error, r.FetchMethod = pds.String, errMsg.String, method.String
+		var pds, errMsg, reason, method sql.NullString
+		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg, &reason, &method)
+		r.PDSEndpoint, r.Error, r.FailureReason, r.FetchMethod = pds.String, errMsg.String, reason.String, method.String
 		return r, err
 	}, args...)
 	if err != nil {
@@ -290,6 +299,53 @@ func (db *DB) BackfillPDSSummary(ctx context.Context, jobID string) ([]storage.P
 	return out, nil
 }
 
+// BackfillFailures implements storage.BackfillStore.
+func (db *DB) BackfillFailures(ctx context.Context, jobID string) (map[string]int64, error) {
+	out := map[string]int64{}
+	_, err := queryAll(ctx, db.reader, Bind(db.dialect, `SELECT COALESCE(failure_reason, ''), COUNT(*)
+		FROM backfill_repos WHERE job_id = ? AND status = ? GROUP BY COALESCE(failure_reason, '')`),
+		func(row rowScanner) (struct{}, error) {
+			var reason string
+			var n int64
+			err := row.Scan(&reason, &n)
+			out[reason] = n
+			return struct{}{}, err
+		}, jobID, storage.RepoFailed)
+	if err != nil {
+		return nil, fmt.Errorf("backfill failures: %w", err)
+	}
+	return out, nil
+}
+
+// RetryBackfillRepos implements storage.BackfillStore.
+func (db *DB) RetryBackfillRepos(ctx context.Context, jobID string, from []string) (int64, error) {
+	var reset int64
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, Bind(db.dialect, `SELECT status FROM backfill_jobs WHERE id = ?`), jobID).Scan(&status)
+		if err != nil {
+			return notFound(err)
+		}
+		if !slices.Contains(from, status) {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_repos
+			SET status = CASE WHEN pds_endpoint IS NULL THEN ? ELSE ? END, error = NULL, failure_reason = NULL
+			WHERE job_id = ? AND status = ?`), storage.RepoDiscovered, storage.RepoResolved, jobID, storage.RepoFailed)
+		if err != nil {
+			return fmt.Errorf("reset failed backfill repos: %w", err)
+		}
+		reset, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_jobs SET status = ?, stage = ?, failed_repos = 0,
+			error = NULL, completed_at = NULL WHERE id = ?`), storage.BackfillRunning, storage.StageFetching, jobID)
+		if err != nil {
+			return fmt.Errorf("restart backfill job: %w", err)
+		}
+		return nil
+	})
+	return reset, err
+}
+
 // DeleteBackfillRepos implements storage.BackfillStore.
 func (db *DB) DeleteBackfillRepos(ctx context.Context, jobID string) (int64, error) {
 	res, err := db.exec(ctx, `DELETE FROM backfill_repos WHERE job_id = ?`, jobID)
@@ -302,8 +358,8 @@ func (db *DB) DeleteBackfillRepos(ctx context.Context, jobID string) (int64, err
 // DeleteFinishedBackfillRepos implements storage.BackfillStore.
 func (db *DB) DeleteFinishedBackfillRepos(ctx context.Context) (int64, error) {
 	res, err := db.exec(ctx, `DELETE FROM backfill_repos WHERE job_id IN
-		(SELECT id FROM backfill_jobs WHERE status IN (?, ?, ?))`,
-		storage.BackfillCompleted, storage.BackfillCancelled, storage.BackfillFailed)
+		(SELECT id FROM backfill_jobs WHERE status IN (?, ?, ?, ?))`,
+		storage.BackfillCompleted, storage.BackfillCompletedWithErrors, storage.BackfillCancelled, storage.BackfillFailed)
 	if err != nil {
 		return 0, fmt.Errorf("delete finished backfill repos: %w", err)
 	}

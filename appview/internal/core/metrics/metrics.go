@@ -15,20 +15,21 @@ import (
 type Metrics struct {
 	registry *prometheus.Registry
 
-	EventsReceived  *prometheus.CounterVec // source, collection
-	RecordsIndexed  *prometheus.CounterVec // source, collection
-	RecordsRejected *prometheus.CounterVec // source, collection
-	EventsSkipped   *prometheus.CounterVec // source, reason
-	CommitsVerified *prometheus.CounterVec // source
-	Resyncs         *prometheus.CounterVec // source, reason
-	BatchSize       prometheus.Histogram
-	CommitLag       *prometheus.HistogramVec // source
-	CommitDuration  prometheus.Histogram
-	QueueDepth      prometheus.Gauge
-	Reconnects      *prometheus.CounterVec // source
-	Connected       *prometheus.GaugeVec   // source
-	BackfillRepos   *prometheus.CounterVec // outcome
-	BackfillRecords prometheus.Counter
+	EventsReceived   *prometheus.CounterVec // source, collection
+	RecordsIndexed   *prometheus.CounterVec // source, collection
+	RecordsRejected  *prometheus.CounterVec // source, collection
+	EventsSkipped    *prometheus.CounterVec // source, reason
+	CommitsVerified  *prometheus.CounterVec // source
+	Resyncs          *prometheus.CounterVec // source, reason
+	BatchSize        prometheus.Histogram
+	CommitLag        *prometheus.HistogramVec // source
+	CommitDuration   prometheus.Histogram
+	QueueDepth       prometheus.Gauge
+	Reconnects       *prometheus.CounterVec // source
+	Connected        *prometheus.GaugeVec   // source
+	BackfillRepos    *prometheus.CounterVec // outcome
+	BackfillFailures *prometheus.CounterVec // reason
+	BackfillRecords  prometheus.Counter
 
 	LabelsReceived     *prometheus.CounterVec // labeler
 	LabelsStored       *prometheus.CounterVec // labeler
@@ -97,6 +98,9 @@ func New() *Metrics {
 		BackfillRepos: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_backfill_repos_total", Help: "Repositories processed by backfill, by outcome.",
 		}, []string{"outcome"}),
+		BackfillFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_backfill_repo_failures_total", Help: "Repositories backfill could not fetch, by reason.",
+		}, []string{"reason"}),
 		BackfillRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
 		}),
@@ -143,7 +147,7 @@ func New() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
-		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillRecords,
+		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillFailures, m.BackfillRecords,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
 		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.plugins,
 	}
@@ -257,10 +261,14 @@ func (m *Metrics) SourceConnected(source string, up, reconnect bool) {
 	}
 }
 
-// BackfillRepo counts a processed repository and its records.
-func (m *Metrics) BackfillRepo(outcome string, records int) {
+// BackfillRepo counts a processed repository, its records, and for a
+// failed one its reason.
+func (m *Metrics) BackfillRepo(outcome, reason string, records int) {
 	if m != nil {
 		m.BackfillRepos.WithLabelValues(outcome).Inc()
+		if reason != "" {
+			m.BackfillFailures.WithLabelValues(reason).Inc()
+		}
 		m.BackfillRecords.Add(float64(records))
 	}
 }

@@ -7,6 +7,8 @@ package backfilljobs
 import (
 	"context"
 	"errors"
+	"math"
+	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
@@ -198,6 +200,39 @@ func (s *Service) DeleteFinishedDetails(ctx context.Context, actor string) error
 	return nil
 }
 
+// Failures counts a job's failed repositories by reason.
+func (s *Service) Failures(ctx context.Context, j storage.BackfillJob) (map[string]int64, error) {
+	m, err := s.manager()
+	if err != nil {
+		return nil, err
+	}
+	return m.Failures(ctx, j)
+}
+
+// CompletedEvent is the job_completed event of a finished job.
+func (s *Service) CompletedEvent(ctx context.Context, j storage.BackfillJob) backfill.Event {
+	if s.jobs == nil {
+		return backfill.CompletedEvent(j, nil)
+	}
+	return s.jobs.CompletedEvent(ctx, j)
+}
+
+// Retry fetches again the failed repositories of a job that completed
+// with errors, on behalf of actor (backfill.retried), and returns the job
+// and how many repositories it made pending.
+func (s *Service) Retry(ctx context.Context, actor, id string) (storage.BackfillJob, int64, error) {
+	m, err := s.manager()
+	if err != nil {
+		return storage.BackfillJob{}, 0, err
+	}
+	j, n, err := m.Retry(ctx, id)
+	if err != nil {
+		return j, 0, kind(err)
+	}
+	s.audit(ctx, actor, "backfill.retried", id, map[string]any{"collection": optional(j.Collection), "repos": n})
+	return j, n, nil
+}
+
 // Subscribe follows a job's progress events, and returns the job as it is
 // once the subscription is in place (so that no event falls between).
 func (s *Service) Subscribe(ctx context.Context, id string) (*backfill.Subscription, storage.BackfillJob, error) {
@@ -227,4 +262,28 @@ func CheckPhase(phase string) error {
 		return errBadPhase
 	}
 	return nil
+}
+
+// ETA is how many seconds a running job's fetching stage still needs at
+// the rate it has kept since it started (repositories fetched or failed
+// per second), or nil when that is not known yet: before fetching, or
+// before any repository finished.
+func ETA(j storage.BackfillJob, now time.Time) *int64 {
+	if j.Status != storage.BackfillRunning || j.Stage != storage.StageFetching || j.StartedAt.IsZero() || j.TotalRepos == nil {
+		return nil
+	}
+	done := deref(j.ProcessedRepos) + deref(j.FailedRepos)
+	elapsed := now.Sub(j.StartedAt).Seconds()
+	if done == 0 || elapsed <= 0 {
+		return nil
+	}
+	eta := int64(math.Ceil(float64(max(*j.TotalRepos-done, 0)) * elapsed / float64(done)))
+	return &eta
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -27,6 +27,7 @@ func Mount(m *adminapi.Mux, svc *backfilljobs.Service, keepalive time.Duration) 
 		"POST /admin/backfill/{id}/cancel":     h.steer(backfilljobs.Cancel),
 		"POST /admin/backfill/{id}/pause":      h.steer(backfilljobs.Pause),
 		"POST /admin/backfill/{id}/resume":     h.steer(backfilljobs.Resume),
+		"POST /admin/backfill/{id}/retry":      h.retry,
 		"GET /admin/backfill/{id}/repos":       h.repos,
 		"GET /admin/backfill/{id}/pds-summary": h.pdsSummary,
 		"DELETE /admin/backfill/{id}/details":  h.deleteDetails,
@@ -69,6 +70,12 @@ type job struct {
 	StartedAt      *string `json:"started_at"`
 	CompletedAt    *string `json:"completed_at"`
 	CreatedAt      string  `json:"created_at"`
+	// Additions to the specification's resource: the repositories that
+	// failed for good, counted by reason, and the seconds the fetching
+	// stage still needs at its measured rate (null when unknown).
+	FailedRepos *int64           `json:"failed_repos"`
+	Failures    map[string]int64 `json:"failures"`
+	ETASeconds  *int64           `json:"eta_seconds"`
 }
 
 func optional(s string) *string {
@@ -78,9 +85,21 @@ func optional(s string) *string {
 	return &s
 }
 
+func (h handlers) render(r *http.Request, j storage.BackfillJob) (job, error) {
+	out := render(j)
+	failures, err := h.svc.Failures(r.Context(), j)
+	if err != nil {
+		return out, err
+	}
+	out.Failures = failures
+	out.ETASeconds = backfilljobs.ETA(j, time.Now())
+	return out, nil
+}
+
 func render(j storage.BackfillJob) job {
 	return job{
-		ID: j.ID, Collection: optional(j.Collection), DID: optional(j.DID), Scope: j.Scope, Status: j.Status, Stage: j.Stage,
+		FailedRepos: j.FailedRepos,
+		ID:          j.ID, Collection: optional(j.Collection), DID: optional(j.DID), Scope: j.Scope, Status: j.Status, Stage: j.Stage,
 		TotalRepos: j.TotalRepos, ResolvedRepos: j.ResolvedRepos, ProcessedRepos: j.ProcessedRepos, TotalRecords: j.TotalRecords,
 		Error: optional(j.Error), StartedAt: adminapi.NullableTimestamp(j.StartedAt), CompletedAt: adminapi.NullableTimestamp(j.CompletedAt),
 		CreatedAt: adminapi.Timestamp(j.CreatedAt),
@@ -120,7 +139,9 @@ func (h handlers) list(w http.ResponseWriter, r *http.Request, _ *admins.Princip
 	}
 	out := make([]job, len(all))
 	for i, j := range all {
-		out[i] = render(j)
+		if out[i], err = h.render(r, j); err != nil {
+			return err
+		}
 	}
 	respond.JSON(w, http.StatusOK, out)
 	return nil
@@ -138,6 +159,17 @@ func (h handlers) steer(c backfilljobs.Control) adminapi.Func {
 	}
 }
 
+// retry answers POST /admin/backfill/{id}/retry: the failed repositories
+// of a job that completed with errors are fetched again.
+func (h handlers) retry(w http.ResponseWriter, r *http.Request, p *admins.Principal) error {
+	j, n, err := h.svc.Retry(r.Context(), p.DID(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"id": j.ID, "status": j.Status, "retried_repos": n})
+	return nil
+}
+
 // repo is a per-repository row.
 type repo struct {
 	DID            string  `json:"did"`
@@ -146,6 +178,10 @@ type repo struct {
 	RecordsFetched int64   `json:"records_fetched"`
 	// FetchMethod is "car" or "list_records" once fetched, else null.
 	FetchMethod *string `json:"fetch_method"`
+	// Error and FailureReason say why a failed repository failed (else
+	// null); additions to the specification's row.
+	Error         *string `json:"error"`
+	FailureReason *string `json:"failure_reason"`
 }
 
 func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
@@ -164,7 +200,7 @@ func (h handlers) repos(w http.ResponseWriter, r *http.Request, _ *admins.Princi
 	out := make([]repo, len(rows))
 	for i, row := range rows {
 		out[i] = repo{DID: row.DID, PDSEndpoint: optional(row.PDSEndpoint), Status: row.Status, RecordsFetched: row.RecordsFetched,
-			FetchMethod: optional(row.FetchMethod)}
+			FetchMethod: optional(row.FetchMethod), Error: optional(row.Error), FailureReason: optional(row.FailureReason)}
 	}
 	respond.JSON(w, http.StatusOK, map[string]any{"repos": out, "cursor": optional(next)})
 	return nil

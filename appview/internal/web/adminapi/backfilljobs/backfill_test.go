@@ -41,8 +41,8 @@ func TestCreateAndInspect(t *testing.T) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		want := []string{"collection", "completed_at", "created_at", "did", "error", "id", "processed_repos", "resolved_repos",
-			"scope", "stage", "started_at", "status", "total_records", "total_repos"}
+		want := []string{"collection", "completed_at", "created_at", "did", "error", "eta_seconds", "failed_repos", "failures", "id",
+			"processed_repos", "resolved_repos", "scope", "stage", "started_at", "status", "total_records", "total_repos"}
 		if !slices.Equal(keys, want) {
 			t.Fatalf("job fields: %v", keys)
 		}
@@ -80,7 +80,8 @@ func TestCreateAndInspect(t *testing.T) {
 		if status != 200 || len(repos) != 1 || cursor != nil || repos[0]["did"] == first {
 			t.Fatalf("second page: %d %v %v", status, repos, cursor)
 		}
-		if repos[0]["status"] != "fetched" || repos[0]["pds_endpoint"] != w.pds.URL() || len(repos[0]) != 5 ||
+		if repos[0]["status"] != "fetched" || repos[0]["pds_endpoint"] != w.pds.URL() || len(repos[0]) != 7 ||
+			repos[0]["error"] != nil || repos[0]["failure_reason"] != nil ||
 			repos[0]["fetch_method"] != "list_records" {
 			t.Fatalf("repo row: %v", repos[0])
 		}

@@ -44,7 +44,7 @@ func (h handlers) events(w http.ResponseWriter, r *http.Request, _ *admins.Princ
 		return nil
 	}
 	if job.Finished() {
-		send(jobs.CompletedEvent(job))
+		send(h.svc.CompletedEvent(r.Context(), job))
 		return nil
 	}
 	every := h.keepalive

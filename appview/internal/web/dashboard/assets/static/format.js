@@ -116,7 +116,7 @@ const tones = {
   run: ["running", "building", "pending", "queued", "connecting", "started", "starting", "retrying",
     "in_progress", "backfilling", "refreshing", "fetching"],
   warn: ["warn", "warning", "paused", "degraded", "stale", "waiting", "reconnecting", "partial", "expired",
-    "cancelled", "canceled", "unauthorized"],
+    "cancelled", "canceled", "unauthorized", "completed_with_errors"],
   bad: ["failed", "error", "errored", "disconnected", "dead", "refused", "rejected", "bad", "invalid",
     "deleted", "revoked"],
 };

@@ -6,7 +6,10 @@
 const WINDOW = 30000;
 
 // FINAL are the statuses a job does not leave.
-export const FINAL = new Set(["completed", "failed", "cancelled"]);
+export const FINAL = new Set(["completed", "completed_with_errors", "failed", "cancelled"]);
+
+// DONE are the statuses of a job that went through every repository.
+export const DONE = new Set(["completed", "completed_with_errors"]);
 
 // Progress follows one job: its counters, the repositories seen failing
 // since it was watched, and timed samples of the counters.
@@ -26,16 +29,19 @@ export class Progress {
     switch (ev.type) {
       case "job_counters":
       case "job_completed":
-        for (const k of ["status", "stage", "total_repos", "resolved_repos", "processed_repos", "total_records"]) {
+        for (const k of ["status", "stage", "total_repos", "resolved_repos", "processed_repos", "failed_repos", "total_records"]) {
           if (k in ev) j[k] = ev[k];
         }
-        if (ev.type === "job_completed") j.error = ev.error ?? null;
+        if (ev.type === "job_completed") {
+          j.error = ev.error ?? null;
+          j.failures = ev.failures ?? {};
+        }
         break;
       case "job_stage_changed":
         j.stage = ev.stage;
         break;
       case "repo_fetched":
-        if (ev.status === "failed") this.failed++;
+        if (ev.status === "failed" && j.failed_repos == null) this.failed++;
         break;
       default:
         break;
@@ -44,10 +50,16 @@ export class Progress {
     return before !== `${j.status}/${j.stage}`;
   }
 
+  // failedRepos is the job's failed repositories: its counter, or, from
+  // an instance that does not report one, those seen failing.
+  failedRepos() {
+    return this.job.failed_repos ?? this.failed;
+  }
+
   // sample records the counters now, keeping the window's worth.
   sample(now = Date.now()) {
     const j = this.job;
-    this.samples.push({ at: now, records: j.total_records ?? 0, done: (j.processed_repos ?? 0) + this.failed });
+    this.samples.push({ at: now, records: j.total_records ?? 0, done: (j.processed_repos ?? 0) + this.failedRepos() });
     while (this.samples.length > 2 && now - this.samples[1].at > WINDOW) this.samples.shift();
   }
 
@@ -67,7 +79,7 @@ export class Progress {
   remaining() {
     const j = this.job;
     if (j.stage !== "resolving_and_fetching" || j.total_repos == null) return null;
-    return Math.max(0, j.total_repos - (j.processed_repos ?? 0) - this.failed);
+    return Math.max(0, j.total_repos - (j.processed_repos ?? 0) - this.failedRepos());
   }
 
   // eta returns the estimated seconds to completion, or null when it

@@ -7,7 +7,7 @@
 import { call, load, query } from "../api.js";
 import { $, badge, busy, confirmed, denied, duration, el, gate, ident, notify, num, showError, table, time } from "../ui.js";
 import { createForm } from "./backfill-create.js";
-import { FINAL, Progress } from "./backfill-progress.js";
+import { DONE, FINAL, Progress } from "./backfill-progress.js";
 
 // The stream's reconnection delays, in milliseconds, doubling from the
 // first to the last after each failed attempt.
@@ -81,6 +81,7 @@ export default async function backfill() {
 function wire() {
   $("job-pause").addEventListener("click", (ev) => steer("pause", ev.currentTarget));
   $("job-resume").addEventListener("click", (ev) => steer("resume", ev.currentTarget));
+  $("job-retry").addEventListener("click", (ev) => steer("retry", ev.currentTarget));
   $("job-cancel").addEventListener("click", (ev) => steer("cancel", ev.currentTarget));
   $("job-delete-details").addEventListener("click", deleteDetails);
   $("delete-all-details").addEventListener("click", deleteAllDetails);
@@ -314,8 +315,8 @@ function renderJob() {
   $("job-error").hidden = !j.error;
 
   const total = j.total_repos ?? 0;
-  // A finished job's failed repositories are those not processed.
-  const failed = j.status === "completed" ? Math.max(0, total - (j.processed_repos ?? 0)) : p.failed;
+  const done = DONE.has(j.status);
+  const failed = p.failedRepos();
   const discover = $("bar-discover");
   if (j.stage === "discovering_repos") {
     discover.removeAttribute("value"); // indeterminate: the total is not known yet
@@ -324,11 +325,11 @@ function renderJob() {
     bar(discover, j.stage === "pending" || j.total_repos == null ? 0 : 1, 1);
     $("discover-text").textContent = j.stage === "pending" ? "waiting for the worker" : `${num(total)} repositories`;
   }
-  bar($("bar-resolve"), j.status === "completed" ? total : j.resolved_repos ?? 0, total);
+  bar($("bar-resolve"), done ? total : j.resolved_repos ?? 0, total);
   $("resolve-text").textContent = `${num(j.resolved_repos ?? 0)} of ${num(total)} resolved`;
-  bar($("bar-fetch"), j.status === "completed" ? total : (j.processed_repos ?? 0) + failed, total);
+  bar($("bar-fetch"), done ? total : (j.processed_repos ?? 0) + failed, total);
   $("fetch-text").textContent = `${num(j.processed_repos ?? 0)} of ${num(total)} fetched` +
-    (failed ? `, ${num(failed)} failed` : "") + (j.status === "completed" ? " (completed)" : "");
+    (failed ? `, ${num(failed)} failed${reasons(j.failures)}` : "") + (done ? ` (${j.status.replaceAll("_", " ")})` : "");
 
   $("job-records").textContent = num(j.total_records);
   const rates = final || j.status === "paused" ? null : p.rates();
@@ -341,8 +342,17 @@ function renderJob() {
   $("job-pause").hidden = j.status !== "running";
   $("job-cancel").hidden = j.status !== "running";
   $("job-resume").hidden = j.status !== "paused";
+  $("job-retry").hidden = j.status !== "completed_with_errors";
   $("job-delete-details").hidden = !final;
   live();
+}
+
+// reasons lists a job's failures by reason, most first: " (12
+// unreachable host, 3 account deleted)"; "" when there are none.
+function reasons(failures) {
+  const rows = Object.entries(failures ?? {}).sort((a, b) => b[1] - a[1]);
+  if (!rows.length) return "";
+  return ` (${rows.map(([why, n]) => `${num(n)} ${why.replaceAll("_", " ")}`).join(", ")})`;
 }
 
 // bar sets a progress bar to value of max (an empty bar when max is 0).
@@ -353,7 +363,7 @@ function bar(node, value, max) {
 
 // estimate says when the job should be done.
 function estimate(p, j) {
-  if (FINAL.has(j.status)) return j.status === "completed" ? "done" : "–";
+  if (FINAL.has(j.status)) return DONE.has(j.status) ? "done" : "–";
   if (j.status === "paused" || j.status === "pausing") return "paused";
   if (j.stage === "pending") return "waiting for the worker";
   if (j.stage === "discovering_repos") return "after discovery";
@@ -428,7 +438,7 @@ async function repos() {
   $("repos-page").textContent = `Page ${r.page + 1}`;
 }
 
-// steer pauses, resumes or cancels the selected job (cancel confirmed).
+// steer pauses, resumes, cancels (confirmed) or retries the selected job.
 async function steer(verb, button) {
   const j = state.progress.job;
   if (verb === "cancel" && !(await confirmed(
