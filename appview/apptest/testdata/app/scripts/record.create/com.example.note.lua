@@ -1,0 +1,10 @@
+-- Counts a note's words; a note tagged "spam" is not indexed.
+function handle()
+  if record.tag == "spam" then
+    return nil
+  end
+  local n = 0
+  for _ in string.gmatch(record.text, "%S+") do n = n + 1 end
+  record.words = n
+  return record
+end
