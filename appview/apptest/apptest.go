@@ -395,10 +395,7 @@ func (st *Step) label() string {
 	case st.Procedure != "":
 		what = "procedure " + st.Procedure
 	default:
-		what = st.Event.Action + " event " + st.Event.Repo + "/" + st.Event.Collection
-		if st.Event.RKey != "" {
-			what += "/" + st.Event.RKey
-		}
+		what = st.Event.Action + " event at://" + st.Event.Repo + "/" + st.Event.Collection + "/" + st.Event.RKey
 	}
 	if st.Name != "" {
 		return st.Name + " (" + what + ")"

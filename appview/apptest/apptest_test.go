@@ -33,7 +33,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s did not pass:\n%s", name, out.String())
 		}
 	}
-	if report.Passed() || report.Failed() != 3 || len(report.Results) != 6 {
+	if report.Passed() || report.Failed() != 4 || len(report.Results) != 7 {
 		t.Fatalf("failed %d of %d:\n%s", report.Failed(), len(report.Results), out.String())
 	}
 
@@ -51,6 +51,14 @@ func TestRun(t *testing.T) {
 		!strings.Contains(f.Got, `"uri": "at://did:plc:alice/com.example.note/`) {
 		t.Errorf("broken_writes: %+v", writes.Failure)
 	}
+	event := results["broken_event"]
+	if f := event.Failure; f == nil || f.Label != "create event at://did:plc:alice/com.example.note/3kdddddddd223" ||
+		strings.Join(f.Diffs, "\n") != "outcome: want applied, got skipped\n"+
+			"records[at://did:plc:alice/com.example.note/3kdddddddd222].words: want 2, got 1\n"+
+			"records[at://did:plc:alice/com.example.note/3kdddddddd223]: not stored" ||
+		!strings.Contains(f.Got, `"at://did:plc:alice/com.example.note/3kdddddddd223": null`) {
+		t.Errorf("broken_event: %+v", event.Failure)
+	}
 	fixture := results["broken_fixture"]
 	if fixture.Err == nil || !strings.Contains(fixture.Err.Error(), "fixture at://did:plc:alice/com.example.note/3kcccccccc222: ") ||
 		!strings.Contains(fixture.Err.Error(), "createdAt") || fixture.Steps != 0 {
@@ -63,7 +71,7 @@ func TestRun(t *testing.T) {
 			"      $.notes[0].mood: missing, want \"sunny\"\n",
 		"    got:\n      {\n        \"notes\": [\n",
 		"FAIL broken_fixture (tests/broken_fixture.json)\n    error: fixture at://",
-		"FAIL: 3 of 6 tests failed\n",
+		"FAIL: 4 of 7 tests failed\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())

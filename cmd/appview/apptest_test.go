@@ -21,7 +21,7 @@ func TestTestCommand(t *testing.T) {
 		}
 		return out.String(), errOut.String()
 	}
-	if out, _ := cmd(0, "--run", "^(events|procedures)$", app); out != "PASS events (6 steps)\nPASS procedures (5 steps)\nok: 2 tests passed\n" {
+	if out, _ := cmd(0, "--run", "^(events|procedures)$", app); out != "PASS events (7 steps)\nPASS procedures (5 steps)\nok: 2 tests passed\n" {
 		t.Errorf("passing tests:\n%s", out)
 	}
 	out, _ := cmd(1, "--run", "broken_writes", app)
