@@ -57,6 +57,9 @@ type session struct {
 	access string
 }
 
+// operator is the super user of the test instances: no test acts as it.
+const operator = "did:web:operator.apptest.invalid"
+
 // startupPatience bounds the wait for the declared indexes' build.
 const startupPatience = time.Minute
 
@@ -107,6 +110,10 @@ func startInstance(ctx context.Context, def *appfolder.Definition, t *Test, logg
 	in.srv.Start()
 	if err := in.apply(ctx, def); err != nil {
 		return nil, err
+	}
+	// Claimed, so that the instance does not warn that it has no admin.
+	if _, err := in.app.Bootstrap(ctx, operator, false); err != nil {
+		return nil, fmt.Errorf("claim the instance: %w", err)
 	}
 	if err := in.app.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start the instance: %w", err)
