@@ -68,3 +68,10 @@ func (s *Scripts) VariableNames(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// SetVariable creates or replaces the script variable key (scripts read
+// it as vars.<key>), sealed at rest, as POST /admin/script-variables
+// does, with no actor. A bad key is an ErrInvalid *Error.
+func (s *Scripts) SetVariable(ctx context.Context, key, value string) error {
+	return publicError(s.vars.Set(ctx, "", key, &value))
+}

@@ -5,6 +5,7 @@
 //	appview records import [flags] FILE   store records from a JSON-lines file
 //	appview apply [flags] DIR             make the instance's definition that of an app folder
 //	appview export [flags] DIR            write the instance's definition as an app folder
+//	appview test [flags] DIR              run an app folder's tests on throwaway instances
 //	appview admin bootstrap [flags] --did DID [--force-new-key]
 //	                                      make DID the super user and print an admin API key
 //	appview version                       print the version

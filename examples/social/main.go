@@ -24,7 +24,10 @@
 //	curl -H 'X-Client-Key: hvc_...' 'http://127.0.0.1:3000/xrpc/com.example.social.searchPosts?q=lexicon'
 //
 // The records are written through the App's writer at start; a real app
-// would index them from the network (Jetstream or a relay) instead.
+// would index them from the network (Jetstream or a relay) instead. The
+// app's tests (app/tests: fixtures and the queries' expected answers) run
+// with `go run ./cmd/appview test examples/social/app`, and in this
+// example's Go test.
 package main
 
 import (

@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/lexview/lexview/appview/apptest"
 )
 
 // TestSocialApp runs the example against an embedded instance and calls
@@ -118,4 +121,25 @@ func TestSocialApp(t *testing.T) {
 	if count.Total != 2 {
 		t.Errorf("getBacklinksCount: %+v", count)
 	}
+}
+
+// TestSocialAppTests runs the tests the app folder declares (app/tests:
+// each query over the fixtures, and like events changing the counts), as
+// `appview test examples/social/app` does.
+func TestSocialAppTests(t *testing.T) {
+	t.Parallel()
+	suite, err := apptest.Load("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(suite.Tests) < 5 {
+		t.Fatalf("%d tests in app/tests", len(suite.Tests))
+	}
+	report := apptest.Run(context.Background(), suite, apptest.Options{})
+	var out strings.Builder
+	report.Print(&out)
+	if !report.Passed() {
+		t.Fatalf("the app's tests:\n%s", out.String())
+	}
+	t.Logf("the app's tests:\n%s", out.String())
 }

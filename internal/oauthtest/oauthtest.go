@@ -75,6 +75,16 @@ type Record struct {
 	Value                 json.RawMessage // with its $type
 }
 
+// Operation is one repository write the stand-in made through XRPC
+// (createRecord, putRecord, deleteRecord), in the order it made them.
+type Operation struct {
+	// Action is "create" (createRecord), "update" (putRecord) or
+	// "delete" (deleteRecord).
+	Action string
+	// Record is the record written; a delete's has no CID and no Value.
+	Record
+}
+
 // Blob is an uploaded blob's metadata (the bytes are not kept).
 type Blob struct {
 	DID, CID, MimeType string
@@ -120,6 +130,7 @@ type Server struct {
 	records     map[string]*Record // by AT URI
 	order       []string           // AT URIs in first-write order
 	writes      []Record           // every successful write, in order
+	ops         []Operation        // every XRPC write, deletes included, in order
 	blobList    []Blob
 	handles     map[string]string
 	calls       map[string]int64

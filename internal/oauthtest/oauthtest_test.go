@@ -243,3 +243,37 @@ func TestMetadataAndRecords(t *testing.T) {
 		t.Fatalf("bad params: %d %v", status, out)
 	}
 }
+
+// TestOperations: createRecord, putRecord and deleteRecord are logged in
+// order, a put of an unchanged record and a seed are not.
+func TestOperations(t *testing.T) {
+	s := oauthtest.New(t, oauthtest.Options{})
+	d := newDevice(t, s, nil)
+	if _, err := s.SeedRecord(did, "com.example.note", "seeded", json.RawMessage(`{"text":"seed"}`)); err != nil {
+		t.Fatal(err)
+	}
+	write := func(nsid, body string) {
+		t.Helper()
+		path := "/xrpc/" + nsid
+		status, _, answer := call(t, s, "POST", path, d.access, proof(t, d.signer, "POST", s.URL+path, d.access, s.Nonce()), strings.NewReader(body))
+		if status != 200 {
+			t.Fatalf("%s: %d %s", nsid, status, answer)
+		}
+	}
+	write("com.atproto.repo.createRecord", `{"repo":"`+did+`","collection":"com.example.note","rkey":"a","record":{"text":"one"}}`)
+	write("com.atproto.repo.putRecord", `{"repo":"`+did+`","collection":"com.example.note","rkey":"a","record":{"text":"two"}}`)
+	write("com.atproto.repo.putRecord", `{"repo":"`+did+`","collection":"com.example.note","rkey":"a","record":{"text":"two"}}`)
+	write("com.atproto.repo.deleteRecord", `{"repo":"`+did+`","collection":"com.example.note","rkey":"a"}`)
+	var got []string
+	for _, op := range s.Operations() {
+		got = append(got, op.Action+" "+op.URI+" "+string(op.Value))
+	}
+	want := []string{
+		"create at://" + did + `/com.example.note/a {"$type":"com.example.note","text":"one"}`,
+		"update at://" + did + `/com.example.note/a {"$type":"com.example.note","text":"two"}`,
+		"delete at://" + did + "/com.example.note/a ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("operations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

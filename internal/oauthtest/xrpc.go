@@ -132,6 +132,7 @@ func (s *Server) createRecord(w http.ResponseWriter, r *http.Request, did string
 		return
 	}
 	rec := s.storeLocked(did, in.Collection, in.Rkey, value)
+	s.ops = append(s.ops, Operation{Action: "create", Record: rec})
 	s.mu.Unlock()
 	s.writeCommit(w, rec)
 }
@@ -167,6 +168,7 @@ func (s *Server) putRecord(w http.ResponseWriter, r *http.Request, did string) {
 		return
 	}
 	rec := s.storeLocked(did, in.Collection, in.Rkey, value)
+	s.ops = append(s.ops, Operation{Action: "update", Record: rec})
 	s.mu.Unlock()
 	s.writeCommit(w, rec)
 }
@@ -192,6 +194,7 @@ func (s *Server) deleteRecord(w http.ResponseWriter, r *http.Request, did string
 	delete(s.records, uri)
 	s.order = slices.DeleteFunc(s.order, func(u string) bool { return u == uri })
 	rev := s.nextTIDLocked()
+	s.ops = append(s.ops, Operation{Action: "delete", Record: Record{DID: did, Collection: in.Collection, Rkey: in.Rkey, URI: uri, Rev: rev}})
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"commit": map[string]string{"cid": cidFor(0x71, []byte(rev+uri)), "rev": rev}})
 }
@@ -331,6 +334,15 @@ func (s *Server) Writes() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Record(nil), s.writes...)
+}
+
+// Operations returns the writes made through XRPC (createRecord,
+// putRecord and deleteRecord; not SeedRecord's), in order. A putRecord
+// of an unchanged record is none.
+func (s *Server) Operations() []Operation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Operation(nil), s.ops...)
 }
 
 // Blobs returns the uploaded blobs, in order.

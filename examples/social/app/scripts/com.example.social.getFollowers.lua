@@ -2,9 +2,9 @@
 function handle()
   local page = db.backlinks{
     subject = params.actor, source = "com.example.social.follow:subject",
-    limit = params.limit or 50, cursor = params.cursor,
+    limit = tonumber(params.limit) or 50, cursor = params.cursor,
   }
-  local followers = {}
+  local followers = json.array()
   for _, r in ipairs(page.records) do
     followers[#followers + 1] = r.did
   end

@@ -8,7 +8,7 @@ function handle()
   local likes = db.backlinkCount{subject = params.uri, source = "com.example.social.like:subject.uri"}
   local replies = db.backlinkCount{subject = params.uri, source = "com.example.social.post:reply.parent.uri"}
   local recent = db.backlinks{subject = params.uri, source = "com.example.social.like:subject.uri", limit = 5}
-  local likedBy = {}
+  local likedBy = json.array()
   for _, r in ipairs(recent.records) do
     likedBy[#likedBy + 1] = r.did
   end

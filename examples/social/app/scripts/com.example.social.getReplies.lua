@@ -3,9 +3,9 @@
 function handle()
   local page = db.backlinks{
     subject = params.uri, source = "com.example.social.post:reply.parent.uri",
-    limit = params.limit or 20, cursor = params.cursor,
+    limit = tonumber(params.limit) or 20, cursor = params.cursor,
   }
-  local replies = {}
+  local replies = json.array()
   for _, r in ipairs(page.records) do
     local post = db.get(r.uri)
     if post then

@@ -5,6 +5,6 @@ function handle()
   return db.query{
     collection = "com.example.social.post",
     filter = {field = "topic", value = params.topic},
-    limit = params.limit or 20, cursor = params.cursor,
+    limit = tonumber(params.limit) or 20, cursor = params.cursor,
   }
 end

@@ -3,7 +3,7 @@
 function handle()
   local ok, page = pcall(db.search, {
     collection = "com.example.social.post", query = params.q,
-    limit = params.limit or 20, cursor = params.cursor,
+    limit = tonumber(params.limit) or 20, cursor = params.cursor,
   })
   if not ok then
     return {error = "InvalidQuery", message = tostring(page)}
