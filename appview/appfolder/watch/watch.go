@@ -170,7 +170,7 @@ func (w *Watcher) Apply(ctx context.Context) Update {
 func problems(err error) []appview.AppFolderProblem {
 	var out []appview.AppFolderProblem
 	for _, p := range appfolder.Problems(err) {
-		out = append(out, appview.AppFolderProblem{File: p.File, Line: p.Line, Message: p.Err.Error()})
+		out = append(out, appview.AppFolderProblem{File: p.File, Line: p.Line, Message: strings.TrimSpace(p.Err.Error())})
 	}
 	return out
 }
