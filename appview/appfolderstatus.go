@@ -1,6 +1,9 @@
 package appview
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // AppFolderStatus is the state of an app folder (docs/apps.md) that a
 // program applies to the App and keeps applying as its files change:
@@ -48,6 +51,7 @@ type AppFolderProblem struct {
 // that applies and watches a folder calls it after each attempt; an App
 // none was set on reports no app_folder.
 func (a *App) SetAppFolderStatus(st AppFolderStatus) {
+	st.Changes, st.Problems = slices.Clone(st.Changes), slices.Clone(st.Problems) // the caller may reuse its slices
 	a.appFolder.Store(&st)
 }
 

@@ -76,12 +76,12 @@ type folderOptions struct {
 	report func(watch.Update) // tells of an update besides the App's status
 }
 
-// watch applies the folder to app and watches it until ctx is done or
+// start applies the folder to app and watches it until ctx is done or
 // stop is called (stop waits for the watching to end). Each update is
 // the App's app-folder status (GET /admin/stats, the dashboard) and is
 // reported. A folder with a problem is not an error: it is reported and
 // watched; a folder that cannot be watched (it does not exist) is.
-func (f *folderOptions) watch(ctx context.Context, app *appview.App) (stop func(), err error) {
+func (f *folderOptions) start(ctx context.Context, app *appview.App) (stop func(), err error) {
 	w, err := watch.New(watch.Options{Dir: f.dir, Target: appfolder.Local(app), Prune: f.prune,
 		Report: func(u watch.Update) {
 			app.SetAppFolderStatus(u.Status)

@@ -70,7 +70,7 @@ func serve(ctx context.Context, cfg appview.Config, opt serveOptions) error {
 		opt.built(app)
 	}
 	if opt.folder != nil {
-		stop, err := opt.folder.watch(ctx, app)
+		stop, err := opt.folder.start(ctx, app)
 		if err != nil {
 			ln.Close()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -52,7 +52,8 @@ type Options struct {
 	// before it is applied; DefaultDebounce when 0.
 	Debounce time.Duration
 	// Report, when set, is called after each apply with what it did.
-	// Calls do not overlap.
+	// Calls do not overlap; it must not call the Watcher's methods (the
+	// Update holds the Status).
 	Report func(Update)
 }
 
