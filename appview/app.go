@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lexview/lexview/appview/ingest"
@@ -117,6 +118,8 @@ type App struct {
 	state appState
 
 	claimToken string // lets an admin request claim a fresh instance (ClaimWithToken)
+
+	appFolder atomic.Pointer[AppFolderStatus] // the app folder applied to the App, if any (appfolderstatus.go)
 }
 
 // New builds an App: it opens (or adopts) the store, applies migrations,

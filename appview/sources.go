@@ -327,9 +327,14 @@ func (a *App) sourceStates() []metrics.SourceState {
 //     when live ingestion is off;
 //   - "ingest": the status of the record stream (the first source, that
 //     is Config.Ingest.EventSource or Jetstream), or {"enabled": false} when
-//     live ingestion is off. It predates "sources" and is kept as it was.
+//     live ingestion is off. It predates "sources" and is kept as it was;
+//   - "app_folder": the app folder applied and watched (AppFolderStatus),
+//     only when a program set one (appview dev, appview serve --app).
 func (a *App) syncStatus() map[string]any {
 	out := map[string]any{"writer": a.writer.Stats(), "refusals": a.writer.Refusals()}
+	if st := a.appFolderStatus(); st != nil {
+		out["app_folder"] = st
+	}
 	if a.backfill != nil {
 		if sum, err := a.backfill.Summary(context.Background()); err == nil {
 			out["backfill"] = sum

@@ -1,6 +1,7 @@
 package appfolder
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,6 +116,53 @@ func TestLoadRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProblems: a folder's problems are listed by file, with their line
+// where it can be told: a JSON syntax error's (app.json, a lexicon), a Lua
+// compile error's; an error of no file is a problem without one.
+func TestProblems(t *testing.T) {
+	files := noteFolder()
+	files["app.json"] = "{\n  \"indexes\": [\n    {\"collection\": 1}\n  ]\n}\n"
+	files["lexicons/note.json"] = "{\"lexicon\": 1,\n\"id\": \"com.example.note\",\n}"
+	files["scripts/com.example.gone.lua"] = listLua
+	_, err := Load(writeFolder(t, files))
+	got := map[string]int{}
+	for _, p := range Problems(err) {
+		got[p.File] = p.Line
+		if p.Err == nil || !strings.Contains(err.Error(), p.File+": "+p.Err.Error()) {
+			t.Errorf("problem %+v is not in %q", p, err)
+		}
+	}
+	want := map[string]int{"app.json": 3, "lexicons/note.json": 3, "scripts/com.example.gone.lua": 0}
+	if len(got) != len(want) {
+		t.Fatalf("problems %v, want %v (%v)", got, want, err)
+	}
+	for file, line := range want {
+		if l, ok := got[file]; !ok || l != line {
+			t.Errorf("%s: line %d (listed %v), want %d", file, l, ok, line)
+		}
+	}
+
+	def, err := Load(writeFolder(t, noteFolder()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Check(def, func(src string) error {
+		if src == listLua {
+			return errors.New("script has a syntax error: check line:7(column:3) near 'end':   syntax error")
+		}
+		return nil
+	})
+	if ps := Problems(err); len(ps) != 1 || ps[0].File != "scripts/com.example.listNotes.lua" || ps[0].Line != 7 {
+		t.Errorf("compile error: %+v", ps)
+	}
+	if ps := Problems(errors.New("read the instance's definition: gone")); len(ps) != 1 || ps[0].File != "" || ps[0].Line != 0 {
+		t.Errorf("an error of no file: %+v", ps)
+	}
+	if Problems(nil) != nil {
+		t.Error("problems of no error")
 	}
 }
 

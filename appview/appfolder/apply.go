@@ -82,9 +82,9 @@ func checkIndexRoom(want, have *Definition) error {
 			}
 		}
 		if n := len(all[collection]); n > storage.MaxFieldIndexes || texts > storage.MaxTextIndexes {
-			errs = append(errs, fmt.Errorf("%s: collection %s would have %d field indexes (%d text) with those the instance has, "+
-				"more than the %d (%d text) it may have: drop some first", ManifestFile, collection, n, texts,
-				storage.MaxFieldIndexes, storage.MaxTextIndexes))
+			errs = append(errs, fileError(ManifestFile, 0, fmt.Errorf("collection %s would have %d field indexes (%d text) with those the instance has, "+
+				"more than the %d (%d text) it may have: drop some first", collection, n, texts,
+				storage.MaxFieldIndexes, storage.MaxTextIndexes)))
 		}
 	}
 	return errors.Join(errs...)

@@ -69,12 +69,12 @@ func Load(dir string) (*Definition, error) {
 func LoadFS(fsys fs.FS) (*Definition, error) {
 	def := &Definition{Lexicons: map[string]Lexicon{}, Scripts: map[string]string{}}
 	var errs []error
-	m, err := readManifest(fsys)
-	if err != nil {
-		errs = append(errs, err)
-	}
 	errs = append(errs, loadLexicons(fsys, def)...)
-	errs = append(errs, applyManifest(m, def)...)
+	if m, err := readManifest(fsys); err != nil {
+		errs = append(errs, err) // what it decoded so far is not checked
+	} else {
+		errs = append(errs, applyManifest(m, def)...)
+	}
 	errs = append(errs, loadScripts(fsys, def)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -95,7 +95,11 @@ func readManifest(fsys fs.FS) (manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("%s: %w", ManifestFile, err)
+		line := jsonLine(raw)
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			line = lineAt(raw, te.Offset)
+		}
+		return m, fileError(ManifestFile, line, err)
 	}
 	return m, nil
 }
@@ -124,12 +128,12 @@ func loadLexicons(fsys fs.FS, def *Definition) []error {
 	err := walkLexiconFiles(fsys, func(name string, raw []byte) error {
 		doc, err := lexicon.Parse(raw)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			errs = append(errs, fileError(name, jsonLine(raw), err))
 			return nil
 		}
 		id := doc.ID.String()
 		if prev, dup := def.Lexicons[id]; dup {
-			errs = append(errs, fmt.Errorf("%s: lexicon %s is also in %s", name, id, prev.File))
+			errs = append(errs, fileError(name, 0, fmt.Errorf("lexicon %s is also in %s", id, prev.File)))
 			return nil
 		}
 		def.Lexicons[id] = Lexicon{ID: id, Kind: doc.Kind, Document: json.RawMessage(raw), File: name}
@@ -145,7 +149,9 @@ func loadLexicons(fsys fs.FS, def *Definition) []error {
 // settings, indexes and variables to def.
 func applyManifest(m manifest, def *Definition) []error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(ManifestFile+": "+format, a...)) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, fileError(ManifestFile, 0, fmt.Errorf(format, a...)))
+	}
 	for _, id := range sortedKeys(m.Lexicons) {
 		s := m.Lexicons[id]
 		l, ok := def.Lexicons[id]
@@ -206,7 +212,7 @@ func loadScripts(fsys fs.FS, def *Definition) []error {
 			return err
 		}
 		if err := addScript(def, name, string(src)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			errs = append(errs, fileError(name, 0, err))
 		}
 		return nil
 	})
@@ -266,7 +272,7 @@ func Check(def *Definition, check func(source string) error) error {
 	var errs []error
 	try := func(file, src string) {
 		if err := check(src); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", file, err))
+			errs = append(errs, fileError(file, luaLine(err), err))
 		}
 	}
 	for _, id := range sortedKeys(def.Lexicons) {

@@ -162,9 +162,11 @@ func describeIndex(s storage.FieldIndexSpec) string {
 // signs are the plan's marks by action.
 var signs = map[Action]string{Add: "+", Change: "~", Remove: "-"}
 
-// Print writes the plan for a person: one line per step, then what is
-// kept and the unset variables; "no changes" when it is empty.
-func (p *Plan) Print(w io.Writer) {
+// Steps are the plan's steps, one line each, as Print writes them:
+// "+ lexicon com.example.note (record, new)", "~ script
+// record.create:com.example.note", "- index ...".
+func (p *Plan) Steps() []string {
+	var out []string
 	for _, s := range p.Lexicons {
 		var what string
 		switch s.Action {
@@ -175,13 +177,22 @@ func (p *Plan) Print(w io.Writer) {
 		case Remove:
 			what = fmt.Sprintf("revision %d; its records stay", s.Revision)
 		}
-		fmt.Fprintf(w, "%s lexicon %s (%s, %s)\n", signs[s.Action], s.Lexicon.ID, s.Lexicon.Kind, what)
+		out = append(out, fmt.Sprintf("%s lexicon %s (%s, %s)", signs[s.Action], s.Lexicon.ID, s.Lexicon.Kind, what))
 	}
 	for _, s := range p.Scripts {
-		fmt.Fprintf(w, "%s script %s\n", signs[s.Action], s.Trigger)
+		out = append(out, fmt.Sprintf("%s script %s", signs[s.Action], s.Trigger))
 	}
 	for _, s := range p.Indexes {
-		fmt.Fprintf(w, "%s index %s\n", signs[s.Action], describeIndex(s.Spec))
+		out = append(out, fmt.Sprintf("%s index %s", signs[s.Action], describeIndex(s.Spec)))
+	}
+	return out
+}
+
+// Print writes the plan for a person: one line per step, then what is
+// kept and the unset variables; "no changes" when it is empty.
+func (p *Plan) Print(w io.Writer) {
+	for _, line := range p.Steps() {
+		fmt.Fprintln(w, line)
 	}
 	if p.Empty() {
 		fmt.Fprintln(w, "no changes")

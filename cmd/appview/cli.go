@@ -23,6 +23,10 @@ type command struct {
 	about    string // what it does, for its help
 	nargs    int    // the exact number of positional arguments
 	scope    scope  // the settings it reads
+	// defaults are the command's own defaults of settings, by environment
+	// variable: they apply when neither a flag nor the environment (or
+	// .env) gives one (dev's database).
+	defaults map[string]string
 	// define registers the command's own flags, if any, and returns what
 	// runs it once the flags are parsed.
 	define func(fs *flag.FlagSet) func(ctx context.Context, x *invocation) int
@@ -30,7 +34,8 @@ type command struct {
 
 // commands lists every subcommand, in the order the overview shows them.
 func commands() []*command {
-	return []*command{serveCommand(), migrateCommand(), importCommand(), applyCommand(), exportCommand(), testCommand(), bootstrapCommand(), versionCommand()}
+	return []*command{serveCommand(), devCommand(), migrateCommand(), importCommand(), applyCommand(), exportCommand(),
+		testCommand(), bootstrapCommand(), versionCommand()}
 }
 
 // invocation is one run of a command: its arguments, its configuration and
@@ -122,7 +127,7 @@ func (c *command) printHelp(w io.Writer, fs *flag.FlagSet) {
 	}
 	fmt.Fprintf(tw, "  -h, --help\tshow this help\n")
 	tw.Flush()
-	printSettings(w, settingsFor(c.scope))
+	printSettings(w, settingsFor(c.scope), c.defaults)
 }
 
 // parseArgs parses flags anywhere among the arguments (`import FILE
@@ -172,6 +177,11 @@ func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 	if err := loadDotEnv(".env"); err != nil {
 		fmt.Fprintf(stderr, "appview: .env: %v\n", err)
 		return 1
+	}
+	for name, v := range c.defaults { // as if given by flag: the claim command names them too
+		if _, set := overrides[name]; !set && os.Getenv(name) == "" {
+			overrides[name] = v
+		}
 	}
 	getenv := func(name string) string {
 		if v, ok := overrides[name]; ok {

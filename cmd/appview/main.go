@@ -1,6 +1,8 @@
 // Command appview runs a Lexview instance.
 //
 //	appview serve [flags]                 run migrations, then serve HTTP until SIGINT/SIGTERM
+//	                                      (--app DIR: apply an app folder and each change of it)
+//	appview dev [flags] DIR               serve an app folder for its developer, applying each saved change
 //	appview migrate [flags]               apply pending migrations and exit
 //	appview records import [flags] FILE   store records from a JSON-lines file
 //	appview apply [flags] DIR             make the instance's definition that of an app folder

@@ -34,8 +34,17 @@ func serveEnv(dbURL string, extra ...string) []string {
 // killed when the test ends.
 func startServe(t *testing.T, env []string, dir string, args ...string) (addr, publicURL string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"serve"}, args...)...)
-	cmd.Env, cmd.Dir = env, dir
+	return startCommand(t, env, dir, nil, append([]string{"serve"}, args...)...)
+}
+
+// startCommand runs `appview args...` (a command that serves) with env
+// in dir, its standard output to stdout (nil for none), and returns the
+// address it listens on and its public URL, from its log. The child is
+// killed when the test ends.
+func startCommand(t *testing.T, env []string, dir string, stdout io.Writer, args ...string) (addr, publicURL string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env, cmd.Dir, cmd.Stdout = env, dir, stdout
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -101,15 +101,20 @@ func settingsFor(sc scope) []setting {
 }
 
 // printSettings writes the flags and the environment variables of the
-// settings ss, as help shows them.
-func printSettings(w io.Writer, ss []setting) {
+// settings ss, as help shows them, with the defaults of defs (a
+// command's own, by variable) over theirs.
+func printSettings(w io.Writer, ss []setting, defs map[string]string) {
 	if len(ss) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nEnvironment (also read from a .env file in the working directory; real\nenvironment variables win over it, and the flags above win over both):")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "  %s\t%s\n  \tdefault: %s\n", s.env, s.help, s.def)
+		def := s.def
+		if d, ok := defs[s.env]; ok {
+			def = d
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n  \tdefault: %s\n", s.env, s.help, def)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nSee docs/configuration.md for every setting, and for those an instance\nsetting of the same name in lower case overrides (PUT /admin/settings/{key}).")

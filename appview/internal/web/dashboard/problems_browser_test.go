@@ -20,9 +20,11 @@ import (
 // it dials again; a record its lexicon refused is listed with its reason,
 // its AT URI and a link to its lexicon; the event log's errors are
 // summarised by kind with their counts, each entry one line, its detail
-// folded in a <details> with a whole script cut short.
+// folded in a <details> with a whole script cut short. The app folder
+// served (appview dev) shows its problems by file and line and the steps
+// of its last change, and a fix clears the problems on the next refresh.
 func TestBrowserOverviewProblems(t *testing.T) {
-	ctx := browser(t, 30*time.Second)
+	ctx := browser(t, 45*time.Second)
 	src := &standIn{}
 	failedAt := time.Now().Add(-time.Minute).UTC()
 	src.st = ingest.Status{State: ingest.StateWaiting, Host: "jetstream.test", LastError: "dial: connection refused",
@@ -51,12 +53,24 @@ func TestBrowserOverviewProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	applied, broken := time.Now().Add(-time.Minute).UTC(), time.Now().UTC()
+	folder := appview.AppFolderStatus{Dir: "app", Watching: true, Prune: true, AppliedAt: &applied, ChangedAt: &applied,
+		Changes:    []string{"+ lexicon app.test.post (record, new)", "~ lexicon app.test.list (query, revision 1 -> 2: script)"},
+		Problems:   []appview.AppFolderProblem{{File: "scripts/app.test.list.lua", Line: 3, Message: "script has a syntax error: near 'end'"}},
+		ProblemsAt: &broken}
+	env.App.SetAppFolderStatus(folder)
+
 	var errs consoleErrors
 	errs.listen(ctx)
 	signIn(t, ctx, env, key)
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#sources"), chromedp.WaitVisible("#error-kinds")); err != nil {
 		t.Fatalf("overview: %v", err)
 	}
+
+	// The app folder: its problem by file and line, its last change.
+	waitText(t, ctx, "#app-folder-problem-list", "scripts/app.test.list.lua:3 script has a syntax error: near 'end'")
+	waitText(t, ctx, "#app-folder-state", "app is watched")
+	waitText(t, ctx, "#app-folder-change-list", "~ lexicon app.test.list (query, revision 1 -> 2: script)")
 
 	// The source's failure beside its state.
 	waitText(t, ctx, "#sources tbody", "waiting to jetstream.test")
@@ -109,5 +123,10 @@ func TestBrowserOverviewProblems(t *testing.T) {
 	if strings.Contains(line, "stack traceback") || strings.Contains(line, "local x") {
 		t.Errorf("an entry's line is more than its summary: %q", line)
 	}
+
+	// The fix clears the problem on the next refresh.
+	folder.Problems, folder.ProblemsAt = nil, nil
+	env.App.SetAppFolderStatus(folder)
+	waitTrue(t, ctx, "the app folder's problem cleared", `document.getElementById("app-folder-problems").hidden`)
 	noConsoleErrors(t, &errs)
 }

@@ -1,10 +1,12 @@
 // Overview: GET /admin/stats (records by collection, live ingestion, the
 // writer, the running backfill), refreshed every few seconds while the
 // page is visible, the status and the charts of the instance's history
-// (./overview-charts.js), and the problems: sources' failures, refused
+// (./overview-charts.js), the app folder served, if any
+// (./overview-appfolder.js), and the problems: sources' failures, refused
 // records and the latest errors of the event log (./overview-problems.js).
 import { can, load } from "../api.js";
 import { $, ago, denied, duration, el, num, table, time } from "../ui.js";
+import { appFolder } from "./overview-appfolder.js";
 import { startCharts } from "./overview-charts.js";
 import { errors, refusals, sourceState } from "./overview-problems.js";
 
@@ -49,6 +51,7 @@ function show(stats) {
     { cell: (c) => num(c.count), class: "num" },
   ], "no-records");
   $("stats").hidden = false;
+  appFolder(stats.app_folder);
   ingestion(stats);
   backfill(stats.backfill);
 }
