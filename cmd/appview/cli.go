@@ -30,7 +30,7 @@ type command struct {
 
 // commands lists every subcommand, in the order the overview shows them.
 func commands() []*command {
-	return []*command{serveCommand(), migrateCommand(), importCommand(), applyCommand(), exportCommand(), bootstrapCommand(), versionCommand()}
+	return []*command{serveCommand(), migrateCommand(), importCommand(), applyCommand(), exportCommand(), codegenCommand(), bootstrapCommand(), versionCommand()}
 }
 
 // invocation is one run of a command: its arguments, its configuration and
