@@ -226,7 +226,7 @@ func (g *goGen) client(mt *method, params *object, output string) {
 		g.p.f("func (c *Client) %sRecord(ctx context.Context, uri string) (*%s, error) {\n\tvar out %s\n", fn, one, one)
 		g.p.f("\tif err := c.do(ctx, request{method: \"GET\", nsid: %q, params: url.Values{\"uri\": {uri}}, out: &out%s}); err != nil {\n\t\treturn nil, err\n\t}\n\treturn &out, nil\n}\n", mt.nsid, errs)
 	}
-	if !mt.procedure && output != "" && g.pageable(mt, params) {
+	if !mt.procedure && output != "" && pageable(mt, params) {
 		g.imports["iter"] = true
 		g.imports["errors"] = true
 		g.p.ln()
@@ -240,25 +240,3 @@ func (g *goGen) client(mt *method, params *object, output string) {
 	}
 }
 
-// pageable reports whether mt pages: an optional string parameter
-// `cursor` and an output with an optional string `cursor`.
-func (g *goGen) pageable(mt *method, params *object) bool {
-	optString := func(o *object) bool {
-		if o == nil {
-			return false
-		}
-		for _, p := range o.props {
-			if p.name == "cursor" {
-				return !p.required && p.t.kind == kString
-			}
-		}
-		return false
-	}
-	if !optString(params) {
-		return false
-	}
-	if mt.served != nil {
-		return !mt.served.getOnly
-	}
-	return mt.output != nil && mt.output.json() && mt.output.schema != nil && mt.output.schema.kind == kObject && optString(mt.output.schema.obj)
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/lexview/lexview/appview/codegen"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/appview/internal/testing/testproc"
 	"github.com/lexview/lexview/internal/oauthtest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -159,6 +160,35 @@ func TestGoClientLive(t *testing.T) {
 
 	in := startInstance(t)
 	if out := run(t, dir, in.programEnv(t, 2), filepath.Join(dir, "prog")); strings.TrimSpace(out) != "ok" {
+		t.Fatalf("program: %s", out)
+	}
+}
+
+// TestTypeScriptClientLive compiles the generated TypeScript client and
+// a program using it with tsc --strict (npm typescript, which
+// scripts/test provisions as APPVIEW_TYPESCRIPT_DIR), and runs the
+// program in Node against a live instance: pages, a record, typed
+// errors, a signed procedure.
+func TestTypeScriptClientLive(t *testing.T) {
+	t.Parallel()
+	tsDir := testproc.RequireEnv(t, "APPVIEW_TYPESCRIPT_DIR", "the TypeScript compiler (npm typescript)", "scripts/lib/typescript.sh")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("APPVIEW_TYPESCRIPT_DIR is set but there is no node command")
+	}
+	dir := t.TempDir()
+	generate(t, codegen.TypeScript, dir)
+	copyFile(t, "testdata/tsprog/test.ts", filepath.Join(dir, "test.ts"))
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"type": "module"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, os.Environ(), node, filepath.Join(tsDir, "node_modules", "typescript", "bin", "tsc"),
+		"--strict", "--noUnusedLocals", "--noUnusedParameters", "--isolatedModules", "--erasableSyntaxOnly",
+		"--target", "es2022", "--module", "es2022", "--moduleResolution", "bundler", "--lib", "es2022,dom", "--outDir", "out",
+		"client.ts", "test.ts")
+
+	in := startInstance(t)
+	if out := run(t, dir, in.programEnv(t, 2), node, filepath.Join("out", "test.js")); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("program: %s", out)
 	}
 }

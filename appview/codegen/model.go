@@ -478,3 +478,26 @@ func (m *model) checkNames() error {
 	}
 	return nil
 }
+
+// pageable reports whether mt pages: an optional string parameter
+// `cursor` and an output with an optional string `cursor`.
+func pageable(mt *method, params *object) bool {
+	optString := func(o *object) bool {
+		if o == nil {
+			return false
+		}
+		for _, p := range o.props {
+			if p.name == "cursor" {
+				return !p.required && p.t.kind == kString
+			}
+		}
+		return false
+	}
+	if !optString(params) {
+		return false
+	}
+	if mt.served != nil {
+		return !mt.served.getOnly
+	}
+	return mt.output != nil && mt.output.json() && mt.output.schema != nil && mt.output.schema.kind == kObject && optString(mt.output.schema.obj)
+}

@@ -139,6 +139,14 @@ func (g *tsGen) leaves(mt *method, name string) map[string]string {
 			paramsExpr = "params"
 		}
 		out[name] = fmt.Sprintf("(%s): Promise<%s> =>\n  %s as Promise<%s>", sig, output, call("GET", paramsExpr, "", ""), output)
+		if output != "unknown" && pageable(mt, params) {
+			start := "params"
+			if !anyRequired(params) {
+				start = "params ?? {}"
+			}
+			out[name+"Pages"] = fmt.Sprintf("(%s): AsyncGenerator<%s, void, undefined> =>\n  paginate<%s, %s>((p) => %s as Promise<%s>, %s)",
+				sig, output, paramsType, output, call("GET", "p", "", ""), output, start)
+		}
 		if mt.served != nil && !mt.served.getOnly {
 			rec := methodTypeName(mt, "RecordOutput")
 			out[name+"Record"] = fmt.Sprintf("(uri: string, opts?: CallOptions): Promise<%s> =>\n  %s as Promise<%s>", rec, call("GET", "{ uri }", "", ""), rec)
