@@ -239,4 +239,3 @@ func (g *goGen) client(mt *method, params *object, output string) {
 		g.p.ln("\t\t\tparams.Cursor = out.Cursor\n\t\t}\n\t}\n}")
 	}
 }
-
