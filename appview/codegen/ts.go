@@ -280,7 +280,7 @@ func methodParams(mt *method) *object {
 	}
 	for _, extra := range []prop{
 		{name: "cursor", t: &typ{kind: kString, desc: "The cursor of the previous page."}},
-		{name: "did", t: &typ{kind: kString, format: "did", desc: "Only the records of this account (a DID or a handle)."}},
+		{name: "did", t: &typ{kind: kString, desc: "Only the records of this account (a DID or a handle)."}},
 		{name: "limit", t: &typ{kind: kInteger, desc: "Page size, 1 to 100; default 20."}},
 	} {
 		if !hasProp(out, extra.name) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -61,6 +62,9 @@ func codegenCommand() *command {
 // app, or the instance at remoteURL.
 func codegenSource(ctx context.Context, app, remoteURL string) (*appfolder.Definition, error) {
 	if app != "" {
+		if _, err := os.Stat(app); err != nil {
+			return nil, err
+		}
 		return appfolder.Load(app)
 	}
 	if err := loadDotEnv(".env"); err != nil {
@@ -75,6 +79,9 @@ func codegenSource(ctx context.Context, app, remoteURL string) (*appfolder.Defin
 
 // writeClient generates the client of def and writes it to dir.
 func writeClient(def *appfolder.Definition, opt codegen.Options, dir string, x *invocation) error {
+	if len(def.Lexicons) == 0 {
+		return errors.New("the app has no lexicons")
+	}
 	gen, err := codegen.Generate(codegen.FromDefinition(def), opt)
 	if err != nil {
 		return err
