@@ -165,7 +165,7 @@ func TestGoClientLive(t *testing.T) {
 }
 
 // TestTypeScriptClientLive compiles the generated TypeScript client and
-// a program using it with tsc --strict (npm typescript, which
+// a program using it with tsc --strict and every stricter check (npm typescript, which
 // scripts/test provisions as APPVIEW_TYPESCRIPT_DIR), and runs the
 // program in Node against a live instance: pages, a record, typed
 // errors, a signed procedure.
@@ -183,8 +183,10 @@ func TestTypeScriptClientLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, dir, os.Environ(), node, filepath.Join(tsDir, "node_modules", "typescript", "bin", "tsc"),
-		"--strict", "--noUnusedLocals", "--noUnusedParameters", "--isolatedModules", "--erasableSyntaxOnly",
-		"--target", "es2022", "--module", "es2022", "--moduleResolution", "bundler", "--lib", "es2022,dom", "--outDir", "out",
+		"--strict", "--exactOptionalPropertyTypes", "--noUncheckedIndexedAccess", "--noImplicitOverride",
+		"--noPropertyAccessFromIndexSignature", "--noImplicitReturns", "--noFallthroughCasesInSwitch",
+		"--noUnusedLocals", "--noUnusedParameters", "--isolatedModules", "--erasableSyntaxOnly", "--verbatimModuleSyntax",
+		"--target", "es2022", "--module", "nodenext", "--lib", "es2022,dom", "--outDir", "out",
 		"client.ts", "test.ts")
 
 	in := startInstance(t)

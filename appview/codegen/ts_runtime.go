@@ -82,18 +82,18 @@ export interface ClientOptions {
   baseUrl: string
   /** The API client key (hvc_...), sent as X-Client-Key on every call. */
   clientKey: string
-  auth?: AuthHook
+  auth?: AuthHook | undefined
   /** Defaults to the global fetch. */
-  fetch?: typeof fetch
+  fetch?: typeof fetch | undefined
   /** Headers sent on every call. */
-  headers?: Record<string, string>
+  headers?: Record<string, string> | undefined
 }
 
 export interface CallOptions {
-  signal?: AbortSignal
-  headers?: Record<string, string>
+  signal?: AbortSignal | undefined
+  headers?: Record<string, string> | undefined
   /** The Content-Type of a binary input; default the method's encoding. */
-  encoding?: string
+  encoding?: string | undefined
 }
 
 /**
@@ -119,8 +119,8 @@ export class XRPCError extends Error {
 
 function errorOf(status: number, body: unknown): XRPCError {
   const o = isObject(body) ? body : {}
-  const error = typeof o.error === 'string' ? o.error : 'HTTP ' + status
-  const message = typeof o.message === 'string' ? o.message : typeof body === 'string' ? body : undefined
+  const error = typeof o['error'] === 'string' ? o['error'] : 'HTTP ' + status
+  const message = typeof o['message'] === 'string' ? o['message'] : typeof body === 'string' ? body : undefined
   return new XRPCError(status, error, message, body)
 }
 
@@ -131,7 +131,7 @@ function isObject(v: unknown): v is { [key: string]: unknown } {
 /** Whether v's $type is id (a main definition's also as id#main). */
 export function isTyped(v: unknown, id: string): boolean {
   if (!isObject(v)) return false
-  const t = v.$type
+  const t = v['$type']
   return t === id || (!id.includes('#') && t === id + '#main')
 }
 
@@ -155,19 +155,19 @@ export async function* paginate<P extends { cursor?: string }, O extends { curso
 
 interface Call {
   method: 'GET' | 'POST'
-  params?: object
+  params?: object | undefined
   input?: unknown
-  encoding?: string
+  encoding?: string | undefined
   binaryOutput?: boolean
   errors: (e: XRPCError) => XRPCError
   declared: readonly string[]
-  opts?: CallOptions
+  opts?: CallOptions | undefined
 }
 
 export class BaseClient {
   readonly baseUrl: string
   readonly clientKey: string
-  readonly auth?: AuthHook
+  readonly auth: AuthHook | undefined
   readonly headers: Record<string, string>
   private readonly fetchFn: typeof fetch
 
@@ -201,7 +201,7 @@ export class BaseClient {
     }
     const req: XRPCRequest = { method: c.method, url: url.toString(), headers }
     if (this.auth) await this.auth(req)
-    const res = await this.fetchFn(req.url, { method: c.method, headers: req.headers, body, signal: c.opts?.signal })
+    const res = await this.fetchFn(req.url, { method: c.method, headers: req.headers, body: body ?? null, signal: c.opts?.signal ?? null })
     if (c.binaryOutput && res.ok) return new Uint8Array(await res.arrayBuffer())
     const text = await res.text()
     let out: unknown = undefined
@@ -213,7 +213,7 @@ export class BaseClient {
       }
     }
     if (!res.ok) throw c.errors(errorOf(res.status, out))
-    if (isObject(out) && typeof out.error === 'string' && c.declared.includes(out.error)) {
+    if (isObject(out) && typeof out['error'] === 'string' && c.declared.includes(out['error'])) {
       throw c.errors(errorOf(res.status, out))
     }
     return out

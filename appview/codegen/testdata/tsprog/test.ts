@@ -5,7 +5,7 @@
 // answer is not the expected one.
 import {
   Client,
-  ComExampleNotesCreateNote_Input,
+  type ComExampleNotesCreateNote_Input,
   ComExampleNotesCreateNote_TextTooLongError,
   ComExampleNotesGetNote_NotFoundError,
   XRPCError,
