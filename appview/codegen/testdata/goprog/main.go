@@ -111,6 +111,21 @@ func main() {
 	out, err := c.ComExampleNotesCreateNote(ctx, in)
 	check(err == nil && out.Ok && out.Caller != nil && *out.Caller == os.Getenv("CALLER"), "createNote: %+v %v", out, err)
 
+	// Unions and bytes as JSON: an open union keeps a member of another
+	// $type, a closed one refuses it.
+	var rec lexclient.ComExampleNotesNote_Record
+	err = json.Unmarshal([]byte(`{"$type":"com.example.notes.note","text":"t","createdAt":"2026-01-01T00:00:00Z",
+		"embed":{"$type":"com.example.other#video","src":"x"},"digest":{"$bytes":"AQID"},
+		"attachments":[{"$type":"com.example.notes.note#quote","uri":"at://a/b/c"}]}`), &rec)
+	check(err == nil && rec.Embed != nil && string(rec.Embed.Unknown) == `{"$type":"com.example.other#video","src":"x"}` &&
+		string(rec.Digest) == "\x01\x02\x03" && len(rec.Attachments) == 1 && rec.Attachments[0].ComExampleNotesNote_Quote != nil,
+		"decoding a record: %+v %v", rec, err)
+	raw, _ = json.Marshal(rec)
+	check(strings.Contains(string(raw), `"embed":{"$type":"com.example.other#video","src":"x"}`) && strings.Contains(string(raw), `"digest":{"$bytes":"AQID"}`),
+		"encoding a record: %s", raw)
+	err = json.Unmarshal([]byte(`{"attachments":[{"$type":"com.example.other#video"}]}`), &rec)
+	check(err != nil, "a closed union took another $type")
+
 	if len(failures) > 0 {
 		fmt.Println(strings.Join(failures, "\n"))
 		os.Exit(1)
