@@ -85,12 +85,13 @@ func startInstance(t *testing.T) *instance {
 }
 
 // programEnv is the environment of a test program: the instance, what
-// it holds, and n DPoP proofs for the procedure.
+// it holds, n DPoP proofs for createNote and one for putNote.
 func (in *instance) programEnv(t *testing.T, n int) []string {
 	var proofs []string
 	for range n {
 		proofs = append(proofs, in.device.Proof(t, "POST", "/xrpc/com.example.notes.createNote"))
 	}
+	proofs = append(proofs, in.device.Proof(t, "POST", "/xrpc/com.example.notes.putNote"))
 	return append(os.Environ(),
 		"BASE_URL="+in.env.URL, "CLIENT_KEY="+in.clientKey,
 		"NOTES="+strings.Join(in.notes, ","), "IMAGE_NOTE="+in.imageNote,

@@ -52,7 +52,7 @@ func TestCodegenCommand(t *testing.T) {
 	fromFolder := filepath.Join(dir, "folder")
 	var out, errOut strings.Builder
 	if code := run([]string{"codegen", "--lang", "go", "--out", fromFolder, "--app", app}, &out, &errOut); code != 0 ||
-		out.String() != "wrote the go client of 6 lexicons to "+fromFolder+" (client.go, lexicons.go)\n" ||
+		out.String() != "wrote the go client of 7 lexicons to "+fromFolder+" (client.go, lexicons.go)\n" ||
 		!strings.Contains(errOut.String(), "warning: com.atproto.repo.strongRef is not among the lexicons") {
 		t.Fatalf("from the folder: exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}

@@ -111,6 +111,15 @@ func main() {
 	out, err := c.ComExampleNotesCreateNote(ctx, in)
 	check(err == nil && out.Ok && out.Caller != nil && *out.Caller == os.Getenv("CALLER"), "createNote: %+v %v", out, err)
 
+	// Lexview's default procedure: the note written to the caller's PDS.
+	put, err := c.ComExampleNotesPutNote(ctx, lexclient.ComExampleNotesPutNote_Input{
+		ComExampleNotesNote_Record: lexclient.ComExampleNotesNote_Record{Text: "written", CreatedAt: "2026-04-01T00:00:00Z"}})
+	if check(err == nil && strings.HasPrefix(put.URI, "at://"+os.Getenv("CALLER")+"/com.example.notes.note/") && put.CID != "", "putNote: %+v %v", put, err) {
+		c.Auth = nil
+		got, err := c.ComExampleNotesListNotesRecord(ctx, put.URI)
+		check(err == nil && got.Record.Text == "written" && got.Record.CID == put.CID, "the note written: %+v %v", got, err)
+	}
+
 	// Unions and bytes as JSON: an open union keeps a member of another
 	// $type, a closed one refuses it.
 	var rec lexclient.ComExampleNotesNote_Record

@@ -100,6 +100,13 @@ async function main(): Promise<void> {
   }
   const out = await signed.com.example.notes.createNote(input)
   check(out.ok && out.caller === env('CALLER'), `createNote: ${JSON.stringify(out)}`)
+
+  // Lexview's default procedure: the note written to the caller's PDS.
+  const put = await signed.com.example.notes.putNote({ text: 'written', createdAt: '2026-04-01T00:00:00Z' })
+  if (check(put.uri.startsWith('at://' + env('CALLER') + '/com.example.notes.note/') && put.cid !== '', `putNote: ${JSON.stringify(put)}`)) {
+    const written = await notes.listNotesRecord(put.uri)
+    check(written.record.text === 'written' && written.record.cid === put.cid, `the note written: ${JSON.stringify(written)}`)
+  }
 }
 
 main().then(
