@@ -35,7 +35,7 @@ type command struct {
 // commands lists every subcommand, in the order the overview shows them.
 func commands() []*command {
 	return []*command{serveCommand(), devCommand(), migrateCommand(), importCommand(), applyCommand(), exportCommand(),
-		testCommand(), bootstrapCommand(), versionCommand()}
+		testCommand(), codegenCommand(), bootstrapCommand(), versionCommand()}
 }
 
 // invocation is one run of a command: its arguments, its configuration and
