@@ -116,7 +116,7 @@ func BenchmarkBackfillNetwork(b *testing.B) {
 			var records int64
 			for b.Loop() {
 				h := newHarness(b, be.Open(b), nil, n.RelayURL())
-				h.dir = n.Directory()
+				h.dir = cachedDirectory(n)
 				h.tune = func(c *backfill.Options) {
 					c.PageSize, c.DiscoveryPageSize = 100, 1000
 					c.RequestTimeout, c.RetryBackoff, c.MaxRateLimitWait = 30*time.Second, time.Second, time.Minute

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluesky-social/indigo/atproto/identity"
+
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/simnet"
 	"github.com/lexview/lexview/storage"
@@ -22,6 +24,12 @@ func startNetwork(t testing.TB, spec simnet.Spec) *simnet.Network {
 	}
 	t.Cleanup(n.Close)
 	return n
+}
+
+// cachedDirectory resolves through the network's PLC with the cache an
+// App puts in front of its directory.
+func cachedDirectory(n *simnet.Network) identity.Directory {
+	return identity.NewCacheDirectory(n.Directory(), 250_000, 24*time.Hour, 2*time.Minute, 5*time.Minute)
 }
 
 // heldByDID counts the stored records of collection per repository.
@@ -55,7 +63,7 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 		spec := simnet.Small(42)
 		n := startNetwork(t, spec)
 		h := newHarness(t, open(t), nil, n.RelayURL())
-		h.dir = n.Directory()
+		h.dir = cachedDirectory(n)
 		h.tune = func(o *backfill.Options) {
 			o.PageSize, o.DiscoveryPageSize = 100, 100
 			o.RequestTimeout, o.MaxRateLimitWait = 2*time.Second, 2*time.Second
@@ -128,6 +136,12 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 		}
 		if got, err := mgr.Failures(t.Context(), done); err != nil || !maps.Equal(got, wantFailures) {
 			t.Errorf("failures by reason: %v (%v), the rows say %v", got, err, wantFailures)
+		}
+
+		// A down host is given up on after a few connections, not asked
+		// again for each of its repositories.
+		if refused := n.Stats().Refused; refused > 2*6 {
+			t.Errorf("a down host was asked %d times", refused)
 		}
 
 		// A retry fetches only the failed repositories: the unreachable

@@ -33,7 +33,6 @@ type run struct {
 	concurrency int
 	perHost     int
 	method      string       // FetchCAR or FetchListRecords
-	sched       *hostSched   // during fetchAll
 	deleted     atomic.Int64 // stored records removed by reconciliation in this run
 }
 
@@ -329,83 +328,9 @@ func (r *run) published(dids []string) {
 }
 
 // repoBatch is how many pending repositories are read from the store at
-// a time; maxParked bounds the repositories waiting for a busy host.
-const (
-	repoBatch = 256
-	maxParked = 4 * repoBatch
-)
+// a time.
+const repoBatch = 256
 
 // fetchAll resolves and fetches every repository not yet done, with
-// bounded concurrency overall and per PDS host.
-func (r *run) fetchAll(ctx context.Context) error {
-	work := make(chan storage.BackfillRepo)
-	failed := make(chan struct{})
-	var failOnce sync.Once
-	var systemic error
-	r.sched = newHostSched(r.perHost, maxParked)
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-r.act.stop:
-		case <-failed:
-		case <-finished:
-		}
-		r.sched.close()
-	}()
-	defer close(finished)
-	var wg sync.WaitGroup
-	for range r.concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for repo := range work {
-				if err := r.processRepo(ctx, repo); err != nil {
-					failOnce.Do(func() { systemic = err; close(failed) })
-				}
-			}
-		}()
-	}
-	after := ""
-	var listErr error
-dispatch:
-	for {
-		if r.checkpoint(ctx) != nil || isClosed(failed) {
-			break
-		}
-		repos, err := r.m.cfg.Store.ListBackfillRepos(ctx, r.id, storage.BackfillRepoFilter{
-			Statuses: []string{storage.RepoDiscovered, storage.RepoResolved}, After: after, Limit: repoBatch,
-		})
-		if err != nil {
-			listErr = fmt.Errorf("list pending repositories: %w", err)
-			break
-		}
-		for _, repo := range repos {
-			select {
-			case work <- repo:
-			case <-ctx.Done():
-				break dispatch
-			case <-r.act.stop:
-				break dispatch
-			case <-failed:
-				break dispatch
-			}
-		}
-		if len(repos) < repoBatch {
-			break
-		}
-		after = repos[len(repos)-1].DID
-	}
-	close(work)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if isClosed(failed) {
-		return systemic
-	}
-	if listErr != nil {
-		return listErr
-	}
-	return r.checkpoint(ctx)
-}
+// bounded concurrency overall and per PDS host (dispatch.go).
+func (r *run) fetchAll(ctx context.Context) error { return r.dispatch(ctx) }

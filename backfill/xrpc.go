@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,6 +21,9 @@ type XRPCError struct {
 	Status  int
 	Name    string // the XRPC `error` field, e.g. RepoNotFound
 	Message string
+	// RetryAfter is how long a 429 answer asked to wait (0 when it named
+	// no time).
+	RetryAfter time.Duration
 }
 
 func (e *XRPCError) Error() string {
@@ -142,6 +146,10 @@ func (f *fetcher) call(ctx context.Context, base, method string, params url.Valu
 		client = f.relayClient
 	}
 	attempt, limited := 0, 0
+	retries, maxLimit := f.retries, f.maxLimit
+	if onceOnly(ctx) {
+		retries, maxLimit = 0, 0
+	}
 	for {
 		wait, err := f.once(ctx, client, u, method, accept, timeout, read)
 		if err == nil {
@@ -153,13 +161,13 @@ func (f *fetcher) call(ctx context.Context, base, method string, params url.Valu
 		var xe *XRPCError
 		isXRPC := errors.As(err, &xe)
 		switch {
-		case isXRPC && xe.Status == http.StatusTooManyRequests && limited < f.maxLimit:
+		case isXRPC && xe.Status == http.StatusTooManyRequests && limited < maxLimit:
 			limited++
 			if wait <= 0 {
 				wait = f.backoff << min(limited-1, 6)
 			}
 			wait = min(wait, f.maxWait)
-		case isXRPC && xe.Status < 500 && xe.Status != http.StatusTooManyRequests, attempt >= f.retries:
+		case isXRPC && xe.Status < 500 && xe.Status != http.StatusTooManyRequests, attempt >= retries:
 			return err
 		case errors.Is(err, errBadAnswer), errors.As(err, new(finalError)):
 			return err
@@ -210,8 +218,12 @@ func (f *fetcher) once(ctx context.Context, client *http.Client, u, method, acce
 		var wait time.Duration
 		if resp.StatusCode == http.StatusTooManyRequests {
 			wait = retryAfter(resp.Header, f.now())
+			xe.RetryAfter = wait
 		}
 		return wait, xe
+	}
+	if p := quotaProbeOf(ctx); p != nil {
+		p.observe(resp.Header, f.now())
 	}
 	if err := read(resp.Body); err != nil {
 		return 0, fmt.Errorf("%s: %w", method, err)
@@ -255,4 +267,48 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// onceKey marks a context whose calls make one attempt: the caller
+// schedules retries itself (the dispatcher).
+type onceKey struct{}
+
+// withOnce makes the fetcher's calls under ctx single attempts.
+func withOnce(ctx context.Context) context.Context { return context.WithValue(ctx, onceKey{}, true) }
+
+func onceOnly(ctx context.Context) bool { v, _ := ctx.Value(onceKey{}).(bool); return v }
+
+// quotaProbe notes the RateLimit-Remaining and RateLimit-Reset headers of
+// the last successful answer of a fetch.
+type quotaProbe struct {
+	mu sync.Mutex
+	q  *quota
+}
+
+type quotaKey struct{}
+
+func withQuotaProbe(ctx context.Context, p *quotaProbe) context.Context {
+	return context.WithValue(ctx, quotaKey{}, p)
+}
+
+func quotaProbeOf(ctx context.Context) *quotaProbe {
+	p, _ := ctx.Value(quotaKey{}).(*quotaProbe)
+	return p
+}
+
+func (p *quotaProbe) observe(h http.Header, now time.Time) {
+	remaining, err := strconv.Atoi(strings.TrimSpace(h.Get("RateLimit-Remaining")))
+	if err != nil {
+		return
+	}
+	reset := now.Add(retryAfter(http.Header{"RateLimit-Reset": h.Values("RateLimit-Reset")}, now))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.q = &quota{remaining: remaining, reset: reset}
+}
+
+func (p *quotaProbe) get() *quota {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.q
 }

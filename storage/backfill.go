@@ -133,6 +133,10 @@ type BackfillRepo struct {
 	// job's counts group by (the backfill package names them); "" when
 	// it did not fail.
 	FailureReason string
+	// Attempts counts the fetches of the repository that failed in a way
+	// that may mend (the network, a 5xx), so that retries are bounded
+	// across restarts.
+	Attempts int
 	// FetchMethod is how the repository was fetched: FetchCAR or
 	// FetchListRecords; "" until it was.
 	FetchMethod string

@@ -172,9 +172,9 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	}
 	update(storage.BackfillRepo{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoResolved})
 	update(storage.BackfillRepo{DID: "did:plc:a", Status: storage.RepoFetched, RecordsFetched: 7}) // keeps the PDS
-	update(storage.BackfillRepo{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoResolved})
+	update(storage.BackfillRepo{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoResolved, Attempts: 2})
 	update(storage.BackfillRepo{DID: "did:plc:b", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
-		FailureReason: "unreachable_host", FetchMethod: storage.FetchListRecords})
+		FailureReason: "unreachable_host", Attempts: 3, FetchMethod: storage.FetchListRecords})
 	update(storage.BackfillRepo{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found", FailureReason: "unresolvable_did"})
 	if got := counters(getJobT(t, s, j.ID)); got != "3/2/1/9" {
 		t.Fatalf("counters: %s", got)
@@ -200,7 +200,7 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	want := []storage.BackfillRepo{
 		{DID: "did:plc:a", PDSEndpoint: "https://pds.one", Status: storage.RepoFetched, RecordsFetched: 5, FetchMethod: storage.FetchCAR},
 		{DID: "did:plc:b", PDSEndpoint: "https://pds.two", Status: storage.RepoFailed, RecordsFetched: 2, Error: "HTTP 500",
-			FailureReason: "unreachable_host", FetchMethod: storage.FetchListRecords},
+			FailureReason: "unreachable_host", Attempts: 3, FetchMethod: storage.FetchListRecords},
 		{DID: "did:plc:c", Status: storage.RepoFailed, Error: "DID not found", FailureReason: "unresolvable_did"},
 	}
 	if !slices.Equal(repos, want) {
@@ -230,7 +230,7 @@ func testBackfillRepos(t *testing.T, s storage.Store) {
 	}
 	pending, err := s.ListBackfillRepos(ctx, j.ID, storage.BackfillRepoFilter{Statuses: []string{storage.RepoDiscovered, storage.RepoResolved}, Limit: 10})
 	if err != nil || len(pending) != 2 || pending[0].Status != storage.RepoResolved || pending[1].Status != storage.RepoDiscovered ||
-		pending[0].Error != "" || pending[0].FailureReason != "" {
+		pending[0].Error != "" || pending[0].FailureReason != "" || pending[0].Attempts != 0 {
 		t.Fatalf("the retried repositories: %+v %v", pending, err)
 	}
 }

@@ -211,8 +211,10 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 			pds = oldPDS.String
 		}
 		_, err = tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_repos
-			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ?, failure_reason = ?, fetch_method = ? WHERE job_id = ? AND did = ?`),
-			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), nullString(r.FailureReason), nullString(r.FetchMethod), jobID, r.DID)
+			SET pds_endpoint = ?, status = ?, records_fetched = ?, error = ?, failure_reason = ?, attempts = ?, fetch_method = ?
+			WHERE job_id = ? AND did = ?`),
+			nullString(pds), r.Status, r.RecordsFetched, nullString(r.Error), nullString(r.FailureReason), r.Attempts,
+			nullString(r.FetchMethod), jobID, r.DID)
 		if err != nil {
 			return fmt.Errorf("update backfill repo: %w", err)
 		}
@@ -254,7 +256,7 @@ func (db *DB) UpdateBackfillRepo(ctx context.Context, l storage.BackfillLease, r
 
 // ListBackfillRepos implements storage.BackfillStore.
 func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.BackfillRepoFilter) ([]storage.BackfillRepo, error) {
-	q := `SELECT did, pds_endpoint, status, records_fetched, error, failure_reason, fetch_method FROM backfill_repos WHERE job_id = ?`
+	q := `SELECT did, pds_endpoint, status, records_fetched, error, failure_reason, attempts, fetch_method FROM backfill_repos WHERE job_id = ?`
 	args := []any{jobID}
 	if len(f.Statuses) > 0 {
 		q += ` AND status IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(f.Statuses)), ", ") + `)`
@@ -272,7 +274,7 @@ func (db *DB) ListBackfillRepos(ctx context.Context, jobID string, f storage.Bac
 	repos, err := queryAll(ctx, db.reader, Bind(db.dialect, q), func(row rowScanner) (storage.BackfillRepo, error) {
 		var r storage.BackfillRepo
 		var pds, errMsg, reason, method sql.NullString
-		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg, &reason, &method)
+		err := row.Scan(&r.DID, &pds, &r.Status, &r.RecordsFetched, &errMsg, &reason, &r.Attempts, &method)
 		r.PDSEndpoint, r.Error, r.FailureReason, r.FetchMethod = pds.String, errMsg.String, reason.String, method.String
 		return r, err
 	}, args...)
@@ -330,7 +332,7 @@ func (db *DB) RetryBackfillRepos(ctx context.Context, jobID string, from []strin
 			return nil
 		}
 		res, err := tx.ExecContext(ctx, Bind(db.dialect, `UPDATE backfill_repos
-			SET status = CASE WHEN pds_endpoint IS NULL THEN ? ELSE ? END, error = NULL, failure_reason = NULL
+			SET status = CASE WHEN pds_endpoint IS NULL THEN ? ELSE ? END, error = NULL, failure_reason = NULL, attempts = 0
 			WHERE job_id = ? AND status = ?`), storage.RepoDiscovered, storage.RepoResolved, jobID, storage.RepoFailed)
 		if err != nil {
 			return fmt.Errorf("reset failed backfill repos: %w", err)
