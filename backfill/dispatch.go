@@ -405,6 +405,7 @@ func (r *run) fetchItem(ctx context.Context, it *item) outcome {
 		return o // left as it is, for the next run
 	}
 	q := &quotaProbe{}
+	started := time.Now()
 	n, err := r.fetchRepo(withOnce(withQuotaProbe(ctx, q)), it.repo.DID, it.repo.PDSEndpoint)
 	var se *systemicError
 	var xe *XRPCError
@@ -426,6 +427,15 @@ func (r *run) fetchItem(ctx context.Context, it *item) outcome {
 		return o
 	}
 	it.repo.FailureReason = failureReason(err, false)
+	if it.repo.FailureReason == ReasonDeleted || it.repo.FailureReason == ReasonTakenDown {
+		// Nothing of a deleted or taken-down account stays.
+		deleted, perr := r.purgeGone(ctx, it.repo.DID, started)
+		n.deleted += deleted
+		if perr != nil {
+			o.systemic = perr
+			return o
+		}
+	}
 	o.done = true
 	o.systemic = r.finishRepo(ctx, it.repo, storage.RepoFailed, n, err)
 	return o

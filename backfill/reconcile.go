@@ -55,6 +55,11 @@ type listing struct {
 	started         time.Time           // when the repository's fetch began (before reading rev)
 	keys            map[string]struct{} // record keys listed
 	doubtful        bool                // a listed record named another repository or collection, or the cursor stuck
+	// gone says the account is deleted or taken down: the repository holds
+	// nothing, and each stored record is deleted at its own revision, so
+	// that a record the account writes again later (reinstated after a
+	// takedown) is not kept out.
+	gone bool
 }
 
 // see notes a listed record's AT URI, returning its record key when it
@@ -75,7 +80,7 @@ func (l *listing) stale(rec storage.RecordVersion) bool {
 		return false
 	}
 	if rec.Rev != "" {
-		return rec.Rev <= l.rev
+		return l.gone || rec.Rev <= l.rev
 	}
 	return rec.IndexedAt.Before(l.started.Add(-clockMargin))
 }
@@ -84,7 +89,7 @@ func (l *listing) stale(rec storage.RecordVersion) bool {
 // collection that the complete listing l lacks, and returns how many
 // deletes it wrote. A store or writer failure is systemic.
 func (r *run) reconcile(ctx context.Context, l *listing) (int64, error) {
-	if l.rev == "" || l.doubtful {
+	if l.rev == "" && !l.gone || l.doubtful {
 		return 0, nil
 	}
 	var deleted int64
@@ -110,8 +115,12 @@ func (r *run) reconcile(ctx context.Context, l *listing) (int64, error) {
 			if !l.stale(rec) {
 				continue
 			}
+			rev := l.rev
+			if l.gone {
+				rev = rec.Rev
+			}
 			batch = append(batch, storage.Change{
-				Op: storage.OpDelete, DID: l.did, Collection: l.collection, RKey: rec.RKey, Rev: l.rev,
+				Op: storage.OpDelete, DID: l.did, Collection: l.collection, RKey: rec.RKey, Rev: rev,
 			})
 			if len(batch) == reconcileBatch {
 				if err := flush(); err != nil {
@@ -143,3 +152,20 @@ type systemicError struct {
 
 func (e *systemicError) Error() string { return fmt.Sprintf("%s: %v", e.op, e.err) }
 func (e *systemicError) Unwrap() error { return e.err }
+
+// purgeGone removes the stored records of the wanted collections of an
+// account its PDS reports deleted or taken down (fetch began at started):
+// what a complete listing of an empty repository would remove, each
+// record deleted at its own revision (see listing.gone).
+func (r *run) purgeGone(ctx context.Context, did string, started time.Time) (int64, error) {
+	var total int64
+	for _, c := range r.collections {
+		n, err := r.reconcile(ctx, &listing{did: did, collection: c, started: started, keys: map[string]struct{}{}, gone: true})
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+

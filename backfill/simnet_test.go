@@ -68,21 +68,29 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 			o.PageSize, o.DiscoveryPageSize = 100, 100
 			o.RequestTimeout, o.MaxRateLimitWait = 2*time.Second, 2*time.Second
 		}
-		// A record the network no longer holds, stored long ago: the
-		// backfill's reconciliation deletes it.
-		var stale simnet.Account
+		// Records stored earlier that the network no longer holds: one of
+		// an active account (reconciliation deletes it), and one of each
+		// deleted, taken-down and deactivated account (the first two go;
+		// a deactivated account's records stay, as it may come back).
+		stored := map[string]string{} // URI -> the account's status
 		for _, a := range n.Plan.Accounts {
-			if n.Plan.Reachable(a) && n.Plan.Hosts[a.Host].Fault == simnet.Healthy {
-				stale = a
-				break
+			if n.Plan.Hosts[a.Host].Fault != simnet.Healthy || a.Former >= 0 {
+				continue
+			}
+			if _, seen := stored[a.Status]; seen || a.Status == simnet.Active && !n.Plan.Reachable(a) {
+				continue
+			}
+			uri := "at://" + a.DID + "/" + postNSID + "/2zzzzzzzzzzzz"
+			stored[a.Status] = uri
+			if err := h.store.ApplyBatch(context.Background(), storage.Batch{Ops: []storage.RecordOp{{Record: storage.Record{
+				URI: uri, DID: a.DID, Collection: postNSID, RKey: "2zzzzzzzzzzzz", CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
+				Rev: "3kaaaaaaaaaa2", Value: []byte(`{"$type":"app.test.post","text":"gone"}`), IndexedAt: time.Now().Add(-time.Hour),
+			}}}}); err != nil {
+				t.Fatal(err)
 			}
 		}
-		staleURI := "at://" + stale.DID + "/" + postNSID + "/2zzzzzzzzzzzz"
-		if err := h.store.ApplyBatch(context.Background(), storage.Batch{Ops: []storage.RecordOp{{Record: storage.Record{
-			URI: staleURI, DID: stale.DID, Collection: postNSID, RKey: "2zzzzzzzzzzzz", CID: "bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm",
-			Value: []byte(`{"$type":"app.test.post","text":"gone"}`), IndexedAt: time.Now().Add(-time.Hour),
-		}}}}); err != nil {
-			t.Fatal(err)
+		if len(stored) != 4 {
+			t.Fatalf("seeded %v", stored)
 		}
 		mgr := h.start()
 		began := time.Now()
@@ -123,12 +131,18 @@ func TestBackfillSimulatedNetwork(t *testing.T) {
 				}
 			case n.Plan.Reachable(a) && host.Fault == simnet.Healthy:
 				t.Errorf("%s on a healthy host: %s (%s)", a.DID, row.Status, row.Error)
+			case a.Status == simnet.Deactivated && stored[a.Status] == "at://"+a.DID+"/"+postNSID+"/2zzzzzzzzzzzz":
+				if held[a.DID] != 1 {
+					t.Errorf("%s (deactivated) holds %d records, want its 1", a.DID, held[a.DID])
+				}
 			case held[a.DID] != 0:
 				t.Errorf("%s (%q, %s host, %s) has %d records stored", a.DID, a.Status, host.Fault, row.Status, held[a.DID])
 			}
 		}
-		if _, err := h.store.GetRecord(t.Context(), staleURI); err == nil {
-			t.Error("a record the network no longer holds was kept")
+		for status, uri := range stored {
+			if _, err := h.store.GetRecord(t.Context(), uri); (err == nil) != (status == simnet.Deactivated) {
+				t.Errorf("the stored record of an account %q: %v", status, err)
+			}
 		}
 		if num(done.ProcessedRepos) != int64(fetched) || num(done.TotalRecords) != int64(records) ||
 			num(done.FailedRepos) != int64(len(n.Plan.Accounts)-fetched) {
