@@ -266,8 +266,16 @@ func TestBrowserBackfillEstimate(t *testing.T) {
 		const discovering = new Progress({ ...job, stage: "discovering_repos" }).eta(1000);
 		p.apply({ type: "job_completed", status: "completed", stage: "completed", error: null,
 			total_repos: 100, resolved_repos: 100, processed_repos: 99, total_records: 9000 });
+		// A job whose counters carry failed_repos counts by them, not by
+		// the failures it saw.
+		const counted = new Progress({ ...job, processed_repos: 10, failed_repos: 5 });
+		counted.apply({ type: "repo_fetched", status: "failed" });
+		counted.apply({ type: "job_completed", status: "completed_with_errors", stage: "completed", error: null,
+			total_repos: 100, resolved_repos: 100, processed_repos: 90, failed_repos: 10, total_records: 9000,
+			failures: { unreachable_host: 7, account_deleted: 3 } });
 		return [r.records, Math.round(r.repos * 10) / 10, Math.round(eta), late === null ? -1 : Math.round(late),
-			discovering === null, p.job.status, p.remaining(), p.failed];
+			discovering === null, p.job.status, p.remaining(), p.failed,
+			counted.failedRepos(), counted.job.failures.unreachable_host, counted.job.status];
 	})()`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +283,8 @@ func TestBrowserBackfillEstimate(t *testing.T) {
 	// At 70 s the window holds the 10 s sample (9 done, 1000 records) and
 	// the 70 s one (60 done): 51 repositories in 60 s, 40 left. The
 	// window keeps the newest sample older than 30 s, so two remain.
-	want := []any{float64(100), 0.9, float64(101), float64(47), true, "completed", nil, float64(1)}
+	want := []any{float64(100), 0.9, float64(101), float64(47), true, "completed", nil, float64(1),
+		float64(10), float64(7), "completed_with_errors"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("progress: got %v, want %v", got, want)
 	}
