@@ -57,7 +57,7 @@ import (
 //go:embed app
 var appFiles embed.FS
 
-//go:embed web/index.html web/style.css web/js
+//go:embed web/index.html web/style.css web/favicon.svg web/js
 var webFiles embed.FS
 
 // fixtures are the records the club's shelf starts with: the ones the
