@@ -2,6 +2,7 @@ package appview
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/metrics"
@@ -54,6 +55,36 @@ func (x *Indexes) Get(ctx context.Context, id int64) (storage.FieldIndex, error)
 // *Error.
 func (x *Indexes) Drop(ctx context.Context, id int64) error {
 	return publicError(x.svc.Drop(ctx, "", id))
+}
+
+// WaitReady waits until no declared index of collection ("" for every
+// collection) is still building, checking every 20 ms, and returns an
+// error naming the first index whose build failed. It returns ctx's
+// error when ctx ends first: give it a deadline.
+func (x *Indexes) WaitReady(ctx context.Context, collection string) error {
+	for {
+		list, err := x.List(ctx, collection)
+		if err != nil {
+			return err
+		}
+		ready := true
+		for _, idx := range list {
+			switch idx.State {
+			case storage.FieldIndexFailed:
+				return fmt.Errorf("the index on %s %s failed: %s", idx.Collection, idx.Path, idx.Error)
+			case storage.FieldIndexBuilding:
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the declared indexes are still building: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // IndexSuggestion is a value index that would have served scripts'

@@ -118,7 +118,9 @@ func startInstance(ctx context.Context, def *appfolder.Definition, t *Test, logg
 	if err := in.app.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start the instance: %w", err)
 	}
-	if err := in.indexesReady(ctx); err != nil {
+	ready, cancel := context.WithTimeout(ctx, startupPatience)
+	defer cancel()
+	if err := in.app.Indexes().WaitReady(ready, ""); err != nil {
 		return nil, err
 	}
 	for k, v := range t.Variables {
@@ -166,37 +168,6 @@ func (in *instance) apply(ctx context.Context, def *appfolder.Definition) error 
 		return fmt.Errorf("apply the app: %w", err)
 	}
 	return nil
-}
-
-// indexesReady waits until the declared field indexes are built.
-func (in *instance) indexesReady(ctx context.Context) error {
-	deadline := time.Now().Add(startupPatience)
-	for {
-		list, err := in.app.Indexes().List(ctx, "")
-		if err != nil {
-			return err
-		}
-		ready := true
-		for _, idx := range list {
-			switch idx.State {
-			case storage.FieldIndexFailed:
-				return fmt.Errorf("the index on %s %s failed: %s", idx.Collection, idx.Path, idx.Error)
-			case storage.FieldIndexBuilding:
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the declared indexes were not built within %s", startupPatience)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // source names the tests' changes in the writer's metrics and logs.

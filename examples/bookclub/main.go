@@ -142,7 +142,9 @@ func run(ctx context.Context, opt options, ready func(base, key string)) error {
 	if err := seed(ctx, app, folder); err != nil {
 		return err
 	}
-	if err := indexesReady(ctx, app, time.Minute); err != nil {
+	building, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := app.Indexes().WaitReady(building, ""); err != nil {
 		return err
 	}
 	base := "http://" + ln.Addr().String()
@@ -301,37 +303,4 @@ func seed(ctx context.Context, app *appview.App, folder fs.FS) error {
 		return fmt.Errorf("records refused: %s", strings.Join(why, "; "))
 	}
 	return nil
-}
-
-// indexesReady waits until the declared indexes are built: listBooks
-// sorts through its value index once it is ready, and a search needs
-// its text indexes ready.
-func indexesReady(ctx context.Context, app *appview.App, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
-	for {
-		list, err := app.Indexes().List(ctx, "")
-		if err != nil {
-			return err
-		}
-		ready := true
-		for _, idx := range list {
-			switch idx.State {
-			case storage.FieldIndexFailed:
-				return fmt.Errorf("the index on %s %s failed: %s", idx.Collection, idx.Path, idx.Error)
-			case storage.FieldIndexBuilding:
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the indexes were not built within %s", patience)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -93,7 +93,9 @@ func run(ctx context.Context, dbPath string, port int, ready func(base, key stri
 	if err := seed(ctx, app); err != nil {
 		return err
 	}
-	if err := indexesReady(ctx, app, time.Minute); err != nil {
+	building, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := app.Indexes().WaitReady(building, ""); err != nil {
 		return err
 	}
 	client, _, err := app.Clients().Create(ctx, appview.NewClient{
@@ -132,39 +134,6 @@ func install(ctx context.Context, app *appview.App) error {
 	}
 	_, err = appfolder.Apply(ctx, target, plan)
 	return err
-}
-
-// indexesReady waits until the declared indexes are built (the planner
-// uses a value index once it is ready; a search needs its text index
-// ready).
-func indexesReady(ctx context.Context, app *appview.App, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
-	for {
-		list, err := app.Indexes().List(ctx, "")
-		if err != nil {
-			return err
-		}
-		ready := true
-		for _, idx := range list {
-			switch idx.State {
-			case storage.FieldIndexFailed:
-				return fmt.Errorf("the index on %s %s failed: %s", idx.Collection, idx.Path, idx.Error)
-			case storage.FieldIndexBuilding:
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the indexes were not built within %s", patience)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // The seed's accounts and posts.
