@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tutorialFile is the tutorial TestTutorial runs.
+const tutorialFile = "../../docs/tutorial.md"
+
+// TestTutorial runs docs/tutorial.md as its reader would, with the binary
+// built from this tree on PATH as `appview`: it saves the files the
+// tutorial shows, runs its commands, starts its servers and compares what
+// they print with what the tutorial shows. The tutorial marks its fenced
+// blocks by their info string:
+//
+//	```LANG file=PATH   a file the reader saves: written at PATH, relative
+//	                    to the shell's working directory
+//	```sh run           commands the reader types: run by bash (-e, -o
+//	                    pipefail) in one shell session, whose working
+//	                    directory and variables carry over to the next block
+//	```sh start=NAME    a command that keeps running in a terminal of its
+//	                    own (a server): started in the session's state and
+//	                    stopped when the test ends. Its address,
+//	                    127.0.0.1:PORT with the PORT of its --port or 3000,
+//	                    becomes the one it bound (it runs with PORT=0 and
+//	                    --port 0) in every later block
+//	```text output      all that the run block just before it printed on
+//	                    stdout
+//	```text output=NAME all that the server NAME prints on stdout next,
+//	                    until the tutorial shows more of it (the test waits
+//	                    for it)
+//
+// In an output, a line "..." stands for any lines, "..." within a line
+// for any text, and a time of day (14:02:11) for any time. A run block
+// that prints must be followed by its output. Other blocks are for
+// reading only (the install step, examples). The session is offline: it
+// has the environment of serveEnv (no event stream, PLC and relay URLs
+// that refuse connections).
+func TestTutorial(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the tutorial needs %s: %v", tool, err)
+		}
+	}
+	raw, err := os.ReadFile(tutorialFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fencedBlocks(string(raw))
+	s := newTutorialSession(t, binary(t))
+	var commands strings.Builder
+	for i, b := range blocks {
+		switch {
+		case b.attr("file") != "":
+			s.save(b.attr("file"), b.body)
+		case b.lang == "sh" && b.has("run"):
+			commands.WriteString(b.body)
+			var want *fencedBlock
+			if i+1 < len(blocks) && blocks[i+1].lang == "text" && blocks[i+1].has("output") && blocks[i+1].attr("output") == "" {
+				want = &blocks[i+1]
+			}
+			s.run(b, want)
+		case b.lang == "sh" && b.attr("start") != "":
+			commands.WriteString(b.body)
+			s.start(b.attr("start"), b.body)
+		case b.lang == "text" && b.attr("output") != "":
+			s.expectNext(b.attr("output"), b)
+		case b.lang == "text" && b.has("output") && (i == 0 || !blocks[i-1].has("run")):
+			t.Fatalf("docs/tutorial.md:%d: an output that follows no run block", b.line)
+		}
+	}
+	// The tutorial does what it promises: a test that finds none of its
+	// commands has nothing to check.
+	for _, want := range []string{"appview dev app", "appview test app", "appview codegen --lang ts", "appview codegen --lang go",
+		"appview records import", "appview apply --url", "appview export --url"} {
+		if !strings.Contains(commands.String(), want) {
+			t.Errorf("the tutorial runs no %q", want)
+		}
+	}
+}
+
+// fencedBlock is a fenced code block of a Markdown file.
+type fencedBlock struct {
+	line  int      // where it opens, from 1
+	lang  string   // the info string's first word
+	attrs []string // its other words: "run", "file=PATH"
+	body  string
+}
+
+// attr returns the value of the attribute name=value, or "".
+func (b fencedBlock) attr(name string) string {
+	for _, a := range b.attrs {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// has reports whether the block has the attribute name, with or without
+// a value.
+func (b fencedBlock) has(name string) bool {
+	return slices.ContainsFunc(b.attrs, func(a string) bool { return a == name || strings.HasPrefix(a, name+"=") })
+}
+
+// fencedBlocks returns the ``` blocks of doc that open at the start of a
+// line, in order.
+func fencedBlocks(doc string) []fencedBlock {
+	var out []fencedBlock
+	var cur *fencedBlock
+	for n, line := range strings.Split(doc, "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			words := strings.Fields(strings.TrimPrefix(line, "```"))
+			cur = &fencedBlock{line: n + 1}
+			if len(words) > 0 {
+				cur.lang, cur.attrs = words[0], words[1:]
+			}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.body += line + "\n"
+		}
+	}
+	return out
+}
+
+// tutorialSession is the reader's shell: a working directory and
+// variables that carry over from block to block, the servers started,
+// and the addresses the tutorial names mapped to the ones bound.
+type tutorialSession struct {
+	t       *testing.T
+	cwd     string
+	env     []string
+	state   string            // where each block leaves its directory and environment
+	addrs   map[string]string // 127.0.0.1:3000 -> 127.0.0.1:41234
+	servers map[string]*tutorialServer
+}
+
+// tutorialServer is a started command's standard output, and how far the
+// tutorial has read it.
+type tutorialServer struct {
+	out  syncBuffer
+	read int
+}
+
+func newTutorialSession(t *testing.T, bin string) *tutorialSession {
+	env := serveEnv("", "PORT=0", "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return &tutorialSession{t: t, cwd: t.TempDir(), env: env, state: t.TempDir(),
+		addrs: map[string]string{}, servers: map[string]*tutorialServer{}}
+}
+
+// resolve returns text with the tutorial's addresses replaced by the
+// ones bound.
+func (s *tutorialSession) resolve(text string) string {
+	for from, to := range s.addrs {
+		text = strings.ReplaceAll(text, from, to)
+	}
+	return text
+}
+
+func (s *tutorialSession) save(path, content string) {
+	s.t.Helper()
+	writeFile(s.t, filepath.Join(s.cwd, path), s.resolve(content))
+}
+
+// run runs the commands of b and compares what they print with want (nil
+// when the tutorial shows nothing: then they must print nothing).
+func (s *tutorialSession) run(b fencedBlock, want *fencedBlock) {
+	s.t.Helper()
+	cwdFile, envFile := filepath.Join(s.state, "cwd"), filepath.Join(s.state, "env")
+	script := "set -a\n" + s.resolve(b.body) + "set +a\npwd >'" + cwdFile + "'\nenv -0 >'" + envFile + "'\n"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	var stdout, stderr bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = s.cwd, s.env, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		s.t.Fatalf("docs/tutorial.md:%d: %v\n%s\nstdout:\n%s\nstderr:\n%s", b.line, err, b.body, stdout.String(), stderr.String())
+	}
+	cwd, err := os.ReadFile(cwdFile)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	envs, err := os.ReadFile(envFile)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.cwd = strings.TrimSpace(string(cwd))
+	s.env = strings.Split(strings.TrimSuffix(string(envs), "\x00"), "\x00")
+	got := stdout.String()
+	if got != "" && !strings.HasSuffix(got, "\n") {
+		got += "\n"
+	}
+	switch {
+	case want == nil && got != "":
+		s.t.Fatalf("docs/tutorial.md:%d printed what the tutorial does not show:\n%s", b.line, got)
+	case want != nil && !outputPattern(s.resolve(want.body), true).MatchString(withTimes(got)):
+		s.t.Fatalf("docs/tutorial.md:%d printed\n%s\nnot the output of line %d:\n%s\nstderr:\n%s", b.line, got, want.line, want.body, stderr.String())
+	}
+}
+
+// start starts the server name with the command of body, waits for it to
+// listen and maps its address.
+func (s *tutorialSession) start(name, body string) {
+	s.t.Helper()
+	port := "3000"
+	if m := regexp.MustCompile(`--port (\d+)`).FindStringSubmatch(body); m != nil {
+		port = m[1]
+	}
+	command := strings.ReplaceAll(s.resolve(body), "--port "+port, "--port 0")
+	cmd := exec.Command("bash", "-c", "set -a\n"+command)
+	srv := &tutorialServer{}
+	cmd.Dir, cmd.Env, cmd.Stdout = s.cwd, s.env, &srv.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stopped with the shell
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	addr, _ := listening(s.t, stderr)
+	s.addrs["127.0.0.1:"+port] = strings.TrimPrefix(addr, "http://")
+	s.servers[name] = srv
+}
+
+// expectNext waits until the server name has printed the output of b
+// right after what the tutorial showed of it before.
+func (s *tutorialSession) expectNext(name string, b fencedBlock) {
+	s.t.Helper()
+	srv := s.servers[name]
+	if srv == nil {
+		s.t.Fatalf("docs/tutorial.md:%d: the output of %s, which no block started", b.line, name)
+	}
+	re := outputPattern(s.resolve(b.body), false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		printed := withTimes(srv.out.String())
+		if m := re.FindStringIndex(printed[srv.read:]); m != nil {
+			srv.read += m[1]
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("docs/tutorial.md:%d: %s printed\n%s\nnot, after what the tutorial showed before:\n%s", b.line, name, printed, b.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// timeOfDay is a time as the dev command prints it.
+var timeOfDay = regexp.MustCompile(`\b\d\d:\d\d:\d\d\b`)
+
+// withTimes returns text with its times of day replaced by "hh:mm:ss".
+func withTimes(text string) string {
+	return timeOfDay.ReplaceAllString(text, "hh:mm:ss")
+}
+
+// outputPattern is the regular expression of an output the tutorial
+// shows: what is printed from where the tutorial last looked, up to the
+// end when all.
+func outputPattern(shown string, all bool) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`\A`)
+	for _, line := range strings.Split(strings.TrimSuffix(withTimes(shown), "\n"), "\n") {
+		if strings.TrimSpace(line) == "..." {
+			b.WriteString(`(?:.*\n)*?`)
+			continue
+		}
+		parts := strings.Split(line, "...")
+		for i, p := range parts {
+			parts[i] = regexp.QuoteMeta(p)
+		}
+		fmt.Fprintf(&b, `%s\n`, strings.Join(parts, `.*?`))
+	}
+	if all {
+		b.WriteString(`\z`)
+	}
+	return regexp.MustCompile(b.String())
+}
