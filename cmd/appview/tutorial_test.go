@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,14 +141,19 @@ func fencedBlocks(doc string) []fencedBlock {
 	return out
 }
 
-// tutorialSession is the reader's shell: a working directory and
-// variables that carry over from block to block, the servers started,
-// and the addresses the tutorial names mapped to the ones bound.
+// tutorialSession is the reader's terminal: one bash process, in which
+// each run block is sourced, so that its working directory and variables
+// (exported or not) carry over as they do for the reader; the servers
+// started, each in a terminal of its own; and the addresses the tutorial
+// names mapped to the ones bound.
 type tutorialSession struct {
 	t       *testing.T
-	cwd     string
-	env     []string
-	state   string            // where each block leaves its directory and environment
+	env     []string // the environment of a new terminal
+	shell   io.WriteCloser
+	replies <-chan string // the shell's "done DIR" after each block
+	state   string        // the blocks' scripts and what they print
+	cwd     string        // the shell's working directory
+	blocks  int
 	addrs   map[string]string // 127.0.0.1:3000 -> 127.0.0.1:41234
 	servers map[string]*tutorialServer
 }
@@ -161,9 +166,37 @@ type tutorialServer struct {
 }
 
 func newTutorialSession(t *testing.T, bin string) *tutorialSession {
-	env := serveEnv("", "PORT=0", "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return &tutorialSession{t: t, cwd: t.TempDir(), env: env, state: t.TempDir(),
+	s := &tutorialSession{t: t, cwd: t.TempDir(), state: t.TempDir(),
+		env:   serveEnv("", "PORT=0", "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH")),
 		addrs: map[string]string{}, servers: map[string]*tutorialServer{}}
+	shell := exec.Command("bash", "--noprofile", "--norc", "-e", "-o", "pipefail")
+	shell.Dir, shell.Env, shell.Stderr = s.cwd, s.env, os.Stderr
+	in, err := shell.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := shell.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan string)
+	go func() {
+		defer close(replies)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			replies <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		in.Close()
+		shell.Process.Kill()
+		shell.Wait()
+	})
+	s.shell, s.replies = in, replies
+	return s
 }
 
 // resolve returns text with the tutorial's addresses replaced by the
@@ -180,31 +213,30 @@ func (s *tutorialSession) save(path, content string) {
 	writeFile(s.t, filepath.Join(s.cwd, path), s.resolve(content))
 }
 
-// run runs the commands of b and compares what they print with want (nil
-// when the tutorial shows nothing: then they must print nothing).
+// run runs the commands of b in the shell and compares what they print
+// with want (nil when the tutorial shows nothing: then they must print
+// nothing). A command that fails ends the shell (-e), and the test.
 func (s *tutorialSession) run(b fencedBlock, want *fencedBlock) {
 	s.t.Helper()
-	cwdFile, envFile := filepath.Join(s.state, "cwd"), filepath.Join(s.state, "env")
-	script := "set -a\n" + s.resolve(b.body) + "set +a\npwd >'" + cwdFile + "'\nenv -0 >'" + envFile + "'\n"
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
-	var stdout, stderr bytes.Buffer
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = s.cwd, s.env, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		s.t.Fatalf("docs/tutorial.md:%d: %v\n%s\nstdout:\n%s\nstderr:\n%s", b.line, err, b.body, stdout.String(), stderr.String())
+	s.blocks++
+	script, stdout, stderr := s.stateFile("%d.sh"), s.stateFile("%d.out"), s.stateFile("%d.err")
+	writeFile(s.t, script, s.resolve(b.body))
+	fmt.Fprintf(s.shell, "source '%s' >'%s' 2>'%s'\necho \"done $PWD\"\n", script, stdout, stderr)
+	var reply string
+	select {
+	case reply = <-s.replies:
+	case <-time.After(time.Minute):
 	}
-	cwd, err := os.ReadFile(cwdFile)
-	if err != nil {
-		s.t.Fatal(err)
+	read := func(file string) string {
+		raw, _ := os.ReadFile(file)
+		return string(raw)
 	}
-	envs, err := os.ReadFile(envFile)
-	if err != nil {
-		s.t.Fatal(err)
+	cwd, ok := strings.CutPrefix(reply, "done ")
+	if !ok {
+		s.t.Fatalf("docs/tutorial.md:%d failed:\n%s\nstdout:\n%s\nstderr:\n%s", b.line, b.body, read(stdout), read(stderr))
 	}
-	s.cwd = strings.TrimSpace(string(cwd))
-	s.env = strings.Split(strings.TrimSuffix(string(envs), "\x00"), "\x00")
-	got := stdout.String()
+	s.cwd = cwd
+	got := read(stdout)
 	if got != "" && !strings.HasSuffix(got, "\n") {
 		got += "\n"
 	}
@@ -212,8 +244,13 @@ func (s *tutorialSession) run(b fencedBlock, want *fencedBlock) {
 	case want == nil && got != "":
 		s.t.Fatalf("docs/tutorial.md:%d printed what the tutorial does not show:\n%s", b.line, got)
 	case want != nil && !outputPattern(s.resolve(want.body), true).MatchString(withTimes(got)):
-		s.t.Fatalf("docs/tutorial.md:%d printed\n%s\nnot the output of line %d:\n%s\nstderr:\n%s", b.line, got, want.line, want.body, stderr.String())
+		s.t.Fatalf("docs/tutorial.md:%d printed\n%s\nnot the output of line %d:\n%s\nstderr:\n%s", b.line, got, want.line, want.body, read(stderr))
 	}
+}
+
+// stateFile is the path of the current block's file named by format.
+func (s *tutorialSession) stateFile(format string) string {
+	return filepath.Join(s.state, fmt.Sprintf(format, s.blocks))
 }
 
 // start starts the server name with the command of body, waits for it to
@@ -225,7 +262,7 @@ func (s *tutorialSession) start(name, body string) {
 		port = m[1]
 	}
 	command := strings.ReplaceAll(s.resolve(body), "--port "+port, "--port 0")
-	cmd := exec.Command("bash", "-c", "set -a\n"+command)
+	cmd := exec.Command("bash", "-c", command) // in a new terminal: none of the session's variables
 	srv := &tutorialServer{}
 	cmd.Dir, cmd.Env, cmd.Stdout = s.cwd, s.env, &srv.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stopped with the shell
