@@ -335,3 +335,30 @@ func outputPattern(shown string, all bool) *regexp.Regexp {
 	}
 	return regexp.MustCompile(b.String())
 }
+
+// TestTutorialConventions checks the reading of the tutorial: its blocks
+// and attributes, and the outputs' wildcards.
+func TestTutorialConventions(t *testing.T) {
+	t.Parallel()
+	blocks := fencedBlocks("intro\n```sh run\nls\n```\n\n    ```indented\n```json file=a/b.json\n{}\n```\n```\nplain\n```\n")
+	if len(blocks) != 3 || blocks[0].lang != "sh" || !blocks[0].has("run") || blocks[0].body != "ls\n" || blocks[0].line != 2 ||
+		blocks[1].attr("file") != "a/b.json" || blocks[1].has("run") || blocks[2].lang != "" || blocks[2].body != "plain\n" {
+		t.Fatalf("blocks: %+v", blocks)
+	}
+	shown := "14:02:11 app: applied\n...\n  + index ... (value)\n"
+	for printed, want := range map[string]bool{
+		"09:15:00 app: applied\n  + index c tag (value)\n":                          true,
+		"09:15:00 app: applied\n  warning: w\n  note: n\n  + index c tag (value)\n": true,
+		"09:15:00 app: applied\n  + index c tag (text)\n":                           false,
+		"09:15:00 app: applied\n  + index c tag (value)\nmore\n":                    false, // all of it is shown
+		"more\n09:15:00 app: applied\n  + index c tag (value)\n":                    false,
+		"app: applied\n  + index c tag (value)\n":                                   false,
+	} {
+		if got := outputPattern(shown, true).MatchString(withTimes(printed)); got != want {
+			t.Errorf("%q matches %q: %v, want %v", shown, printed, got, want)
+		}
+	}
+	if !outputPattern(shown, false).MatchString(withTimes("09:15:00 app: applied\n  + index c tag (value)\nmore\n")) {
+		t.Error("the output of a server did not match what it printed first")
+	}
+}
