@@ -26,12 +26,16 @@ const tutorialFile = "../../docs/tutorial.md"
 //
 //	```LANG file=PATH   a file the reader saves: written at PATH, relative
 //	                    to the shell's working directory
-//	```sh run           commands the reader types: run by bash (-e, -o
-//	                    pipefail) in one shell session, whose working
-//	                    directory and variables carry over to the next block
+//	```sh run           commands the reader types in their terminal:
+//	                    sourced by one bash session (-e, -o pipefail), so
+//	                    that its working directory and variables (exported
+//	                    or not) carry over to the next block; a command
+//	                    that fails fails the test
 //	```sh start=NAME    a command that keeps running in a terminal of its
-//	                    own (a server): started in the session's state and
-//	                    stopped when the test ends. Its address,
+//	                    own (a server): started in the session's working
+//	                    directory with a new terminal's environment (none
+//	                    of the session's variables), and stopped when the
+//	                    test ends. Its address,
 //	                    127.0.0.1:PORT with the PORT of its --port or 3000,
 //	                    becomes the one it bound (it runs with PORT=0 and
 //	                    --port 0) in every later block
