@@ -83,8 +83,12 @@ func exportCommand() *command {
 					if err := appfolder.Write(x.args[0], def); err != nil {
 						return err
 					}
-					fmt.Fprintf(x.stdout, "exported %s, %s and %d declared indexes to %s\n", plural(len(def.Lexicons), "lexicon"),
-						plural(len(def.Scripts), "trigger script"), len(def.Indexes), x.args[0])
+					indexes := "1 declared index"
+					if n := len(def.Indexes); n != 1 {
+						indexes = fmt.Sprintf("%d declared indexes", n)
+					}
+					fmt.Fprintf(x.stdout, "exported %s, %s and %s to %s\n", plural(len(def.Lexicons), "lexicon"),
+						plural(len(def.Scripts), "trigger script"), indexes, x.args[0])
 					return nil
 				})
 				if err != nil {
