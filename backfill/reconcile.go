@@ -168,4 +168,3 @@ func (r *run) purgeGone(ctx context.Context, did string, started time.Time) (int
 	}
 	return total, nil
 }
-
