@@ -128,6 +128,9 @@ type Options struct {
 	// instance takes over the job of one that died. Default
 	// DefaultLeaseDuration.
 	LeaseDuration time.Duration
+	// OnDemand bounds the fetches of one account asked for by sign-ins,
+	// operators and queries (ondemand.go).
+	OnDemand OnDemandOptions
 }
 
 // DefaultLeaseDuration is the default Options.LeaseDuration.
@@ -176,6 +179,8 @@ type Manager struct {
 	deleted map[string]int64
 	// watching holds the jobs whose watcher runs (watch.go).
 	watching map[string]bool
+	// od is the on-demand lane (ondemand.go).
+	od *onDemand
 }
 
 // active is the job the worker is processing, under its lease.
@@ -246,7 +251,7 @@ func New(cfg Options) (*Manager, error) {
 	if cfg.Instance == "" {
 		cfg.Instance = defaultInstance()
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg,
 		http: &fetcher{
 			client: cfg.HTTPClient, relay: cfg.RelayURL, relayClient: cfg.RelayHTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
@@ -256,7 +261,9 @@ func New(cfg Options) (*Manager, error) {
 		wake:     make(chan struct{}, 1),
 		deleted:  map[string]int64{},
 		watching: map[string]bool{},
-	}, nil
+	}
+	m.od = newOnDemand(cfg.OnDemand, m.fetchOnDemand)
+	return m, nil
 }
 
 // defaultInstance names this process: its host name and a random suffix.
