@@ -164,14 +164,15 @@ func (m *Manager) SetOnDemandQueries(on bool) { m.od.queries.Store(on) }
 // did. With SettingOnDemandQueries on, the account is fetched unless the
 // lane remembers fetching it, or it is waiting or being fetched. Off, it
 // costs one atomic load; on, a map lookup under a lock. It never waits.
-func (m *Manager) AccountQueried(did string) {
+// The answer's Status is "" when the trigger is off or did is not a DID.
+func (m *Manager) AccountQueried(did string) OnDemandAnswer {
 	if !m.od.queries.Load() {
-		return
+		return OnDemandAnswer{DID: did}
 	}
 	if _, err := syntax.ParseDID(did); err != nil {
-		return
+		return OnDemandAnswer{DID: did}
 	}
-	m.fetchAccount(did, TriggerQuery)
+	return m.fetchAccount(did, TriggerQuery)
 }
 
 // FetchAccount asks for did's repository to be fetched now, beside the
