@@ -143,7 +143,7 @@ type onDemand struct {
 	recent    *list.List               // *odDone, oldest first
 }
 
-type odRequest struct{ did, trigger string }
+type odRequest struct{ did, trigger, actor string }
 
 type odDone struct {
 	did string
@@ -172,23 +172,24 @@ func (m *Manager) AccountQueried(did string) OnDemandAnswer {
 	if _, err := syntax.ParseDID(did); err != nil {
 		return OnDemandAnswer{DID: did}
 	}
-	return m.fetchAccount(did, TriggerQuery)
+	return m.fetchAccount(odRequest{did: did, trigger: TriggerQuery})
 }
 
 // FetchAccount asks for did's repository to be fetched now, beside the
 // jobs, for every record collection (see the top of ondemand.go). It
 // never waits for the fetch, whose outcome goes to the event log
-// (backfill.on_demand) and the metrics. A did that is not a DID is a
-// *RequestError.
-func (m *Manager) FetchAccount(did, trigger string) (OnDemandAnswer, error) {
+// (backfill.on_demand, with actor as its actor: the operator who asked,
+// or "") and the metrics. A did that is not a DID is a *RequestError.
+func (m *Manager) FetchAccount(did, trigger, actor string) (OnDemandAnswer, error) {
 	if _, err := syntax.ParseDID(did); err != nil {
 		return OnDemandAnswer{}, &RequestError{Message: "invalid DID: " + did}
 	}
-	return m.fetchAccount(did, trigger), nil
+	return m.fetchAccount(odRequest{did, trigger, actor}), nil
 }
 
-func (m *Manager) fetchAccount(did, trigger string) OnDemandAnswer {
-	a := m.od.request(did, trigger, m.cfg.Now())
+func (m *Manager) fetchAccount(r odRequest) OnDemandAnswer {
+	did, trigger := r.did, r.trigger
+	a := m.od.request(r, m.cfg.Now())
 	if a.Status != OnDemandQueued {
 		m.countOnDemand(trigger, a.Status, 0)
 		if a.Status == OnDemandFull {
@@ -200,7 +201,8 @@ func (m *Manager) fetchAccount(did, trigger string) OnDemandAnswer {
 
 // request queues did unless it is busy, was fetched lately, or the queue
 // is full, and starts what the free slots allow.
-func (od *onDemand) request(did, trigger string, now time.Time) OnDemandAnswer {
+func (od *onDemand) request(r odRequest, now time.Time) OnDemandAnswer {
+	did, trigger := r.did, r.trigger
 	a := OnDemandAnswer{DID: did}
 	od.mu.Lock()
 	defer od.mu.Unlock()
@@ -224,9 +226,9 @@ func (od *onDemand) request(did, trigger string, now time.Time) OnDemandAnswer {
 		return a
 	}
 	if trigger == TriggerQuery {
-		od.low = append(od.low, odRequest{did, trigger})
+		od.low = append(od.low, r)
 	} else {
-		od.high = append(od.high, odRequest{did, trigger})
+		od.high = append(od.high, r)
 	}
 	od.busy[did] = true
 	a.Status = OnDemandQueued
@@ -315,7 +317,7 @@ func (m *Manager) fetchOnDemand(ctx context.Context, req odRequest) {
 			"records", res.n.fetched, "deleted", res.n.deleted, "method", res.n.method)
 	}
 	m.countOnDemand(req.trigger, outcome, res.n.fetched)
-	m.audit(context.WithoutCancel(ctx), AuditEntry{Type: "backfill.on_demand", Severity: severity, Subject: req.did, Detail: map[string]any{
+	m.audit(context.WithoutCancel(ctx), AuditEntry{Type: "backfill.on_demand", Severity: severity, ActorDID: req.actor, Subject: req.did, Detail: map[string]any{
 		"trigger": req.trigger, "outcome": outcome, "pds_endpoint": nullable(res.pds), "fetch_method": nullable(res.n.method),
 		"records": res.n.fetched, "records_deleted": res.n.deleted, "error": nullable(errMsg),
 		"failure_reason": nullable(res.reason), "duration_ms": time.Since(began).Milliseconds(),

@@ -19,7 +19,7 @@ func TestOnDemandLaneRules(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	ask := func(at time.Duration, did, trigger, want string) {
 		t.Helper()
-		if a := od.request("did:plc:"+did, trigger, now.Add(at)); a.Status != want {
+		if a := od.request(odRequest{did: "did:plc:" + did, trigger: trigger}, now.Add(at)); a.Status != want {
 			t.Fatalf("%s by %s at +%s: %s, want %s", did, trigger, at, a.Status, want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestOnDemandLaneRules(t *testing.T) {
 	finish("a", 0, true)
 	next("c") // a sign-in before the earlier query
 	ask(30*time.Second, "a", TriggerSignIn, OnDemandRecent)
-	if a := od.request("did:plc:a", TriggerOperator, now.Add(30*time.Second)); !a.Again.Equal(now.Add(time.Minute)) || !a.LastFetch.Equal(now) {
+	if a := od.request(odRequest{did: "did:plc:a", trigger: TriggerOperator}, now.Add(30*time.Second)); !a.Again.Equal(now.Add(time.Minute)) || !a.LastFetch.Equal(now) {
 		t.Fatalf("recent answer: %+v", a)
 	}
 	ask(2*time.Minute, "a", TriggerQuery, OnDemandRecent) // fetched: never again by a query
@@ -77,7 +77,7 @@ func TestOnDemandLaneRules(t *testing.T) {
 func TestOnDemandWaitsForRun(t *testing.T) {
 	started := make(chan odRequest, 1)
 	od := newOnDemand(OnDemandOptions{}, func(_ context.Context, r odRequest) { started <- r })
-	if a := od.request("did:plc:a", TriggerSignIn, time.Now()); a.Status != OnDemandQueued {
+	if a := od.request(odRequest{did: "did:plc:a", trigger: TriggerSignIn}, time.Now()); a.Status != OnDemandQueued {
 		t.Fatal(a.Status)
 	}
 	if od.running != 0 || len(od.high) != 1 {

@@ -112,7 +112,7 @@ func TestOnDemandFetch(t *testing.T) {
 		}
 
 		// Ahead of the running job.
-		if a, err := mgr.FetchAccount(did(0), backfill.TriggerSignIn); err != nil || a.Status != backfill.OnDemandQueued {
+		if a, err := mgr.FetchAccount(did(0), backfill.TriggerSignIn, ""); err != nil || a.Status != backfill.OnDemandQueued {
 			t.Fatalf("%+v %v", a, err)
 		}
 		ev, d := h.onDemandEntry(did(0))
@@ -130,31 +130,31 @@ func TestOnDemandFetch(t *testing.T) {
 			t.Fatalf("job: %s", describe(j))
 		}
 		// Fetched lately: not again.
-		if a, _ := mgr.FetchAccount(did(0), backfill.TriggerOperator); a.Status != backfill.OnDemandRecent || a.LastFetch.IsZero() {
+		if a, _ := mgr.FetchAccount(did(0), backfill.TriggerOperator, ""); a.Status != backfill.OnDemandRecent || a.LastFetch.IsZero() {
 			t.Fatalf("again: %+v", a)
 		}
 
 		// Being fetched: not queued twice.
-		if a, _ := mgr.FetchAccount(did(2), backfill.TriggerLinkedRepo); a.Status != backfill.OnDemandQueued {
+		if a, _ := mgr.FetchAccount(did(2), backfill.TriggerLinkedRepo, ""); a.Status != backfill.OnDemandQueued {
 			t.Fatalf("%+v", a)
 		}
 		if d := <-listing; d != did(2) {
 			t.Fatalf("listing %s", d)
 		}
-		if a, _ := mgr.FetchAccount(did(2), backfill.TriggerOAuthSession); a.Status != backfill.OnDemandPending {
+		if a, _ := mgr.FetchAccount(did(2), backfill.TriggerOAuthSession, ""); a.Status != backfill.OnDemandPending {
 			t.Fatalf("while fetched: %+v", a)
 		}
 
 		// A failing PDS.
-		if a, _ := mgr.FetchAccount(did(9), backfill.TriggerOperator); a.Status != backfill.OnDemandQueued {
+		if a, _ := mgr.FetchAccount(did(9), backfill.TriggerOperator, "did:plc:admin"); a.Status != backfill.OnDemandQueued {
 			t.Fatalf("%+v", a)
 		}
 		ev, d = h.onDemandEntry(did(9))
-		if d.Outcome != backfill.OnDemandFailed || d.FailureReason == nil || *d.FailureReason != backfill.ReasonUnreachable ||
+		if d.Outcome != backfill.OnDemandFailed || ev.ActorDID != "did:plc:admin" || d.FailureReason == nil || *d.FailureReason != backfill.ReasonUnreachable ||
 			d.Error == nil || ev.Severity != "warn" {
 			t.Fatalf("failed entry: %s %s", ev.Severity, ev.Detail)
 		}
-		if a, _ := mgr.FetchAccount(did(9), backfill.TriggerOperator); a.Status != backfill.OnDemandRecent {
+		if a, _ := mgr.FetchAccount(did(9), backfill.TriggerOperator, ""); a.Status != backfill.OnDemandRecent {
 			t.Fatalf("after a failure: %+v", a)
 		}
 
@@ -170,7 +170,7 @@ func TestOnDemandFetch(t *testing.T) {
 				t.Errorf("metric %s: %d, want %d", key, got, want)
 			}
 		}
-		if _, err := mgr.FetchAccount("alice.test", backfill.TriggerOperator); !errors.As(err, new(*backfill.RequestError)) {
+		if _, err := mgr.FetchAccount("alice.test", backfill.TriggerOperator, ""); !errors.As(err, new(*backfill.RequestError)) {
 			t.Fatalf("a handle: %v", err)
 		}
 	})
