@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,6 +157,10 @@ func newOnDemand(opt OnDemandOptions, fetch func(context.Context, odRequest)) *o
 	return &onDemand{opt: opt, fetch: fetch, busy: map[string]bool{}, done: map[string]*list.Element{}, recent: list.New()}
 }
 
+// OnDemandQueries reports whether the query trigger is on: one atomic
+// load.
+func (m *Manager) OnDemandQueries() bool { return m.od.queries.Load() }
+
 // SetOnDemandQueries turns the query trigger (SettingOnDemandQueries) on
 // or off.
 func (m *Manager) SetOnDemandQueries(on bool) { m.od.queries.Store(on) }
@@ -185,6 +190,22 @@ func (m *Manager) FetchAccount(did, trigger, actor string) (OnDemandAnswer, erro
 		return OnDemandAnswer{}, &RequestError{Message: "invalid DID: " + did}
 	}
 	return m.fetchAccount(odRequest{did, trigger, actor}), nil
+}
+
+// RequestAccount is an operator's request (TriggerOperator, actor the
+// operator's DID): account is a DID or a handle, resolved first as
+// Create resolves accounts; one that does not resolve to a DID whose
+// document names a PDS is a *RequestError.
+func (m *Manager) RequestAccount(ctx context.Context, account, actor string) (OnDemandAnswer, error) {
+	account = strings.TrimSpace(account)
+	if account == "" {
+		return OnDemandAnswer{}, &RequestError{Message: "an account (a DID or a handle) is required"}
+	}
+	did, err := resolveAccount(ctx, m.cfg.Directory, account)
+	if err != nil {
+		return OnDemandAnswer{}, &RequestError{Message: "unresolvable account: " + account, Unresolvable: []string{account}}
+	}
+	return m.FetchAccount(did, TriggerOperator, actor)
 }
 
 func (m *Manager) fetchAccount(r odRequest) OnDemandAnswer {
