@@ -58,6 +58,9 @@ const (
 	OnDemandRecent = "recent"
 	// OnDemandFull: the lane's queue is full; the request is dropped.
 	OnDemandFull = "full"
+	// OnDemandNothing: the instance has no record lexicon, so nothing of
+	// the account is wanted; nothing is queued.
+	OnDemandNothing = "nothing_wanted"
 )
 
 // The outcomes of an on-demand fetch (the event log's outcome).
@@ -114,7 +117,7 @@ func (o *OnDemandOptions) defaults() {
 // OnDemandMetrics counts on-demand requests; Options.Metrics may
 // implement it. outcome is a fetch's (OnDemandFetched, OnDemandFailed) or
 // a request's that fetched nothing (OnDemandPending, OnDemandRecent,
-// OnDemandFull).
+// OnDemandFull, OnDemandNothing).
 type OnDemandMetrics interface {
 	BackfillOnDemand(trigger, outcome string, records int64)
 }
@@ -122,7 +125,7 @@ type OnDemandMetrics interface {
 // OnDemandAnswer is what became of a request for an account's repository.
 type OnDemandAnswer struct {
 	DID    string
-	Status string // OnDemandQueued, OnDemandPending, OnDemandRecent or OnDemandFull
+	Status string // OnDemandQueued, OnDemandPending, OnDemandRecent, OnDemandFull or OnDemandNothing
 	// LastFetch is when the account's last fetch ended, for
 	// OnDemandRecent; Again is when it may be fetched again.
 	LastFetch, Again time.Time
@@ -210,7 +213,10 @@ func (m *Manager) RequestAccount(ctx context.Context, account, actor string) (On
 
 func (m *Manager) fetchAccount(r odRequest) OnDemandAnswer {
 	did, trigger := r.did, r.trigger
-	a := m.od.request(r, m.cfg.Now())
+	a := OnDemandAnswer{DID: did, Status: OnDemandNothing}
+	if len(m.cfg.Lexicons.Snapshot().RecordCollections()) > 0 {
+		a = m.od.request(r, m.cfg.Now())
+	}
 	if a.Status != OnDemandQueued {
 		m.countOnDemand(trigger, a.Status, 0)
 		if a.Status == OnDemandFull {

@@ -7,12 +7,16 @@ import (
 	"github.com/lexview/lexview/backfill"
 )
 
-var errLaneFull = fail.New(fail.Unavailable, "too many accounts are waiting to be fetched: try again later")
+var (
+	errLaneFull = fail.New(fail.Unavailable, "too many accounts are waiting to be fetched: try again later")
+	errNothing  = fail.New(fail.Invalid, "no record lexicons to backfill")
+)
 
 // FetchAccount asks for one account's repository (a DID or a handle) to
 // be fetched at once, beside the jobs, on behalf of actor. The answer's
 // status is queued, pending (already queued or being fetched) or recent
-// (fetched lately: not again before Again); a full queue is Unavailable.
+// (fetched lately: not again before Again); a full queue is Unavailable,
+// an instance without record lexicons Invalid.
 // The fetch's outcome goes to the event log (backfill.on_demand).
 func (s *Service) FetchAccount(ctx context.Context, actor, account string) (backfill.OnDemandAnswer, error) {
 	m, err := s.manager()
@@ -23,8 +27,11 @@ func (s *Service) FetchAccount(ctx context.Context, actor, account string) (back
 	if err != nil {
 		return a, kind(err)
 	}
-	if a.Status == backfill.OnDemandFull {
+	switch a.Status {
+	case backfill.OnDemandFull:
 		return a, errLaneFull
+	case backfill.OnDemandNothing:
+		return a, errNothing
 	}
 	return a, nil
 }
