@@ -22,6 +22,10 @@
 // it stopped and, after a restart or a takeover, running jobs resume,
 // pausing jobs become paused and cancelling jobs become cancelled.
 //
+// Beside the jobs, one account's repository can be fetched at once, outside
+// any job, when the account signs in or an operator asks (FetchAccount,
+// ondemand.go).
+//
 // Instance settings read at the start of each job run (values outside the
 // bounds are clamped):
 //

@@ -1,7 +1,8 @@
 // Package backfilljobs serves the admin backfill endpoints: creating jobs,
 // listing them, pausing, resuming and cancelling them, their repositories
-// and PDS summary, deleting their per-repository rows, and the progress
-// stream (Server-Sent Events). The jobs themselves are run by the
+// and PDS summary, deleting their per-repository rows, the progress
+// stream (Server-Sent Events), and fetching one account's repository at
+// once, outside any job (accounts.go). The jobs themselves are run by the
 // top-level backfill package.
 package backfilljobs
 
