@@ -70,7 +70,8 @@ func (h *harness) onDemandEntry(did string) (storage.Event, onDemandEntry) {
 }
 
 // TestOnDemandFetch: an account asked for is fetched at once, for every
-// record collection, while a job holds the worker (its PDS stalls); it is
+// record collection, while a network job holds the worker (its PDS
+// stalls); it is
 // not fetched again soon after; an account being fetched is not queued
 // twice; an account whose PDS fails is recorded as failed with its reason;
 // each outcome is in the event log and the metrics.
@@ -78,32 +79,34 @@ func TestOnDemandFetch(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		p := backfilltest.NewPLC(t)
-		car, stalled, failing := backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t)
+		car, stalled, slow, failing := backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t), backfilltest.NewPDS(t)
 		key, pub := signingKey(t)
 		p.AddKey(did(0), car.URL(), pub)
 		car.ServeRepo(did(0), key)
 		car.AddRepo(did(0), postNSID, 5, "3kaaaaaaaaaa2")
 		car.AddRepo(did(0), likeNSID, 2, "3kaaaaaaaaaa2")
-		for _, i := range []int{1, 2} {
-			p.Add(did(i), stalled.URL())
-			stalled.AddRepo(did(i), postNSID, 2, "3kaaaaaaaaab2")
-		}
+		// The network job's one repository (did(1), on the relay's PDS)
+		// and did(2) stall until released.
 		gate, listing := make(chan struct{}), make(chan string, 16)
-		stalled.OnListRecords(func(d, _, _ string) {
-			listing <- d
-			<-gate
-		})
+		for i, pds := range []*backfilltest.PDS{stalled, slow} {
+			p.Add(did(i+1), pds.URL())
+			pds.AddRepo(did(i+1), postNSID, 2, "3kaaaaaaaaab2")
+			pds.OnListRecords(func(d, _, _ string) {
+				listing <- d
+				<-gate
+			})
+		}
 		release := sync.OnceFunc(func() { close(gate) })
 		t.Cleanup(release)
 		p.Add(did(9), failing.URL())
 		failing.AddRepo(did(9), postNSID, 1, "3kaaaaaaaaac2")
 		failing.SetFailing(did(9))
 
-		h := newHarness(t, open(t), p, "")
+		h := newHarness(t, open(t), p, stalled.URL())
 		metrics := &onDemandMetrics{}
 		h.tune = func(o *backfill.Options) { o.Metrics = metrics }
 		mgr := h.start()
-		job, err := mgr.Create(t.Context(), backfill.Request{Accounts: []string{did(1)}})
+		job, err := mgr.Create(t.Context(), backfill.Request{Collection: postNSID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +129,7 @@ func TestOnDemandFetch(t *testing.T) {
 		if n := h.count(likeNSID); n != 2 {
 			t.Fatalf("%d likes indexed", n)
 		}
-		if j := h.job(job.ID); j.Status != storage.BackfillRunning || num(j.ProcessedRepos) != 0 {
+		if j := h.job(job.ID); j.Scope != storage.ScopeNetwork || j.Status != storage.BackfillRunning || num(j.ProcessedRepos) != 0 {
 			t.Fatalf("job: %s", describe(j))
 		}
 		// Fetched lately: not again.
