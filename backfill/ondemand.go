@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,14 +141,20 @@ type onDemand struct {
 
 	mu        sync.Mutex
 	base      context.Context // Run's; nil until Run starts the lane
-	high, low []odRequest     // waiting: sign-ins and operators first, then queries
+	high, low []*odEntry      // waiting: sign-ins and operators first, then queries
 	running   int
-	busy      map[string]bool          // queued or being fetched
+	busy      map[string]*odEntry      // queued or being fetched
 	done      map[string]*list.Element // of recent
 	recent    *list.List               // *odDone, oldest first
 }
 
 type odRequest struct{ did, trigger, actor string }
+
+// odEntry is a request in the lane: waiting, then being fetched.
+type odEntry struct {
+	req             odRequest
+	queued, started time.Time // started is zero while waiting
+}
 
 type odDone struct {
 	did string
@@ -157,7 +164,7 @@ type odDone struct {
 
 func newOnDemand(opt OnDemandOptions, fetch func(context.Context, odRequest)) *onDemand {
 	opt.defaults()
-	return &onDemand{opt: opt, fetch: fetch, busy: map[string]bool{}, done: map[string]*list.Element{}, recent: list.New()}
+	return &onDemand{opt: opt, fetch: fetch, busy: map[string]*odEntry{}, done: map[string]*list.Element{}, recent: list.New()}
 }
 
 // OnDemandQueries reports whether the query trigger is on: one atomic
@@ -233,7 +240,7 @@ func (od *onDemand) request(r odRequest, now time.Time) OnDemandAnswer {
 	a := OnDemandAnswer{DID: did}
 	od.mu.Lock()
 	defer od.mu.Unlock()
-	if od.busy[did] {
+	if od.busy[did] != nil {
 		a.Status = OnDemandPending
 		return a
 	}
@@ -252,32 +259,34 @@ func (od *onDemand) request(r odRequest, now time.Time) OnDemandAnswer {
 		a.Status = OnDemandFull
 		return a
 	}
+	e := &odEntry{req: r, queued: now}
 	if trigger == TriggerQuery {
-		od.low = append(od.low, r)
+		od.low = append(od.low, e)
 	} else {
-		od.high = append(od.high, r)
+		od.high = append(od.high, e)
 	}
-	od.busy[did] = true
+	od.busy[did] = e
 	a.Status = OnDemandQueued
-	od.startLocked()
+	od.startLocked(now)
 	return a
 }
 
 // startLocked starts waiting requests while slots are free (once Run
 // started the lane). The caller holds mu.
-func (od *onDemand) startLocked() {
+func (od *onDemand) startLocked(now time.Time) {
 	for od.base != nil && od.base.Err() == nil && od.running < od.opt.Concurrency {
-		var r odRequest
+		var e *odEntry
 		switch {
 		case len(od.high) > 0:
-			r, od.high = od.high[0], od.high[1:]
+			e, od.high = od.high[0], od.high[1:]
 		case len(od.low) > 0:
-			r, od.low = od.low[0], od.low[1:]
+			e, od.low = od.low[0], od.low[1:]
 		default:
 			return
 		}
 		od.running++
-		go od.fetch(od.base, r)
+		e.started = now
+		go od.fetch(od.base, e.req)
 	}
 }
 
@@ -299,7 +308,47 @@ func (od *onDemand) finish(did string, at time.Time, ok, remember bool) {
 			delete(od.done, oldest.Value.(*odDone).did)
 		}
 	}
-	od.startLocked()
+	od.startLocked(at)
+}
+
+// OnDemandItem is an account waiting in the on-demand lane or being
+// fetched.
+type OnDemandItem struct {
+	DID, Trigger string
+	Actor        string    // the operator who asked, or ""
+	Queued       time.Time // when it was asked for
+	Started      time.Time // when its fetch started; zero while waiting
+}
+
+// OnDemandState is the on-demand lane now.
+type OnDemandState struct {
+	// Items are the accounts being fetched (oldest first), then those
+	// waiting, in the order they will start.
+	Items []OnDemandItem
+	// Remembered counts the accounts remembered as fetched or tried
+	// lately (OnDemandOptions.Remember at most).
+	Remembered int
+}
+
+// OnDemand describes the on-demand lane of this instance.
+func (m *Manager) OnDemand() OnDemandState {
+	od := m.od
+	od.mu.Lock()
+	defer od.mu.Unlock()
+	st := OnDemandState{Remembered: od.recent.Len()}
+	item := func(e *odEntry) OnDemandItem {
+		return OnDemandItem{DID: e.req.did, Trigger: e.req.trigger, Actor: e.req.actor, Queued: e.queued, Started: e.started}
+	}
+	for _, e := range od.busy {
+		if !e.started.IsZero() {
+			st.Items = append(st.Items, item(e))
+		}
+	}
+	slices.SortFunc(st.Items, func(a, b OnDemandItem) int { return a.Started.Compare(b.Started) })
+	for _, e := range slices.Concat(od.high, od.low) {
+		st.Items = append(st.Items, item(e))
+	}
+	return st
 }
 
 // startOnDemand starts the lane with Run's context: requests made before
@@ -310,7 +359,7 @@ func (m *Manager) startOnDemand(ctx context.Context) {
 	od.mu.Lock()
 	defer od.mu.Unlock()
 	od.base = ctx
-	od.startLocked()
+	od.startLocked(m.cfg.Now())
 }
 
 // errNothingWanted fails an on-demand fetch on an instance without record

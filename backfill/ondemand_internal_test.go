@@ -85,7 +85,7 @@ func TestOnDemandWaitsForRun(t *testing.T) {
 	}
 	od.mu.Lock()
 	od.base = t.Context()
-	od.startLocked()
+	od.startLocked(time.Now())
 	od.mu.Unlock()
 	if r := <-started; r.did != "did:plc:a" {
 		t.Fatal(r.did)

@@ -147,6 +147,10 @@ func TestOnDemandFetch(t *testing.T) {
 		if a, _ := mgr.FetchAccount(did(2), backfill.TriggerOAuthSession, ""); a.Status != backfill.OnDemandPending {
 			t.Fatalf("while fetched: %+v", a)
 		}
+		if st := mgr.OnDemand(); len(st.Items) != 1 || st.Items[0].DID != did(2) || st.Items[0].Trigger != backfill.TriggerLinkedRepo ||
+			st.Items[0].Started.IsZero() || st.Remembered != 1 {
+			t.Fatalf("lane: %+v", st)
+		}
 
 		// A failing PDS.
 		if a, _ := mgr.FetchAccount(did(9), backfill.TriggerOperator, "did:plc:admin"); a.Status != backfill.OnDemandQueued {

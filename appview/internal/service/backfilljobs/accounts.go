@@ -36,6 +36,16 @@ func (s *Service) FetchAccount(ctx context.Context, actor, account string) (back
 	return a, nil
 }
 
+// Accounts describes this instance's on-demand lane: the accounts being
+// fetched and waiting.
+func (s *Service) Accounts() (backfill.OnDemandState, error) {
+	m, err := s.manager()
+	if err != nil {
+		return backfill.OnDemandState{}, err
+	}
+	return m.OnDemand(), nil
+}
+
 // Trigger returns the hook a sign-in flow calls with the DID of the
 // account that signed in: it asks for the account's repository
 // (backfill.Manager.FetchAccount) and returns at once. trigger is one of

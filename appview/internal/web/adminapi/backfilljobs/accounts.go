@@ -9,6 +9,36 @@ import (
 	jobs "github.com/lexview/lexview/backfill"
 )
 
+// laneAccount is an account in the on-demand lane.
+type laneAccount struct {
+	DID         string  `json:"did"`
+	Status      string  `json:"status"` // running or queued
+	Trigger     string  `json:"trigger"`
+	RequestedBy *string `json:"requested_by"`
+	QueuedAt    string  `json:"queued_at"`
+	StartedAt   *string `json:"started_at"`
+}
+
+// accounts answers GET /admin/backfill/accounts: the accounts this
+// instance is fetching on demand, then those waiting, and how many
+// accounts it remembers fetching lately.
+func (h handlers) accounts(w http.ResponseWriter, _ *http.Request, _ *admins.Principal) error {
+	st, err := h.svc.Accounts()
+	if err != nil {
+		return err
+	}
+	out := make([]laneAccount, len(st.Items))
+	for i, it := range st.Items {
+		out[i] = laneAccount{DID: it.DID, Status: "queued", Trigger: it.Trigger, RequestedBy: optional(it.Actor),
+			QueuedAt: adminapi.Timestamp(it.Queued), StartedAt: adminapi.NullableTimestamp(it.Started)}
+		if !it.Started.IsZero() {
+			out[i].Status = "running"
+		}
+	}
+	respond.JSON(w, http.StatusOK, map[string]any{"accounts": out, "remembered": st.Remembered})
+	return nil
+}
+
 type fetchAccountRequest struct {
 	DID string `json:"did"`
 }

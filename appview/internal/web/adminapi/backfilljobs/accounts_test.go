@@ -38,7 +38,8 @@ func (w *world) onDemandEntry(t *testing.T, did string) (storage.Event, map[stri
 // repository at once, outside any job, and records it in the event log
 // with the operator as actor; asked again soon after it answers recent
 // and fetches nothing; an account that does not resolve is a 400; the
-// route needs backfill:create.
+// route needs backfill:create. GET /admin/backfill/accounts lists the
+// account being fetched.
 func TestFetchAccount(t *testing.T) {
 	t.Parallel()
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
@@ -74,6 +75,36 @@ func TestFetchAccount(t *testing.T) {
 		viewer := w.env.AddAdmin(t, admins.BackfillRead)
 		if r := viewer.Do(t, "POST", "/admin/backfill/accounts", map[string]any{"did": did}); r.Status != 403 {
 			t.Fatalf("without backfill:create: %d %s", r.Status, r.Raw)
+		}
+
+		// An account caught being fetched (its PDS stalls).
+		held := w.account(t, 2)
+		gate, listing := make(chan struct{}), make(chan struct{}, 8)
+		w.pds.OnListRecords(func(d, _, _ string) {
+			if d == held {
+				listing <- struct{}{}
+				<-gate
+			}
+		})
+		defer close(gate)
+		if r := w.su.Do(t, "POST", "/admin/backfill/accounts", map[string]any{"did": held}); r.Status != 202 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		<-listing
+		r = viewer.Do(t, "GET", "/admin/backfill/accounts", nil)
+		var lane struct {
+			Accounts []struct {
+				DID, Status, Trigger string
+				RequestedBy          *string `json:"requested_by"`
+				StartedAt            *string `json:"started_at"`
+			} `json:"accounts"`
+			Remembered int `json:"remembered"`
+		}
+		r.JSON(t, &lane)
+		if r.Status != 200 || len(lane.Accounts) != 1 || lane.Accounts[0].DID != held || lane.Accounts[0].Status != "running" ||
+			lane.Accounts[0].Trigger != "operator" || lane.Accounts[0].RequestedBy == nil ||
+			*lane.Accounts[0].RequestedBy != w.su.Account.DID.String() || lane.Accounts[0].StartedAt == nil || lane.Remembered != 1 {
+			t.Fatalf("lane: %d %s", r.Status, r.Raw)
 		}
 	})
 }

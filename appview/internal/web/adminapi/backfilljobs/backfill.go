@@ -30,6 +30,7 @@ func Mount(m *adminapi.Mux, svc *backfilljobs.Service, keepalive time.Duration) 
 		"POST /admin/backfill/{id}/resume":     h.steer(backfilljobs.Resume),
 		"POST /admin/backfill/{id}/retry":      h.retry,
 		"POST /admin/backfill/accounts":        h.fetchAccount,
+		"GET /admin/backfill/accounts":         h.accounts,
 		"GET /admin/backfill/{id}/repos":       h.repos,
 		"GET /admin/backfill/{id}/pds-summary": h.pdsSummary,
 		"DELETE /admin/backfill/{id}/details":  h.deleteDetails,
