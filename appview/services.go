@@ -28,6 +28,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
 	"github.com/lexview/lexview/appview/internal/service/xrpcproxy"
 	"github.com/lexview/lexview/appview/internal/web/server"
+	"github.com/lexview/lexview/backfill"
 )
 
 // newServices builds the service line: every operation the front ends
@@ -47,6 +48,7 @@ func (a *App) newServices() *server.Services {
 		proxy = xrpcproxy.New(xrpcproxy.Options{Policies: policies, Resolver: a.cfg.Network.LexiconResolver, Directory: a.cfg.Network.Directory,
 			Events: a.events, Metrics: a.metrics, Self: a.isSelf, Logger: a.log})
 	}
+	bf := backfilljobs.New(a.backfill, a.events)
 	return &server.Services{
 		Clients: a.clientManager,
 		Events:  a.events,
@@ -72,13 +74,14 @@ func (a *App) newServices() *server.Services {
 				"token_encryption": a.sealer != nil,
 			},
 		}),
-		Backfill: backfilljobs.New(a.backfill, a.events),
+		Backfill: bf,
 		Records:  records.New(records.Options{Store: a.store, Writer: a.writer, Events: a.events, Labels: a.store}),
 		Sessions: devicesessions.New(devicesessions.Options{Store: a.store, Sealer: a.sealer,
-			Verifier: &devicesessions.Verifier{Directory: a.cfg.Network.Directory, PDS: a.pds}, Events: a.events, Now: a.cfg.Now}),
+			Verifier: &devicesessions.Verifier{Directory: a.cfg.Network.Directory, PDS: a.pds}, Events: a.events, Now: a.cfg.Now,
+			SignedIn: bf.Trigger(backfill.TriggerOAuthSession)}),
 		Writes: writes,
 		Calls: xrpcmethods.New(xrpcmethods.Options{
-			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}), Writes: writes, Scripts: a.scripts,
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}).OnMiss(queryMisses{a.backfill}), Writes: writes, Scripts: a.scripts,
 			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
 		Backlinks:    a.backlinks,
@@ -98,6 +101,7 @@ func (a *App) newServices() *server.Services {
 		// Grants are authorized on the primary domain through the
 		// instance's OAuth client, which is built after the services.
 		LinkedRepos: linkedrepos.New(linkedrepos.Options{Store: a.store, Events: a.events, Now: a.cfg.Now, Logger: a.log,
+			Linked:  bf.Trigger(backfill.TriggerLinkedRepo),
 			BaseURL: func(ctx context.Context) string { return inviteBase(ctx, doms, a.cfg.PublicURL) },
 			Authorizer: linkedrepos.OAuthAuthorizer{
 				Flows:  func() linkedrepos.Flows { return a.oauthClient },

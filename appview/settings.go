@@ -300,6 +300,7 @@ func (a *App) applySettings(ctx context.Context) error {
 		return fmt.Errorf("read settings: %w", err)
 	}
 	a.validation.set(stored)
+	a.applyOnDemand(stored)
 	next := a.cfg.configuredLive()
 	for _, s := range envSettings {
 		if v, ok := stored[s.key()]; ok && s.live != nil {

@@ -16,8 +16,10 @@ import (
 // the database, one works a job at a time, and a job whose lease runs out
 // (its instance died) is claimed by the next instance looking for work.
 // An idle worker looks every 10 PollIntervals, and at once when a job is
-// created or resumed on this instance.
+// created or resumed on this instance. Run also runs the on-demand
+// fetches of single accounts (FetchAccount), beside the jobs.
 func (m *Manager) Run(ctx context.Context) {
+	m.startOnDemand(ctx)
 	m.recoverJobs(ctx)
 	for ctx.Err() == nil {
 		if job, act := m.claim(ctx); act != nil {

@@ -22,6 +22,10 @@
 // it stopped and, after a restart or a takeover, running jobs resume,
 // pausing jobs become paused and cancelling jobs become cancelled.
 //
+// Beside the jobs, one account's repository can be fetched at once, outside
+// any job, when the account signs in or an operator asks (FetchAccount,
+// ondemand.go).
+//
 // Instance settings read at the start of each job run (values outside the
 // bounds are clamped):
 //
@@ -128,6 +132,9 @@ type Options struct {
 	// instance takes over the job of one that died. Default
 	// DefaultLeaseDuration.
 	LeaseDuration time.Duration
+	// OnDemand bounds the fetches of one account asked for by sign-ins,
+	// operators and queries (ondemand.go).
+	OnDemand OnDemandOptions
 }
 
 // DefaultLeaseDuration is the default Options.LeaseDuration.
@@ -176,6 +183,8 @@ type Manager struct {
 	deleted map[string]int64
 	// watching holds the jobs whose watcher runs (watch.go).
 	watching map[string]bool
+	// od is the on-demand lane (ondemand.go).
+	od *onDemand
 }
 
 // active is the job the worker is processing, under its lease.
@@ -246,7 +255,7 @@ func New(cfg Options) (*Manager, error) {
 	if cfg.Instance == "" {
 		cfg.Instance = defaultInstance()
 	}
-	return &Manager{
+	m := &Manager{
 		cfg: cfg,
 		http: &fetcher{
 			client: cfg.HTTPClient, relay: cfg.RelayURL, relayClient: cfg.RelayHTTPClient, timeout: cfg.RequestTimeout, retries: cfg.Retries, backoff: cfg.RetryBackoff,
@@ -256,7 +265,9 @@ func New(cfg Options) (*Manager, error) {
 		wake:     make(chan struct{}, 1),
 		deleted:  map[string]int64{},
 		watching: map[string]bool{},
-	}, nil
+	}
+	m.od = newOnDemand(cfg.OnDemand, m.fetchOnDemand)
+	return m, nil
 }
 
 // defaultInstance names this process: its host name and a random suffix.

@@ -15,21 +15,22 @@ import (
 type Metrics struct {
 	registry *prometheus.Registry
 
-	EventsReceived   *prometheus.CounterVec // source, collection
-	RecordsIndexed   *prometheus.CounterVec // source, collection
-	RecordsRejected  *prometheus.CounterVec // source, collection
-	EventsSkipped    *prometheus.CounterVec // source, reason
-	CommitsVerified  *prometheus.CounterVec // source
-	Resyncs          *prometheus.CounterVec // source, reason
-	BatchSize        prometheus.Histogram
-	CommitLag        *prometheus.HistogramVec // source
-	CommitDuration   prometheus.Histogram
-	QueueDepth       prometheus.Gauge
-	Reconnects       *prometheus.CounterVec // source
-	Connected        *prometheus.GaugeVec   // source
-	BackfillRepos    *prometheus.CounterVec // outcome
-	BackfillFailures *prometheus.CounterVec // reason
-	BackfillRecords  prometheus.Counter
+	EventsReceived    *prometheus.CounterVec // source, collection
+	RecordsIndexed    *prometheus.CounterVec // source, collection
+	RecordsRejected   *prometheus.CounterVec // source, collection
+	EventsSkipped     *prometheus.CounterVec // source, reason
+	CommitsVerified   *prometheus.CounterVec // source
+	Resyncs           *prometheus.CounterVec // source, reason
+	BatchSize         prometheus.Histogram
+	CommitLag         *prometheus.HistogramVec // source
+	CommitDuration    prometheus.Histogram
+	QueueDepth        prometheus.Gauge
+	Reconnects        *prometheus.CounterVec // source
+	Connected         *prometheus.GaugeVec   // source
+	BackfillRepos     *prometheus.CounterVec // outcome
+	BackfillFailures  *prometheus.CounterVec // reason
+	BackfillRecords   prometheus.Counter
+	BackfillOnDemands *prometheus.CounterVec // trigger, outcome
 
 	LabelsReceived     *prometheus.CounterVec // labeler
 	LabelsStored       *prometheus.CounterVec // labeler
@@ -104,6 +105,10 @@ func New() *Metrics {
 		BackfillRecords: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lexview_backfill_records_total", Help: "Records fetched by backfill.",
 		}),
+		BackfillOnDemands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_backfill_on_demand_total",
+			Help: "Requests to fetch one account's repository at once, by trigger and outcome (fetched, failed, pending, recent, full).",
+		}, []string{"trigger", "outcome"}),
 		LabelsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_labels_received_total", Help: "Labels received from labelers' streams, by labeler.",
 		}, []string{"labeler"}),
@@ -147,7 +152,7 @@ func New() *Metrics {
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
-		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillFailures, m.BackfillRecords,
+		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillFailures, m.BackfillRecords, m.BackfillOnDemands,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
 		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.plugins,
 	}
@@ -269,6 +274,16 @@ func (m *Metrics) BackfillRepo(outcome, reason string, records int) {
 		if reason != "" {
 			m.BackfillFailures.WithLabelValues(reason).Inc()
 		}
+		m.BackfillRecords.Add(float64(records))
+	}
+}
+
+// BackfillOnDemand counts a request for one account's repository by its
+// trigger and outcome, and the records a fetch wrote
+// (backfill.OnDemandMetrics).
+func (m *Metrics) BackfillOnDemand(trigger, outcome string, records int64) {
+	if m != nil {
+		m.BackfillOnDemands.WithLabelValues(trigger, outcome).Inc()
 		m.BackfillRecords.Add(float64(records))
 	}
 }

@@ -46,6 +46,7 @@ type Service struct {
 	verifier *Verifier
 	events   *eventlog.Log // nil records nothing
 	now      func() time.Time
+	signedIn func(did string)
 }
 
 // Options configure a Service.
@@ -58,11 +59,15 @@ type Options struct {
 	// Events records the service's actions; nil records nothing.
 	Events *eventlog.Log
 	Now    func() time.Time // default time.Now
+	// SignedIn, when set, is called with the DID of each account a device
+	// session is registered for (the on-demand backfill of its
+	// repository); it must not wait.
+	SignedIn func(did string)
 }
 
 // New returns the service.
 func New(opts Options) *Service {
-	s := &Service{store: opts.Store, sealer: opts.Sealer, verifier: opts.Verifier, events: opts.Events, now: opts.Now}
+	s := &Service{store: opts.Store, sealer: opts.Sealer, verifier: opts.Verifier, events: opts.Events, now: opts.Now, signedIn: opts.SignedIn}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -210,6 +215,9 @@ func (s *Service) Register(ctx context.Context, c storage.APIClient, req Registr
 		return sess, err
 	}
 	s.record(ctx, "oauth.session_created", req.DID, map[string]any{"client_id": c.ID, "session_id": sess.ID, "scopes": req.Scopes})
+	if s.signedIn != nil {
+		s.signedIn(req.DID)
+	}
 	return sess, nil
 }
 

@@ -37,7 +37,8 @@ func (handles) LookupHandle(_ context.Context, h syntax.Handle) (*identity.Ident
 // TestCompleteAuthorization: a finished flow binds its grant to the
 // account (keeping the pinned handle only when it resolves to that
 // account now) and keeps the session; a refused binding ends the new
-// session and stores nothing.
+// session and stores nothing. Only a bound account is handed to
+// Options.Linked (the on-demand backfill of its repository).
 func TestCompleteAuthorization(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
 		e := newEnv(t, open(t), false)
@@ -70,12 +71,18 @@ func TestCompleteAuthorization(t *testing.T) {
 		if len(f.ended) != 1 {
 			t.Fatalf("a bound session was ended: %v", f.ended)
 		}
+		if len(e.linked) != 1 || e.linked[0] != "did:plc:alice" {
+			t.Fatalf("linked accounts: %v", e.linked)
+		}
 
 		res.Subject = storage.NewID()
 		_, err = e.svc.CompleteAuthorization(ctx, res, f, handles{})
 		wantKind(t, err, fail.NotFound, "")
 		if len(f.ended) != 2 {
 			t.Fatalf("the session of an unknown grant was not ended: %v", f.ended)
+		}
+		if len(e.linked) != 1 {
+			t.Fatalf("a refused authorization was linked: %v", e.linked)
 		}
 	})
 }

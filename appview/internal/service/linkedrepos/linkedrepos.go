@@ -56,6 +56,10 @@ type Options struct {
 	// Rand is the source of invite tokens; nil means crypto/rand.
 	Rand   io.Reader
 	Logger *slog.Logger
+	// Linked, when set, is called with the DID of each account a finished
+	// authorization bound to a grant (the on-demand backfill of its
+	// repository); it must not wait.
+	Linked func(did string)
 }
 
 // Service manages linked repo grants and their invites.

@@ -93,6 +93,9 @@ func (s *Service) CompleteAuthorization(ctx context.Context, res oauthclient.Res
 		}
 		return Authorized{}, err
 	}
+	if s.opt.Linked != nil {
+		s.opt.Linked(acct.DID)
+	}
 	return Authorized{GrantID: grantID, DID: acct.DID, Status: "active"}, nil
 }
 

@@ -58,6 +58,8 @@ type env struct {
 	store storage.Store
 	clock *clock
 	auth  *authorizer
+	// linked lists the accounts Options.Linked was called with.
+	linked []string
 }
 
 func newEnv(t *testing.T, store storage.Store, withAuth bool) *env {
@@ -66,7 +68,8 @@ func newEnv(t *testing.T, store storage.Store, withAuth bool) *env {
 	e := &env{store: store, clock: c}
 	opt := linkedrepos.Options{Store: store, Now: c.Now,
 		Events:  eventlog.New(eventlog.Options{Store: store, Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
-		BaseURL: func(context.Context) string { return "https://lexview.example" }}
+		BaseURL: func(context.Context) string { return "https://lexview.example" },
+		Linked:  func(did string) { e.linked = append(e.linked, did) }}
 	if withAuth {
 		e.auth = &authorizer{}
 		opt.Authorizer = e.auth

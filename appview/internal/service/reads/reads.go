@@ -42,11 +42,31 @@ type HandleResolver interface {
 type Service struct {
 	records RecordReader
 	handles HandleResolver // nil: handles in AT URIs are not found
+	misses  Misses         // nil: misses are not reported
+}
+
+// Misses hears of the accounts queries found nothing of.
+type Misses interface {
+	// Wanted reports whether misses are wanted now; it must be cheap (it
+	// runs on every query filtered by an account).
+	Wanted() bool
+	// Missed is called with the DID of an account a query found nothing
+	// of; it must not wait.
+	Missed(did string)
 }
 
 // New returns the service; handles may be nil.
 func New(records RecordReader, handles HandleResolver) *Service {
 	return &Service{records: records, handles: handles}
+}
+
+// OnMiss makes the service tell m, while it wants them, of the accounts
+// a query found nothing of: the first page of a list filtered by the
+// account that holds no record, or a get of one of its records that is
+// not found (the on-demand backfill's query trigger). It returns s.
+func (s *Service) OnMiss(m Misses) *Service {
+	s.misses = m
+	return s
 }
 
 var (
@@ -95,6 +115,15 @@ func (s *Service) List(ctx context.Context, collection string, params url.Values
 			return "", errBadCursor
 		}
 		q.After = &pos
+	}
+	if q.DID != "" && q.After == nil && s.misses != nil && s.misses.Wanted() {
+		seen, each := false, fn
+		fn = func(v storage.RecordView) error { seen = true; return each(v) }
+		defer func() {
+			if !seen {
+				s.misses.Missed(q.DID)
+			}
+		}()
 	}
 	next, err := s.records.ScanRecords(ctx, q, fn)
 	if err != nil || next == nil {
@@ -161,6 +190,9 @@ func (s *Service) Get(ctx context.Context, collection, raw string, fn func(stora
 	}
 	err = s.records.ScanRecord(ctx, "at://"+did.String()+"/"+coll+"/"+rkey, fn)
 	if errors.Is(err, storage.ErrNotFound) {
+		if s.misses != nil && s.misses.Wanted() {
+			s.misses.Missed(did.String())
+		}
 		return errNotFound
 	}
 	return err

@@ -35,6 +35,8 @@ var table = map[string]Rule{
 	"POST /admin/backfill/{id}/pause":                  need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/resume":                 need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/retry":                  need(admins.BackfillCreate),
+	"POST /admin/backfill/accounts":                    need(admins.BackfillCreate),
+	"GET /admin/backfill/accounts":                     need(admins.BackfillRead),
 	"DELETE /admin/backfill/{id}/details":              need(admins.BackfillCreate),
 	"DELETE /admin/backfill/details":                   need(admins.BackfillCreate),
 	"GET /admin/backfill/status":                       need(admins.BackfillRead),

@@ -69,6 +69,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/userauth"
 	"github.com/lexview/lexview/appview/internal/web/xrpc"
 	"github.com/lexview/lexview/appview/internal/web/xrpcforward"
+	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 )
 
@@ -223,7 +224,7 @@ func New(svc Services, p Parts) *Surfaces {
 		Scopes: svc.LinkedRepos.Scopes, Logger: log}).Mount(pub)
 	dash := dashboard.New(dashboard.Options{Claims: svc.Admins, Logger: log})
 	si := signin.New(signin.Options{Flows: p.OAuthClient, Keys: svc.Admins, Cookies: p.Users.Cookies, Domains: svc.Domains,
-		Pages: dash, Now: p.Now, Logger: log})
+		Pages: dash, SignedIn: svc.Backfill.Trigger(backfill.TriggerSignIn), Now: p.Now, Logger: log})
 	si.Mount(pub)
 	// The callback of every flow the instance runs as an OAuth client,
 	// dispatched by the flow's purpose. A browser coming back from a flow

@@ -63,8 +63,12 @@ type Options struct {
 	// server and stores a pending request, for anyone who asks.
 	StartRate  rate.Limit
 	StartBurst int
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// SignedIn, when set, is called with the DID of each account that
+	// signs in through its PDS (the on-demand backfill of its
+	// repository); it must not wait.
+	SignedIn func(did string)
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // The default bound on starting sign-in flows: 2 a second, 20 at once.
@@ -185,6 +189,9 @@ func (f CallbackFinisher) Finish(w http.ResponseWriter, r *http.Request, res oau
 	}
 	secure := strings.HasPrefix(res.DomainOrigin, "https://")
 	h.opt.Logger.InfoContext(r.Context(), "dashboard sign-in", "did", res.DID, "via", "oauth")
+	if h.opt.SignedIn != nil {
+		h.opt.SignedIn(res.DID.String())
+	}
 	if respond.AcceptsHTML(r) {
 		// A browser: the dashboard is where the sign-in leads.
 		http.SetCookie(w, h.opt.Cookies.Cookie(res.DID, h.opt.CookieTTL, secure))

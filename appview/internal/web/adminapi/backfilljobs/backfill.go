@@ -1,7 +1,8 @@
 // Package backfilljobs serves the admin backfill endpoints: creating jobs,
 // listing them, pausing, resuming and cancelling them, their repositories
-// and PDS summary, deleting their per-repository rows, and the progress
-// stream (Server-Sent Events). The jobs themselves are run by the
+// and PDS summary, deleting their per-repository rows, the progress
+// stream (Server-Sent Events), and fetching one account's repository at
+// once, outside any job (accounts.go). The jobs themselves are run by the
 // top-level backfill package.
 package backfilljobs
 
@@ -28,6 +29,8 @@ func Mount(m *adminapi.Mux, svc *backfilljobs.Service, keepalive time.Duration) 
 		"POST /admin/backfill/{id}/pause":      h.steer(backfilljobs.Pause),
 		"POST /admin/backfill/{id}/resume":     h.steer(backfilljobs.Resume),
 		"POST /admin/backfill/{id}/retry":      h.retry,
+		"POST /admin/backfill/accounts":        h.fetchAccount,
+		"GET /admin/backfill/accounts":         h.accounts,
 		"GET /admin/backfill/{id}/repos":       h.repos,
 		"GET /admin/backfill/{id}/pds-summary": h.pdsSummary,
 		"DELETE /admin/backfill/{id}/details":  h.deleteDetails,
