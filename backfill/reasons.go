@@ -60,6 +60,8 @@ func failureReason(err error, resolving bool) string {
 			return ReasonTakenDown
 		case xe.Name == "RepoNotFound":
 			return ReasonDeleted
+		case xe.Status == http.StatusNotImplemented || xe.Status >= 400 && notImplemented(err):
+			return ReasonOther // the method is not offered: asking again will not help
 		case xe.Status >= 500:
 			return ReasonUnreachable
 		}
