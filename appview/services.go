@@ -81,7 +81,7 @@ func (a *App) newServices() *server.Services {
 			SignedIn: bf.Trigger(backfill.TriggerOAuthSession)}),
 		Writes: writes,
 		Calls: xrpcmethods.New(xrpcmethods.Options{
-			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}).OnMiss(queryMisses{a.backfill}), Writes: writes, Scripts: a.scripts,
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}).OnMiss(queryMisses{a.backfill}).HideInvalid(a.validation.hidden), Writes: writes, Scripts: a.scripts,
 			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
 		Backlinks:    a.backlinks,

@@ -21,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/history"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/lexicon"
@@ -204,13 +205,30 @@ func checkSettingValue(key, value string) error {
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
 			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, labelsub.MinMaxFrame, labelsub.MaxMaxFrame)
 		}
+	case validationModeSetting:
+		if m, ok := indexer.ParseMode(value); !ok || m == indexer.ModeOff {
+			return fail.Invalidf("%s must be reject, flag or hide", key)
+		}
 	case wasm.MaxMemorySetting:
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < wasm.MinMaxMemory || n > wasm.MaxMaxMemory {
 			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, wasm.MinMaxMemory, wasm.MaxMaxMemory)
 		}
+	default:
+		if c, ok := strings.CutPrefix(key, validationSettingPrefix); ok && lexicon.CheckNSID(c) == nil {
+			if _, ok := indexer.ParseMode(value); !ok {
+				return fail.Invalidf("%s must be off, reject, flag or hide", key)
+			}
+		}
 	}
 	return nil
 }
+
+// The validation settings (appview.ValidationModeSetting and
+// appview.ValidationSettingPrefix, docs/ingestion.md#validation).
+const (
+	validationSettingPrefix = "validation."
+	validationModeSetting   = validationSettingPrefix + "mode"
+)
 
 // ErrLogoTooLarge refuses a logo over MaxLogoSize.
 var ErrLogoTooLarge = fail.New(fail.TooLarge, "logo exceeds 1 MiB")
