@@ -32,7 +32,8 @@ type Change struct {
 	Received time.Time
 	// Scripted marks a change whose record-event hooks already ran (a
 	// retried dead letter, a reindex); the writer does not run them again.
-	Scripted bool	// Invalid is set by the writer, never by a source (whatever a source
+	Scripted bool
+	// Invalid is set by the writer, never by a source (whatever a source
 	// puts there is replaced): the validation error of a record its
 	// lexicon refuses that the collection's validation mode stores
 	// anyway (flag, hide), "" for a valid one.

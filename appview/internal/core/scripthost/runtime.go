@@ -121,7 +121,8 @@ type Options struct {
 	// by scanning a collection where a value index would have served it
 	// (storage.RecordQuery.OnScan): the index suggestions. It runs in the
 	// script's query and must not block.
-	OnScan func(storage.ScanHint)	// HidesInvalid reports the collections whose records stored with a
+	OnScan func(storage.ScanHint)
+	// HidesInvalid reports the collections whose records stored with a
 	// validation error scripts' queries leave out by default (the
 	// validation mode hide; script.InvalidHider); nil hides none.
 	HidesInvalid func(collection string) bool
