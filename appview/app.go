@@ -207,6 +207,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.metrics.WatchSources(a.sourceStates)
 	a.metrics.WatchLinkIndex(a.linkIndexState)
+	a.metrics.WatchValidation(a.validationState)
 	a.lexicons = lexicon.NewRegistry(a.store)
 	if err := a.lexicons.Load(ctx); err != nil {
 		return err

@@ -66,7 +66,8 @@ func (a *App) newServices() *server.Services {
 			Now: a.cfg.Now, Logger: a.log}),
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, History: a.history, Now: a.cfg.Now, Logger: a.log,
-			Check: checkSetting, Changed: a.settingsChanged,
+			ValidationModes: a.validation.report,
+			Check:           checkSetting, Changed: a.settingsChanged,
 			Features: map[string]bool{
 				"jetstream":        a.cfg.Ingest.JetstreamURL != "off" && a.cfg.Ingest.EventStream != EventStreamFirehose,
 				"firehose":         a.cfg.Ingest.EventSource == nil && a.cfg.Ingest.EventStream == EventStreamFirehose,

@@ -53,27 +53,24 @@ func (v *validationToggles) mode(collection string) indexer.Mode {
 }
 
 // hidden reports whether the default and scripted queries of collection
-// leave out its flagged records (the mode hide).
+// leave out its flagged records: in the mode hide, and in reject, which
+// serves only valid records (a record is flagged there only by a
+// re-validation after a lexicon revision, or under an earlier mode).
 func (v *validationToggles) hidden(collection string) bool {
-	return v.mode(collection) == indexer.ModeHide
+	m := v.mode(collection)
+	return m == indexer.ModeHide || m == indexer.ModeReject
 }
 
-// instanceMode returns the mode of the collections without their own.
-func (v *validationToggles) instanceMode() indexer.Mode {
+// report returns the mode of the collections without their own, and the
+// collections with a mode of their own.
+func (v *validationToggles) report() (string, map[string]string) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.def
-}
-
-// overrides returns the collections with a mode of their own.
-func (v *validationToggles) overrides() map[string]indexer.Mode {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make(map[string]indexer.Mode, len(v.per))
+	out := make(map[string]string, len(v.per))
 	for c, m := range v.per {
-		out[c] = m
+		out[c] = string(m)
 	}
-	return out
+	return string(v.def), out
 }
 
 // set reads the modes from every stored setting. A value that names no

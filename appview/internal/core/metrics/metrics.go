@@ -46,6 +46,7 @@ type Metrics struct {
 	sources      *sourceCollector
 	links        *linkCollector
 	fieldIndexes *fieldIndexCollector
+	validation   *validationCollector
 	plugins      *pluginCollector
 }
 
@@ -57,6 +58,7 @@ func New() *Metrics {
 		sources:      newSourceCollector(),
 		links:        newLinkCollector(),
 		fieldIndexes: newFieldIndexCollector(),
+		validation:   newValidationCollector(),
 		plugins:      newPluginCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
@@ -158,7 +160,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.RecordsFlagged, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillFailures, m.BackfillRecords, m.BackfillOnDemands,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.plugins,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.validation, m.plugins,
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 type Store interface {
 	storage.SettingsStore
 	storage.OperatorStore
+	storage.ValidationStore
 	Dialect() string
 }
 
@@ -46,6 +47,10 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
+	// ValidationModes reports the validation mode of the instance and
+	// those of the collections with a mode of their own (GET
+	// /admin/stats/validation); nil: reject, none of their own.
+	ValidationModes func() (instance string, collections map[string]string)
 	// History is the sampled history of the instance's figures and its
 	// health (GET /admin/stats/history); nil: none is kept.
 	History *history.History
