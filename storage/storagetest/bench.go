@@ -236,6 +236,16 @@ func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store
 	scan("ScanDIDPage", func(fx *listFixture) storage.ListQuery {
 		return storage.ListQuery{Collection: BenchCollection, DID: fx.did, Limit: limit}
 	})
+	// The validation mode hide's pages: the same statements with
+	// invalid IS NULL (the fixture holds no flagged record, so this is
+	// the condition's own cost).
+	scan("ScanFirstPageValidOnly", func(*listFixture) storage.ListQuery {
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit, ExcludeInvalid: true}
+	})
+	scan("ScanDeepPageValidOnly", func(fx *listFixture) storage.ListQuery {
+		after := fx.deep
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit, After: &after, ExcludeInvalid: true}
+	})
 	// One record by URI, as GetRecord and as ScanRecord, from 1,000
 	// spread over the collection.
 	uris := make([]string, 1000)
