@@ -64,7 +64,9 @@ func TestValidationModes(t *testing.T) {
 		e.setScript(t, "xrpc.query:app.test.count", `function handle()
 			return {hidden = db.count{}, all = db.count{includeInvalid = true},
 				listed = #db.query{}.records, every = #db.query{includeInvalid = true}.records,
-				got = db.get(params.uri) ~= nil, forced = db.get(params.uri, {includeInvalid = true}) ~= nil}
+				got = db.get(params.uri) ~= nil, forced = db.get(params.uri, {includeInvalid = true}) ~= nil,
+				loaded = Record.load_all({params.uri})[1] ~= nil,
+				loadedForced = Record.load_all({params.uri}, {includeInvalid = true})[1] ~= nil}
 		end`)
 		good := noteChange(e.did, "3kgood", "fine")
 		bad := noteChange(e.did, "3kbad", "")
@@ -99,10 +101,10 @@ func TestValidationModes(t *testing.T) {
 				t.Errorf("%s: script saw %v, want %v", label, got, wantScript)
 			}
 		}
-		served("hide", 1, 404, map[string]any{"hidden": 1.0, "all": 2.0, "listed": 1.0, "every": 2.0, "got": false, "forced": true})
+		served("hide", 1, 404, map[string]any{"hidden": 1.0, "all": 2.0, "listed": 1.0, "every": 2.0, "got": false, "forced": true, "loaded": false, "loadedForced": true})
 
 		e.putSetting(t, "validation.app.test.note", "flag", 200)
-		served("flag", 2, 200, map[string]any{"hidden": 2.0, "all": 2.0, "listed": 2.0, "every": 2.0, "got": true, "forced": true})
+		served("flag", 2, 200, map[string]any{"hidden": 2.0, "all": 2.0, "listed": 2.0, "every": 2.0, "got": true, "forced": true, "loaded": true, "loadedForced": true})
 		if rep := e.validationReport(t); rep.Collections["app.test.note"] != "flag" {
 			t.Fatalf("report after the override: %+v", rep)
 		}
@@ -111,7 +113,7 @@ func TestValidationModes(t *testing.T) {
 			t.Fatalf("delete the override: %d %s", r.Status, r.Raw)
 		}
 		e.putSetting(t, "validation.mode", "reject", 200)
-		served("reject", 1, 404, map[string]any{"hidden": 1.0, "all": 2.0, "listed": 1.0, "every": 2.0, "got": false, "forced": true})
+		served("reject", 1, 404, map[string]any{"hidden": 1.0, "all": 2.0, "listed": 1.0, "every": 2.0, "got": false, "forced": true, "loaded": false, "loadedForced": true})
 		worse := noteChange(e.did, "3kworse", "")
 		worse.Record = json.RawMessage(`{"$type":"app.test.note","text":"x","likes":"many"}`)
 		if res, err := e.App.Writer().Write(ctx, "test", []storage.Change{worse}); err != nil || len(res.Rejected) != 1 {

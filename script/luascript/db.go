@@ -408,7 +408,9 @@ func goToLua(x any) lua.LValue {
 	return lua.LString(fmt.Sprint(x))
 }
 
-// Record.load_all(uris): the records in order, nil where not indexed.
+// Record.load_all(uris[, {includeInvalid}]): the records in order, nil
+// where not indexed or hidden (a record stored with a validation error of
+// a collection that hides them, unless includeInvalid).
 // The lookups run concurrently in chunks.
 func (v *vm) recordLoadAll(L *lua.LState) int {
 	list := L.CheckTable(1)
@@ -429,9 +431,10 @@ func (v *vm) recordLoadAll(L *lua.LState) int {
 	if err != nil {
 		v.hostErr("Record.load_all", err)
 	}
+	opts := v.plain(L.OptTable(2, L.CreateTable(0, 0)))
 	out := v.newArray(n)
 	for i, uri := range uris {
-		if rec, ok := found[uri]; ok {
+		if rec, ok := found[uri]; ok && (rec.Invalid == "" || !v.excludeInvalid(L, opts, "Record.load_all", rec.Collection)) {
 			out.RawSetInt(i+1, v.recordToLua(rec))
 		} else {
 			out.RawSetInt(i+1, lua.LNil)
