@@ -22,10 +22,10 @@ type validationReport struct {
 		Count              int64
 	} `json:"invalid"`
 	Passes []struct {
-		Collection                 string
-		Revision                   int
+		Collection                string
+		Revision                  int
 		Checked, Flagged, Cleared int64
-		Done                       bool
+		Done                      bool
 	} `json:"passes"`
 }
 
