@@ -7,7 +7,6 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/core/metrics"
-	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -112,19 +111,18 @@ func (a *App) revalidate(ctx context.Context, snap *lexicon.Snapshot, p storage.
 		if err != nil {
 			return p, err
 		}
-		mode := a.validation.mode(p.Collection)
-		outcomes := make([]storage.Revalidation, 0, len(page.Records))
-		for _, r := range page.Records {
-			o := storage.Revalidation{URI: r.URI, CID: r.CID}
-			if mode != indexer.ModeOff {
+		var outcomes []storage.Revalidation
+		if a.validation.mode(p.Collection) != indexer.ModeOff { // off: the flags stay as they were
+			outcomes = make([]storage.Revalidation, 0, len(page.Records))
+			for _, r := range page.Records {
+				o := storage.Revalidation{URI: r.URI, CID: r.CID}
 				if err := snap.ValidateRecord(p.Collection, r.Value); err != nil {
-					o.Invalid = textclip.Clip(err.Error(), storage.MaxInvalidReason)
+					o.Invalid = indexer.ClipReason(err.Error())
+				}
+				if o.Invalid != r.Invalid {
+					outcomes = append(outcomes, o)
 				}
 			}
-			if mode == indexer.ModeOff && r.Invalid != "" {
-				continue // not validated: the flag stays as it was
-			}
-			outcomes = append(outcomes, o)
 		}
 		flagged, cleared, err := a.store.SetRecordValidation(ctx, outcomes)
 		if err != nil {

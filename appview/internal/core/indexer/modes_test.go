@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/storage"
@@ -112,6 +113,22 @@ func TestParseMode(t *testing.T) {
 	for _, in := range []string{"", "on", "drop"} {
 		if _, ok := indexer.ParseMode(in); ok {
 			t.Errorf("ParseMode(%q) accepted", in)
+		}
+	}
+}
+
+// TestClipReason: a stored validation error is at most
+// storage.MaxInvalidReason bytes of valid UTF-8, and never empty.
+func TestClipReason(t *testing.T) {
+	long := strings.Repeat("é", storage.MaxInvalidReason)
+	for in, check := range map[string]func(string) bool{
+		"":        func(s string) bool { return s != "" },
+		"short":   func(s string) bool { return s == "short" },
+		long:      func(s string) bool { return len(s) <= storage.MaxInvalidReason && utf8.ValidString(s) && strings.HasSuffix(s, "…") },
+		long[:10]: func(s string) bool { return s == long[:10] },
+	} {
+		if got := indexer.ClipReason(in); !check(got) {
+			t.Errorf("ClipReason(%d bytes) = %q (%d bytes)", len(in), got, len(got))
 		}
 	}
 }

@@ -106,11 +106,20 @@ func (w *Writer) storable(c storage.Change, err error) (string, bool) {
 	if !errors.As(err, &inv) || !w.mode(c.Collection).Stores() {
 		return "", false
 	}
-	reason := textclip.Clip(err.Error(), storage.MaxInvalidReason)
+	return ClipReason(err.Error()), true
+}
+
+// ClipReason cuts a validation error to what a record stores: at most
+// storage.MaxInvalidReason bytes, cut at a character boundary (marked
+// with "…"); never empty.
+func ClipReason(reason string) string {
 	if reason == "" {
-		reason = "invalid"
+		return "invalid"
 	}
-	return reason, true
+	if len(reason) <= storage.MaxInvalidReason {
+		return reason
+	}
+	return textclip.Clip(reason, storage.MaxInvalidReason-len("…"))
 }
 
 // flag counts an invalid record stored with its error.
