@@ -122,9 +122,11 @@ func TestParseMode(t *testing.T) {
 func TestClipReason(t *testing.T) {
 	long := strings.Repeat("é", storage.MaxInvalidReason)
 	for in, check := range map[string]func(string) bool{
-		"":        func(s string) bool { return s != "" },
-		"short":   func(s string) bool { return s == "short" },
-		long:      func(s string) bool { return len(s) <= storage.MaxInvalidReason && utf8.ValidString(s) && strings.HasSuffix(s, "…") },
+		"":      func(s string) bool { return s != "" },
+		"short": func(s string) bool { return s == "short" },
+		long: func(s string) bool {
+			return len(s) <= storage.MaxInvalidReason && utf8.ValidString(s) && strings.HasSuffix(s, "…")
+		},
 		long[:10]: func(s string) bool { return s == long[:10] },
 	} {
 		if got := indexer.ClipReason(in); !check(got) {
