@@ -19,8 +19,9 @@
 // errors.go their error kinds; lifecycle.go is the component contract and the
 // ordered start and stop; components.go lists the App's components;
 // serve.go serves HTTP; routes.go assembles the HTTP surfaces; sources.go
-// connects event sources to the writer; validation.go keeps the per-collection
-// validation switches.
+// connects event sources to the writer; validation.go keeps the validation
+// modes (instance-wide and per collection); revalidate.go re-validates stored
+// records after a lexicon revision.
 package appview
 
 import (
@@ -206,6 +207,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.metrics.WatchSources(a.sourceStates)
 	a.metrics.WatchLinkIndex(a.linkIndexState)
+	a.metrics.WatchValidation(a.validationState)
 	a.lexicons = lexicon.NewRegistry(a.store)
 	if err := a.lexicons.Load(ctx); err != nil {
 		return err
@@ -234,17 +236,17 @@ func (a *App) build(ctx context.Context) error {
 	// below, before New returns: nothing runs before Start, and no request
 	// arrives before New returns.
 	a.backlinks = backlinks.New(a.store)
+	a.validation = newValidationToggles()
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
 		Events: a.events, Sealer: a.sealer, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
-		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan,
+		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan, HidesInvalid: a.validation.hidden,
 	})
 	if err := a.scripts.Reload(ctx); err != nil {
 		return err
 	}
-	a.validation = &validationToggles{off: map[string]bool{}}
 	// PostgreSQL writes on several connections at once: bulk work
 	// (backfill) is committed in batches of its own beside live changes.
 	// SQLite has one writer.
@@ -254,7 +256,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.newLeadership()
 	a.writer = indexer.New(indexer.Options{Store: a.store, Lexicons: a.lexicons,
-		Fence: a.leadership.Fence, ValidationOff: a.validation.isOff, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
+		Fence: a.leadership.Fence, Validation: a.validation.mode, Hook: withGoHooks(a.scripts, a.cfg.RecordHooks), Metrics: a.metrics, Logger: a.log, Now: cfg.Now,
 		BulkWriters: bulkWriters, BulkMaxBatch: bulkBatch,
 	})
 	// Backfill: the job manager writes through the one batch writer.

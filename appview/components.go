@@ -86,14 +86,17 @@ func (a *App) components() []*part {
 //     entries of dropped ones, in short paced steps, resuming where it
 //     stopped; woken by a declaration or a drop through this instance,
 //     the change feed, and every 30 s (fieldindexes.Service.Run)
-//  5. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
-//  6. event-log purge: hourly, and at once when the retention changes
+//  5. re-validation: validates the stored records of a collection again
+//     after a revision of its lexicon, in short paced steps, resuming
+//     where it stopped (revalidate.go)
+//  6. linked repo refresh, when token encryption is on (LinkedRepoRefresh)
+//  7. event-log purge: hourly, and at once when the retention changes
 //     (EventLogRetentionDays or the setting event_log_retention_days;
 //     none while it keeps everything)
-//  7. labeler subscriptions: one per active labeler, in line with the
+//  8. labeler subscriptions: one per active labeler, in line with the
 //     store at start, on every change through the labelers service, and
 //     every 30 s (labelsub.DefaultReconcile)
-//  8. event sources, one per source ("source NAME"), whose writes are
+//  9. event sources, one per source ("source NAME"), whose writes are
 //     fenced by the leader's lease
 func (a *App) leaderComponents() []*part {
 	parts := []*part{
@@ -103,6 +106,7 @@ func (a *App) leaderComponents() []*part {
 		{name: "sweeps", component: &worker{run: func(ctx context.Context) { every(ctx, 0, time.Hour, func() { a.sweep(ctx) }) }}},
 		{name: "link index pass", component: &worker{run: a.runLinkPass}},
 		{name: "field index build", component: &worker{run: a.fieldIndexes.Run}},
+		{name: "re-validation", component: &worker{run: a.runRevalidation}},
 	}
 	if a.sealer != nil {
 		parts = append(parts, &part{name: "linked repo refresh", component: &worker{run: func(ctx context.Context) {

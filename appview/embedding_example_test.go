@@ -102,7 +102,8 @@ func Example_records() {
 		// (they are not stored), res.Accepted counts the others, committed when
 		// Write returns but for res.Skipped (a record script or RecordHook chose
 		// not to store them) and res.ScriptFailed (their record script failed:
-		// retried automatically, then dead letters).
+		// retried automatically, then dead letters); res.Flagged lists those
+		// stored with a validation error (the validation modes hide and flag).
 		// doc-snippet: end
 		fmt.Println(res.Accepted, len(res.Rejected), res.Skipped, len(res.ScriptFailed), err)
 	})

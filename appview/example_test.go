@@ -194,7 +194,10 @@ func ExampleError() {
 }
 
 // Write records through the App's batch writer: each is checked against
-// its record lexicon, and the refused ones are reported, not stored.
+// its record lexicon. In the default validation mode (hide) a record its
+// lexicon refuses is stored with its validation error, reported as
+// flagged, and not served by default; in the mode reject (the setting
+// validation.mode) it would be refused and not stored.
 func ExampleWriter() {
 	newExample(func(ctx context.Context, app *appview.App) {
 		if _, err := app.Lexicons().Put(ctx, lexicon.Upload{Document: json.RawMessage(exampleNoteLexicon), Backfill: new(false)}); err != nil {
@@ -214,23 +217,23 @@ func ExampleWriter() {
 		}
 		res, err := w.Write(ctx, "example", []storage.Change{
 			note("3kexample0001", `{"$type":"com.example.note","text":"hello"}`),
-			note("3kexample0002", `{"$type":"com.example.note"}`), // no text: refused
+			note("3kexample0002", `{"$type":"com.example.note"}`), // no text: flagged
 		})
 		if err != nil {
 			panic(err)
 		}
 		fmt.Println("accepted:", res.Accepted)
-		for _, r := range res.Rejected {
-			fmt.Println("rejected:", r.URI)
+		for _, r := range res.Flagged {
+			fmt.Println("flagged:", r.URI)
 		}
 		fmt.Println("committed:", w.Stats().Committed)
 	})
 	// Output:
 	// before Start: true
 	// check: true
-	// accepted: 1
-	// rejected: at://did:plc:example/com.example.note/3kexample0002
-	// committed: 1
+	// accepted: 2
+	// flagged: at://did:plc:example/com.example.note/3kexample0002
+	// committed: 2
 }
 
 // Create, edit, list and delete API clients, as /admin/api-clients does.

@@ -66,7 +66,8 @@ func (a *App) newServices() *server.Services {
 			Now: a.cfg.Now, Logger: a.log}),
 		Instance: instance.New(instance.Options{
 			Store: a.store, Lexicons: a.lexicons, Events: a.events, SyncStatus: a.syncStatus, History: a.history, Now: a.cfg.Now, Logger: a.log,
-			Check: checkSetting, Changed: a.settingsChanged,
+			ValidationModes: a.validation.report,
+			Check:           checkSetting, Changed: a.settingsChanged,
 			Features: map[string]bool{
 				"jetstream":        a.cfg.Ingest.JetstreamURL != "off" && a.cfg.Ingest.EventStream != EventStreamFirehose,
 				"firehose":         a.cfg.Ingest.EventSource == nil && a.cfg.Ingest.EventStream == EventStreamFirehose,
@@ -81,7 +82,7 @@ func (a *App) newServices() *server.Services {
 			SignedIn: bf.Trigger(backfill.TriggerOAuthSession)}),
 		Writes: writes,
 		Calls: xrpcmethods.New(xrpcmethods.Options{
-			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}).OnMiss(queryMisses{a.backfill}), Writes: writes, Scripts: a.scripts,
+			Reads: reads.New(a.store, directoryIdentities{a.cfg.Network.Directory}).OnMiss(queryMisses{a.backfill}).HideInvalid(a.validation.hidden), Writes: writes, Scripts: a.scripts,
 			Identities: directoryIdentities{a.cfg.Network.Directory}, Labels: a.store, Now: a.cfg.Now, Logger: a.log,
 		}),
 		Backlinks:    a.backlinks,

@@ -218,7 +218,11 @@ func TestCustomSourceHasItsOwnCursor(t *testing.T) {
 			t.Fatalf("lexview_records_indexed_total = %v, %v", v, ok)
 		}
 
-		// A record its lexicon refuses is listed with its source and reason.
+		// In the validation mode reject, a record its lexicon refuses is
+		// listed with its source and reason.
+		if r := adm.Do(t, "PUT", "/admin/settings/validation.mode", map[string]any{"value": "reject"}); r.Status != 200 {
+			t.Fatalf("validation mode: %d %s", r.Status, r.Raw)
+		}
 		bad := noteChange("did:plc:src", "3kbbb", "")
 		bad.Record = json.RawMessage(`{"$type":"app.test.note"}`)
 		src.send(t, 6, bad)

@@ -36,6 +36,11 @@ type WriteResult struct {
 	Accepted int
 	// Rejected lists the changes the checks refused; they are not stored.
 	Rejected []Rejection
+	// Flagged lists, among the Accepted, the records their lexicon
+	// refuses that are stored anyway with that error, because their
+	// collection's validation mode is flag or hide (the default; see
+	// docs/ingestion.md#validation).
+	Flagged []Rejection
 	// Of the Accepted, known once they are committed (Write and
 	// WriteBulk; Submit leaves them empty): Skipped counts the changes a
 	// record-event script or a RecordHook chose not to store, and
@@ -62,6 +67,7 @@ type WriterStats struct {
 	Queued       int       `json:"queued"`                  // submissions waiting
 	Committed    int64     `json:"committed"`               // changes committed
 	Rejected     int64     `json:"rejected"`                // changes refused by the checks
+	Flagged      int64     `json:"flagged"`                 // invalid records stored with their validation error
 	Batches      int64     `json:"batches"`                 // transactions committed
 	LastCommitAt time.Time `json:"last_commit_at,omitzero"` // zero before the first
 }
@@ -100,6 +106,9 @@ func writeResult(res indexer.Result, err error) (WriteResult, error) {
 	out := WriteResult{Accepted: res.Accepted, Skipped: res.Skipped}
 	for _, r := range res.Rejected {
 		out.Rejected = append(out.Rejected, Rejection(r))
+	}
+	for _, r := range res.Flagged {
+		out.Flagged = append(out.Flagged, Rejection(r))
 	}
 	for _, r := range res.ScriptFailed {
 		out.ScriptFailed = append(out.ScriptFailed, Rejection(r))

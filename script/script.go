@@ -184,6 +184,17 @@ type LinkedWrite struct {
 	RecordWrite
 }
 
+// InvalidHider is implemented by a Host whose collections may hide the
+// records stored with a validation error (storage.Record.Invalid; the
+// validation mode hide): db.query, db.count, db.search and db.get leave a
+// hidden collection's flagged records out unless the script asks for them
+// (includeInvalid). A Host without it hides nothing.
+type InvalidHider interface {
+	// HidesInvalid reports whether collection's flagged records are left
+	// out by default.
+	HidesInvalid(collection string) bool
+}
+
 // Host is Lexview as a script sees it. Every method takes the request's
 // context, not the script's budget.
 type Host interface {

@@ -33,6 +33,11 @@ type Change struct {
 	// Scripted marks a change whose record-event hooks already ran (a
 	// retried dead letter, a reindex); the writer does not run them again.
 	Scripted bool
+	// Invalid is set by the writer, never by a source (whatever a source
+	// puts there is replaced): the validation error of a record its
+	// lexicon refuses that the collection's validation mode stores
+	// anyway (flag, hide), "" for a valid one.
+	Invalid string
 }
 
 // URI is the change's AT URI.

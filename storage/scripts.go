@@ -261,6 +261,9 @@ type RecordQuery struct {
 	Labels []LabelCondition
 	// LabelsAt is when label expiry is judged; zero means now.
 	LabelsAt time.Time
+	// ExcludeInvalid leaves out the records stored with a validation
+	// error (Record.Invalid): what the validation mode hide serves.
+	ExcludeInvalid bool
 	// OnScan, when set, is called when the query is answered by scanning
 	// the collection while a value index (see FieldIndexStore) would have
 	// served it. The store does not know how large the collection is, nor

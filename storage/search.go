@@ -62,6 +62,9 @@ type SearchQuery struct {
 	// SearchPage.Cursor of the same search (same collection, query,
 	// fields and DID); any other cursor is refused.
 	Cursor string
+	// ExcludeInvalid leaves out the records stored with a validation
+	// error (Record.Invalid): what the validation mode hide serves.
+	ExcludeInvalid bool
 }
 
 // SearchHit is one record a search found, with its rank.

@@ -45,6 +45,7 @@ type Store interface {
 	LinkStore
 	FieldIndexStore
 	SearchStore
+	ValidationStore
 
 	// Dialect names the backend ("sqlite" or "postgres").
 	Dialect() string
@@ -69,6 +70,10 @@ type Record struct {
 	// CreationTime(RKey, Value, IndexedAt), computed and stored by the
 	// store when the record is written (ApplyBatch ignores the field).
 	CreatedAt time.Time
+	// Invalid is why the record's lexicon refuses it, when it was stored
+	// anyway (the validation modes flag and hide, docs/ingestion.md);
+	// "" for a valid record.
+	Invalid string
 }
 
 // RecordView is the part of a stored record that serving it needs, read
@@ -78,6 +83,9 @@ type RecordView struct {
 	URI   []byte // at://did/collection/rkey
 	CID   []byte // CID of the record block
 	Value []byte // the record's JSON
+	// Invalid is the record's validation error (Record.Invalid); empty
+	// for a valid record. Set by ScanRecord only.
+	Invalid []byte
 }
 
 // RecordOp is one change to apply to the record index: an upsert of Record,
@@ -159,6 +167,11 @@ type ListQuery struct {
 	DID        string    // optional: only this repository's records
 	Limit      int       // page size, at least 1
 	After      *Position // optional: continue after this position
+	// ExcludeInvalid leaves out the records stored with a validation
+	// error (Record.Invalid): what the validation mode hide serves. The
+	// listing of every collection (no Collection, no DID: an operator's)
+	// ignores it.
+	ExcludeInvalid bool
 }
 
 // Page is one page of a listing. Next is set only when more records exist.

@@ -123,10 +123,12 @@ type Expect struct {
 	Writes *[]Write `json:"writes,omitempty"`
 	// Outcome is what the writer did with an event: "applied" (the
 	// default), "skipped" (a record-event script or hook chose not to
-	// store it), "rejected" (validation refused it) or "failed" (its
+	// store it), "rejected" (validation refused it), "flagged" (its
+	// lexicon refuses it, and it is stored with that error: the
+	// validation modes hide, the default, and flag) or "failed" (its
 	// record-event script failed).
 	Outcome string `json:"outcome,omitempty"`
-	// Reason is a part of the rejection's or failure's message.
+	// Reason is a part of the rejection's, flag's or failure's message.
 	Reason string `json:"reason,omitempty"`
 	// Records are the stored records after the step, by AT URI, matched
 	// against each record's value; null for a record that must not be
@@ -152,6 +154,7 @@ const (
 	OutcomeApplied  = "applied"
 	OutcomeSkipped  = "skipped"
 	OutcomeRejected = "rejected"
+	OutcomeFlagged  = "flagged"
 	OutcomeFailed   = "failed"
 )
 
@@ -334,7 +337,7 @@ func (st *Step) check() error {
 			return errors.New("an event expects an outcome and records, not a status, error, body or writes")
 		}
 		switch e.Outcome {
-		case "", OutcomeApplied, OutcomeSkipped, OutcomeRejected, OutcomeFailed:
+		case "", OutcomeApplied, OutcomeSkipped, OutcomeRejected, OutcomeFlagged, OutcomeFailed:
 		default:
 			return fmt.Errorf("outcome %q is not applied, skipped, rejected or failed", e.Outcome)
 		}

@@ -192,6 +192,9 @@ func (in *instance) index(ctx context.Context, recs []Record) error {
 	for _, r := range append(res.Rejected, res.ScriptFailed...) {
 		errs = append(errs, fmt.Errorf("fixture %s: %w", r.URI, r.Err))
 	}
+	for _, r := range res.Flagged { // stored, but a fixture must be valid
+		errs = append(errs, fmt.Errorf("fixture %s: its lexicon refuses it: %w", r.URI, r.Err))
+	}
 	if len(errs) == 0 && res.Skipped > 0 {
 		errs = append(errs, fmt.Errorf("%d fixture records were skipped by a record-event script or hook", res.Skipped))
 	}

@@ -255,6 +255,8 @@ func (in *instance) event(ctx context.Context, st *Step, f *Failure) error {
 		outcome, reason = OutcomeFailed, res.ScriptFailed[0].Err.Error()
 	case res.Skipped > 0:
 		outcome = OutcomeSkipped
+	case len(res.Flagged) > 0:
+		outcome, reason = OutcomeFlagged, res.Flagged[0].Err.Error()
 	}
 	want := st.Expect.Outcome
 	if want == "" {

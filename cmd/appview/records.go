@@ -106,6 +106,7 @@ func recordsImport(ctx context.Context, cfg appview.Config, path string, strict 
 // importTally counts what an import did.
 type importTally struct {
 	Stored       int // committed
+	Flagged      int // of Stored, those stored with a validation error (validation modes hide and flag)
 	Skipped      int // a record-event script chose not to store them
 	Refused      int // validation refused them
 	ScriptFailed int // their record-event script failed
@@ -140,6 +141,9 @@ func (t importTally) String() string {
 	}
 	if t.Skipped > 0 {
 		out += fmt.Sprintf("; skipped by their record script: %d", t.Skipped)
+	}
+	if t.Flagged > 0 {
+		out += fmt.Sprintf("; stored with a validation error: %d (not served by default, see docs/ingestion.md#validation)", t.Flagged)
 	}
 	return out
 }
@@ -194,6 +198,10 @@ func (im *importer) flush() error {
 	for _, r := range res.Rejected {
 		im.tally.Refused++
 		im.problem("line %d: %s refused: %v", im.lines[r.URI], r.URI, r.Err)
+	}
+	for _, r := range res.Flagged {
+		im.tally.Flagged++
+		im.problem("line %d: %s stored with a validation error: %v", im.lines[r.URI], r.URI, r.Err)
 	}
 	for _, r := range res.ScriptFailed {
 		im.tally.ScriptFailed++

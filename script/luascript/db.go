@@ -23,7 +23,7 @@ func (v *vm) hostErr(fn string, err error) {
 	v.L.RaiseError("%s: %s", fn, err.Error())
 }
 
-// db.query{collection, did, limit, cursor, sort, sortDirection, filter}
+// db.query{collection, did, limit, cursor, sort, sortDirection, filter, includeInvalid}
 func (v *vm) dbQuery(L *lua.LState) int {
 	q := v.recordQuery(L, "db.query")
 	page, err := v.run.inv.Host.QueryRecords(v.run.ctx, q)
@@ -44,7 +44,7 @@ func (v *vm) dbQuery(L *lua.LState) int {
 	return 1
 }
 
-// db.count{collection, did, filter}
+// db.count{collection, did, filter, includeInvalid}
 func (v *vm) dbCount(L *lua.LState) int {
 	q := v.recordQuery(L, "db.count")
 	n, err := v.run.inv.Host.CountMatching(v.run.ctx, q)
@@ -55,7 +55,7 @@ func (v *vm) dbCount(L *lua.LState) int {
 	return 1
 }
 
-// db.search{collection, query, fields, did, limit, cursor}: a page of
+// db.search{collection, query, fields, did, limit, cursor, includeInvalid}: a page of
 // records found by full-text search over the collection's text indexes,
 // best first, as db.query returns records.
 func (v *vm) dbSearch(L *lua.LState) int {
@@ -98,6 +98,7 @@ func (v *vm) searchQuery(L *lua.LState) storage.SearchQuery {
 	if q.Query == "" {
 		L.RaiseError("%s: query is required", fn)
 	}
+	q.ExcludeInvalid = v.excludeInvalid(L, opts, fn, q.Collection)
 	switch f := opts.RawGetString("fields").(type) {
 	case *lua.LNilType:
 	case lua.LString:
@@ -163,6 +164,7 @@ func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 		L.RaiseError("%s: sortDirection must be \"asc\" or \"desc\"", fn)
 	}
 	q.Limit = optLimit(L, opts, fn)
+	q.ExcludeInvalid = v.excludeInvalid(L, opts, fn, q.Collection)
 	if f := opts.RawGetString("filter"); f != lua.LNil {
 		filter, err := v.parseFilter(f, 1)
 		if err != nil {
@@ -178,6 +180,29 @@ func (v *vm) recordQuery(L *lua.LState, fn string) storage.RecordQuery {
 		q.Labels = labels
 	}
 	return q
+}
+
+// excludeInvalid reads the includeInvalid option of a query of
+// collection: whether its records stored with a validation error are left
+// out. Absent, they are when the collection hides them (the validation
+// mode hide, script.InvalidHider).
+func (v *vm) excludeInvalid(L *lua.LState, opts *lua.LTable, fn, collection string) bool {
+	switch x := opts.RawGetString("includeInvalid").(type) {
+	case *lua.LNilType:
+		return v.hidesInvalid(collection)
+	case lua.LBool:
+		return !bool(x)
+	default:
+		L.RaiseError("%s: includeInvalid must be a boolean", fn)
+	}
+	return false
+}
+
+// hidesInvalid reports whether the host hides collection's flagged
+// records by default.
+func (v *vm) hidesInvalid(collection string) bool {
+	h, ok := v.run.inv.Host.(script.InvalidHider)
+	return ok && h.HidesInvalid(collection)
 }
 
 func optString(L *lua.LState, t *lua.LTable, key, def string) string {
@@ -262,7 +287,7 @@ func (v *vm) parseFilter(val lua.LValue, depth int) (storage.Filter, error) {
 	return f, nil
 }
 
-// db.get(at_uri): one record or nil.
+// db.get(at_uri[, {includeInvalid}]): one record or nil.
 func (v *vm) dbGet(L *lua.LState) int {
 	uri := L.CheckString(1)
 	if u, err := syntax.ParseATURI(uri); err != nil || u.RecordKey() == "" {
@@ -275,6 +300,13 @@ func (v *vm) dbGet(L *lua.LState) int {
 	}
 	if err != nil {
 		v.hostErr("db.get", err)
+	}
+	if rec.Invalid != "" {
+		opts := v.plain(L.OptTable(2, L.CreateTable(0, 0)))
+		if v.excludeInvalid(L, opts, "db.get", rec.Collection) {
+			L.Push(lua.LNil)
+			return 1
+		}
 	}
 	L.Push(v.recordToLua(rec))
 	return 1
@@ -376,7 +408,9 @@ func goToLua(x any) lua.LValue {
 	return lua.LString(fmt.Sprint(x))
 }
 
-// Record.load_all(uris): the records in order, nil where not indexed.
+// Record.load_all(uris[, {includeInvalid}]): the records in order, nil
+// where not indexed or hidden (a record stored with a validation error of
+// a collection that hides them, unless includeInvalid).
 // The lookups run concurrently in chunks.
 func (v *vm) recordLoadAll(L *lua.LState) int {
 	list := L.CheckTable(1)
@@ -397,9 +431,10 @@ func (v *vm) recordLoadAll(L *lua.LState) int {
 	if err != nil {
 		v.hostErr("Record.load_all", err)
 	}
+	opts := v.plain(L.OptTable(2, L.CreateTable(0, 0)))
 	out := v.newArray(n)
 	for i, uri := range uris {
-		if rec, ok := found[uri]; ok {
+		if rec, ok := found[uri]; ok && (rec.Invalid == "" || !v.excludeInvalid(L, opts, "Record.load_all", rec.Collection)) {
 			out.RawSetInt(i+1, v.recordToLua(rec))
 		} else {
 			out.RawSetInt(i+1, lua.LNil)

@@ -127,11 +127,12 @@ func (dialect) LockMigrations(ctx context.Context, tx *sql.Tx) error {
 }
 
 // upsertRecords writes a whole batch in one statement from parallel arrays.
-const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
+// A valid record's validation error is ” in $10 and NULL in the table.
+const upsertRecords = `INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at, invalid)
 	SELECT u, d, c, k, ci, rv, rec::jsonb, timestamptz 'epoch' + us * interval '1 microsecond',
-		timestamptz 'epoch' + cus * interval '1 microsecond'
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[])
-		AS t(u, d, c, k, ci, rv, rec, us, cus)
+		timestamptz 'epoch' + cus * interval '1 microsecond', NULLIF(inv, '')
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::text[])
+		AS t(u, d, c, k, ci, rv, rec, us, cus, inv)
 	WHERE rv = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones tb WHERE tb.uri = t.u AND tb.rev >= t.rv)
 	` + sqlstore.RecordUpsertConflict + `
 	RETURNING uri, (extract(epoch FROM created_at) * 1000000)::bigint`
@@ -140,17 +141,17 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 	n := len(recs)
 	uris, dids, cols, rkeys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	cids, revs, values := make([]string, n), make([]string, n), make([][]byte, n)
-	times, created := make([]int64, n), make([]int64, n)
+	times, created, invalid := make([]int64, n), make([]int64, n), make([]string, n)
 	index := make(map[string]int, n)
 	for i, r := range recs {
 		uris[i], dids[i], cols[i], rkeys[i] = r.URI, r.DID, r.Collection, r.RKey
-		cids[i], revs[i], values[i] = r.CID, r.Rev, r.Value
+		cids[i], revs[i], values[i], invalid[i] = r.CID, r.Rev, r.Value, r.Invalid
 		times[i], created[i] = r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro()
 		index[r.URI] = i
 	}
 	rows, err := tx.QueryContext(ctx, upsertRecords, textArray[string](uris), textArray[string](dids), textArray[string](cols),
 		textArray[string](rkeys), textArray[string](cids), textArray[string](revs), textArray[[]byte](values),
-		pq.Array(times), pq.Array(created))
+		pq.Array(times), pq.Array(created), textArray[string](invalid))
 	if err != nil {
 		return nil, err
 	}

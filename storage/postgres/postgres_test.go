@@ -100,3 +100,49 @@ func dollars(q string) string {
 	}
 	return b.String()
 }
+
+// TestValidOnlyPlans: a listing that leaves out flagged records (the
+// validation mode hide) keeps the listing's index, its condition a filter,
+// and the flagged records of a collection (search's exclusion, the
+// counts) come from the partial index records_invalid.
+func TestValidOnlyPlans(t *testing.T) {
+	s := storagetest.Postgres(t).(*postgres.Store)
+	ctx := context.Background()
+	conn, err := s.Reader().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for name, q := range map[string]struct {
+		sql, index string
+		args       []any
+	}{
+		"valid-only deep page": {`SELECT uri, cid, record, created_at FROM records WHERE collection = $1 AND created_at <= $2
+			AND (created_at < $3 OR uri < $4) AND invalid IS NULL ORDER BY created_at DESC, uri DESC LIMIT $5`,
+			"records_collection_created", []any{"c", at, at, "u", 21}},
+		"flagged of a collection": {`SELECT uri FROM records WHERE collection = $1 AND invalid IS NOT NULL`,
+			"records_invalid", []any{"c"}},
+	} {
+		rows, err := conn.QueryContext(ctx, "EXPLAIN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "\n")
+		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, q.index) || strings.Contains(joined, "Sort") {
+			t.Errorf("%s: plan scans, sorts or misses %s:\n%s", name, q.index, joined)
+		}
+	}
+}

@@ -242,13 +242,13 @@ const upsertChunk = 250
 // savepoint), so a statement per record would write a segment per record.
 func upsertRecords(n int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at)
-	SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9 FROM (VALUES `)
+	b.WriteString(`INSERT INTO records (uri, did, collection, rkey, cid, rev, record, indexed_at, created_at, invalid)
+	SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	}
 	b.WriteString(`) AS v
 	WHERE v.column6 = '' OR NOT EXISTS (SELECT 1 FROM record_tombstones t WHERE t.uri = v.column1 AND t.rev >= v.column6)
@@ -269,12 +269,16 @@ func (dialect) UpsertRecords(ctx context.Context, tx *sql.Tx, recs []storage.Rec
 			full.Close()
 		}
 	}()
-	args := make([]any, 0, 9*min(len(recs), upsertChunk))
+	args := make([]any, 0, 10*min(len(recs), upsertChunk))
 	for start := 0; start < len(recs); start += upsertChunk {
 		chunk := recs[start:min(start+upsertChunk, len(recs))]
 		args = args[:0]
 		for _, r := range chunk {
-			args = append(args, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev, string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro())
+			var invalid any // NULL for a valid record
+			if r.Invalid != "" {
+				invalid = r.Invalid
+			}
+			args = append(args, r.URI, r.DID, r.Collection, r.RKey, r.CID, r.Rev, string(r.Value), r.IndexedAt.UnixMicro(), r.CreatedAt.UnixMicro(), invalid)
 		}
 		var rows *sql.Rows
 		var err error

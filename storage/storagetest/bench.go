@@ -172,7 +172,9 @@ func (o ownedTB) TempDir() string  { return o.owner.TempDir() }
 // from a cursor position deep in the ordering (DeepPage, rank ~900,000) and
 // the first page of one repository (DIDPage), each of 20 records, through
 // ListRecords and again through ScanRecords (ScanFirstPage, ScanDeepPage,
-// ScanDIDPage), and one record by URI (GetRecord, ScanRecord). The fixture
+// ScanDIDPage, and the first two leaving flagged records out, as the
+// validation mode hide reads them: ScanFirstPageValidOnly,
+// ScanDeepPageValidOnly), and one record by URI (GetRecord, ScanRecord). The fixture
 // is built on first use, once per backend name.
 func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store) {
 	get := fixtureGetter(b, backend, open)
@@ -235,6 +237,16 @@ func BenchList(b *testing.B, backend string, open func(testing.TB) storage.Store
 	})
 	scan("ScanDIDPage", func(fx *listFixture) storage.ListQuery {
 		return storage.ListQuery{Collection: BenchCollection, DID: fx.did, Limit: limit}
+	})
+	// The validation mode hide's pages: the same statements with
+	// invalid IS NULL (the fixture holds no flagged record, so this is
+	// the condition's own cost).
+	scan("ScanFirstPageValidOnly", func(*listFixture) storage.ListQuery {
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit, ExcludeInvalid: true}
+	})
+	scan("ScanDeepPageValidOnly", func(fx *listFixture) storage.ListQuery {
+		after := fx.deep
+		return storage.ListQuery{Collection: BenchCollection, Limit: limit, After: &after, ExcludeInvalid: true}
 	})
 	// One record by URI, as GetRecord and as ScanRecord, from 1,000
 	// spread over the collection.

@@ -41,13 +41,14 @@ func Suites() []Suite {
 		{"Links", RunLinks},
 		{"FieldIndexes", RunFieldIndexes},
 		{"Search", RunSearch},
+		{"Validation", RunValidation},
 	}
 }
 
 // RunAll runs every suite of this package against stores made by open,
 // each as a subtest named after it (Core, Access, Admin, Backfill, OAuth,
 // Scripts, Identity, InstanceKey, OAuthClient, LinkedRepos, Labels,
-// Plugins, NetworkLexicons, Links, FieldIndexes, Search), each of its tests on a
+// Plugins, NetworkLexicons, Links, FieldIndexes, Search, Validation), each of its tests on a
 // fresh store. A storage.Store implementation, Lexview's or an embedder's
 // own, must pass it:
 //

@@ -325,7 +325,7 @@ func (db *DB) source(rq *recordQuery, p plan, needRecords bool) (from string, w 
 		}
 	default:
 		from = `field_index_values v`
-		if needRecords || p.residual != nil || len(rq.labels.terms) > 0 {
+		if needRecords || p.residual != nil || len(rq.labels.terms) > 0 || rq.q.ExcludeInvalid {
 			from += ` JOIN records ON records.uri = v.rec_uri`
 		}
 		w.add(`v.index_id = ?`, id)
@@ -345,6 +345,12 @@ func (db *DB) source(rq *recordQuery, p plan, needRecords bool) (from string, w 
 		w.add(cond, args...)
 	}
 	w.addAll(rq.labels)
+	if rq.q.ExcludeInvalid {
+		// A filter on the rows read, never a reason to read others: the
+		// plan stays the one without it (the records are read anyway, but
+		// for a count driven by an index's entries alone).
+		w.add(`records.invalid IS NULL`)
+	}
 	if id != 0 {
 		w.add(indexGuard, id)
 	}

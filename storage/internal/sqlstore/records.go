@@ -12,20 +12,22 @@ import (
 	"github.com/lexview/lexview/storage"
 )
 
-const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at, created_at`
+const recordColumns = `uri, did, collection, rkey, cid, rev, record, indexed_at, created_at, invalid`
 
 // RecordUpsertConflict ends each dialect's record upsert (Dialect.UpsertRecords:
 // INSERT INTO records (recordColumns) SELECT ...) with the revision rule:
 // a stored row with a newer non-empty rev is kept, a row at the same rev
-// and CID is left as it is, and a row with the same CID keeps its
-// indexed_at and created_at.
+// and CID is left as it is (unless its validation error changed: the
+// record came again under another lexicon revision or validation mode),
+// and a row with the same CID keeps its indexed_at and created_at.
 const RecordUpsertConflict = `ON CONFLICT (uri) DO UPDATE SET
 		did = excluded.did, collection = excluded.collection, rkey = excluded.rkey,
-		cid = excluded.cid, rev = excluded.rev, record = excluded.record,
+		cid = excluded.cid, rev = excluded.rev, record = excluded.record, invalid = excluded.invalid,
 		indexed_at = CASE WHEN records.cid = excluded.cid THEN records.indexed_at ELSE excluded.indexed_at END,
 		created_at = CASE WHEN records.cid = excluded.cid THEN records.created_at ELSE excluded.created_at END
 	WHERE (records.rev = '' OR excluded.rev = '' OR excluded.rev >= records.rev)
-		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev)`
+		AND NOT (records.cid = excluded.cid AND records.rev = excluded.rev
+			AND records.invalid IS NOT DISTINCT FROM excluded.invalid)`
 
 // TombstoneConflict ends each dialect's tombstone insert
 // (Dialect.DeleteRecords): a tombstone only moves to a newer rev.
@@ -40,19 +42,37 @@ const afterPosition = ` AND created_at <= ? AND (created_at < ? OR uri < ?)`
 // newestFirst is the order of the listings without a DID.
 const newestFirst = `created_at DESC, uri DESC`
 
+// validOnly is the condition of a listing that leaves out the records
+// stored with a validation error (storage.ListQuery.ExcludeInvalid). It
+// filters the rows the listing's index range yields, so the plan is the
+// same; a listing without it (the validation modes reject and flag) is
+// the same statement as before the column existed.
+const validOnly = ` AND invalid IS NULL`
+
+// hideIndex is the index of a statement variant: 1 leaves out invalid
+// records (validOnly).
+func hideIndex(exclude bool) int {
+	if exclude {
+		return 1
+	}
+	return 0
+}
+
 // queries are the hot statements, bound once for the dialect.
 type queries struct {
 	getRecord string
-	// list[after] selects a page of a collection, newest created first
-	// (records_collection_created); listByKey
-	// a page of one repository's records, in a collection or in all, by
-	// URI (that is, record key) descending, through the primary key.
-	list      [2]string
-	listByKey string
+	// list[hide][after] selects a page of a collection, newest created
+	// first (records_collection_created); listByKey[hide] a page of one
+	// repository's records, in a collection or in all, by URI (that is,
+	// record key) descending, through the primary key. hide is 1 for the
+	// variant that leaves out invalid records (validOnly).
+	list      [2][2]string
+	listByKey [2]string
 	// The same for serving (ScanRecords, ScanRecord): only the columns
 	// an answer needs.
-	scanList                   [2]string
-	scanByKey, scanGet         string
+	scanList                   [2][2]string
+	scanByKey                  [2]string
+	scanGet                    string
 	countCollection, countAll  string
 	getCursor, putCursor       string
 	getRepoState, putRepoState string
@@ -74,19 +94,26 @@ func newQueries(d Dialect) queries {
 	var q queries
 	q.getRecord = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri = ?`)
 	q.rememberProof = Bind(d, rememberProof)
-	for after := range 2 {
-		where := `collection = ?`
-		if after == 1 {
-			where += afterPosition
+	for hide := range 2 {
+		valid := ""
+		if hide == 1 {
+			valid = validOnly
 		}
-		q.list[after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
-			` ORDER BY `+newestFirst+` LIMIT ?`)
-		q.scanList[after] = Bind(d, `SELECT `+servedColumns+` FROM records WHERE `+where+
-			` ORDER BY `+newestFirst+` LIMIT ?`)
+		for after := range 2 {
+			where := `collection = ?`
+			if after == 1 {
+				where += afterPosition
+			}
+			where += valid
+			q.list[hide][after] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE `+where+
+				` ORDER BY `+newestFirst+` LIMIT ?`)
+			q.scanList[hide][after] = Bind(d, `SELECT `+servedColumns+` FROM records WHERE `+where+
+				` ORDER BY `+newestFirst+` LIMIT ?`)
+		}
+		q.scanByKey[hide] = Bind(d, `SELECT `+servedColumns+` FROM records WHERE uri >= ? AND uri < ?`+valid+` ORDER BY uri DESC LIMIT ?`)
+		q.listByKey[hide] = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ?`+valid+` ORDER BY uri DESC LIMIT ?`)
 	}
-	q.scanByKey = Bind(d, `SELECT `+servedColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
-	q.scanGet = Bind(d, `SELECT cid, record FROM records WHERE uri = ?`)
-	q.listByKey = Bind(d, `SELECT `+recordColumns+` FROM records WHERE uri >= ? AND uri < ? ORDER BY uri DESC LIMIT ?`)
+	q.scanGet = Bind(d, `SELECT cid, record, invalid FROM records WHERE uri = ?`)
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
 	q.countAll = `SELECT COUNT(*) FROM records`
 	q.linkTarget = Bind(d, `SELECT id, records FROM link_targets WHERE target = ? AND source = ?`)
@@ -228,7 +255,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 	switch {
 	case q.DID != "":
 		lo, hi := db.repositoryRange(q)
-		recs, err = db.queryRecords(ctx, min(q.Limit, 128), db.q.listByKey, lo, hi, q.Limit+1)
+		recs, err = db.queryRecords(ctx, min(q.Limit, 128), db.q.listByKey[hideIndex(q.ExcludeInvalid)], lo, hi, q.Limit+1)
 	case q.Collection != "":
 		args := make([]any, 0, 5)
 		args = append(args, q.Collection)
@@ -239,7 +266,7 @@ func (db *DB) ListRecords(ctx context.Context, q storage.ListQuery) (storage.Pag
 			args = append(args, t, t, q.After.URI)
 		}
 		args = append(args, q.Limit+1)
-		recs, err = db.queryRecords(ctx, min(q.Limit, 128), db.q.list[after], args...)
+		recs, err = db.queryRecords(ctx, min(q.Limit, 128), db.q.list[hideIndex(q.ExcludeInvalid)][after], args...)
 	default:
 		recs, err = db.listEveryCollection(ctx, q)
 	}
@@ -440,13 +467,14 @@ func scanRecord(row rowScanner) (storage.Record, error) {
 	var r storage.Record
 	var value []byte
 	var at, created Time
-	if err := row.Scan(&r.URI, &r.DID, &r.Collection, &r.RKey, &r.CID, &r.Rev, &value, &at, &created); err != nil {
+	var invalid sql.NullString
+	if err := row.Scan(&r.URI, &r.DID, &r.Collection, &r.RKey, &r.CID, &r.Rev, &value, &at, &created, &invalid); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return r, err
 		}
 		return r, fmt.Errorf("scan record: %w", err)
 	}
 	r.Value = value
-	r.IndexedAt, r.CreatedAt = at.T, created.T
+	r.IndexedAt, r.CreatedAt, r.Invalid = at.T, created.T, invalid.String
 	return r, nil
 }

@@ -28,13 +28,14 @@ func (db *DB) ScanRecords(ctx context.Context, q storage.ListQuery, fn func(stor
 	switch {
 	case q.DID != "":
 		lo, hi := db.repositoryRange(q)
-		rows, err = db.reads.query(ctx, db.q.scanByKey, lo, hi, q.Limit+1)
+		rows, err = db.reads.query(ctx, db.q.scanByKey[hideIndex(q.ExcludeInvalid)], lo, hi, q.Limit+1)
 	case q.Collection != "":
+		list := &db.q.scanList[hideIndex(q.ExcludeInvalid)]
 		if q.After == nil {
-			rows, err = db.reads.query(ctx, db.q.scanList[0], q.Collection, q.Limit+1)
+			rows, err = db.reads.query(ctx, list[0], q.Collection, q.Limit+1)
 		} else {
 			t := db.dialect.Time(q.After.Time)
-			rows, err = db.reads.query(ctx, db.q.scanList[1], q.Collection, t, t, q.After.URI, q.Limit+1)
+			rows, err = db.reads.query(ctx, list[1], q.Collection, t, t, q.After.URI, q.Limit+1)
 		}
 	default:
 		return db.scanListed(ctx, q, fn)
@@ -103,11 +104,11 @@ func (db *DB) ScanRecord(ctx context.Context, uri string, fn func(storage.Record
 		}
 		return storage.ErrNotFound
 	}
-	var cid, value sql.RawBytes
-	if err := rows.Scan(&cid, &value); err != nil {
+	var cid, value, invalid sql.RawBytes
+	if err := rows.Scan(&cid, &value, &invalid); err != nil {
 		return fmt.Errorf("get record: %w", err)
 	}
-	if err := fn(storage.RecordView{URI: []byte(uri), CID: cid, Value: value}); err != nil {
+	if err := fn(storage.RecordView{URI: []byte(uri), CID: cid, Value: value, Invalid: invalid}); err != nil {
 		return err
 	}
 	if err := rows.Close(); err != nil && !errors.Is(err, context.Canceled) {

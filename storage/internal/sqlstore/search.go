@@ -94,9 +94,9 @@ func (db *DB) searchStatement(ctx context.Context, q storage.SearchQuery) (stmt 
 		after = &searchPosition{rank: rank, uri: pos.URI}
 	}
 	if db.dialect.Name() == "postgres" {
-		stmt, args = tsquerySearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+		stmt, args = tsquerySearchSQL(expr, slots, q.Collection, q.DID, q.ExcludeInvalid, after, limit+1)
 	} else {
-		stmt, args = fts4SearchSQL(expr, slots, q.Collection, q.DID, after, limit+1)
+		stmt, args = fts4SearchSQL(expr, slots, q.Collection, q.DID, q.ExcludeInvalid, after, limit+1)
 	}
 	return stmt, args, limit, scope, nil
 }
@@ -112,6 +112,12 @@ func (db *DB) ExplainSearch(ctx context.Context, q storage.SearchQuery) (string,
 	return db.explain(ctx, stmt, args)
 }
 
+// flaggedExcluded leaves the collection's flagged records (those stored
+// with a validation error) out of a search's matches before the page is
+// cut: their URIs come from the partial index records_invalid, whose size
+// is the number of flagged records, not of matches.
+const flaggedExcluded = ` AND d.uri NOT IN (SELECT uri FROM records WHERE collection = ? AND invalid IS NOT NULL)`
+
 // searchPosition is where a search page continues: below rank, or at rank
 // after uri.
 type searchPosition struct {
@@ -125,7 +131,7 @@ type searchPosition struct {
 // collection (search_docs by docid), and only then their records. CROSS
 // JOIN fixes that order: left to choose, SQLite's planner may start from
 // the collection's records instead, and go through all of them.
-func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, after *searchPosition, limit int) (string, []any) {
+func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, excludeInvalid bool, after *searchPosition, limit int) (string, []any) {
 	var mask byte
 	for _, s := range slots {
 		mask |= 1 << s.slot
@@ -143,6 +149,10 @@ func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, aft
 		b.WriteString(` AND d.did = ?`)
 		args = append(args, did)
 	}
+	if excludeInvalid {
+		b.WriteString(flaggedExcluded)
+		args = append(args, collection)
+	}
 	if after != nil {
 		b.WriteString(` AND (m.rank < ? OR m.rank = ? AND d.uri > ?)`)
 		args = append(args, after.rank, after.rank, after.uri)
@@ -158,7 +168,7 @@ func fts4SearchSQL(e searchExpr, slots []searchSlot, collection, did string, aft
 // density (ts_rank_cd, normalized by the log of the document's length)
 // with the searched fields' weights at 1 and the others at 0, then their
 // records.
-func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, after *searchPosition, limit int) (string, []any) {
+func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, excludeInvalid bool, after *searchPosition, limit int) (string, []any) {
 	weights := []string{"0", "0", "0", "0"} // D, C, B, A
 	for _, s := range slots {
 		weights[3-s.slot] = "1"
@@ -174,6 +184,10 @@ func tsquerySearchSQL(e searchExpr, slots []searchSlot, collection, did string, 
 	if did != "" {
 		b.WriteString(` AND d.did = ?`)
 		args = append(args, did)
+	}
+	if excludeInvalid {
+		b.WriteString(flaggedExcluded)
+		args = append(args, collection)
 	}
 	// Rank, filter past the cursor and cut to the page over the index
 	// alone, then fetch the page's records: joining first let the planner

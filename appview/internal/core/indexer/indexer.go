@@ -86,9 +86,11 @@ type Options struct {
 	// above zero; default MaxBatch.
 	BulkMaxBatch int
 	RetryDelay   time.Duration // first wait after a failed commit; default 100ms
-	// ValidationOff reports collections whose validation an operator
-	// turned off. Nil validates everything.
-	ValidationOff func(collection string) bool
+	// Validation returns a collection's validation mode: what the writer
+	// does with a record its lexicon refuses (ModeReject, ModeFlag,
+	// ModeHide), or ModeOff for no lexicon validation. Nil rejects
+	// every invalid record.
+	Validation func(collection string) Mode
 	// Hook runs record-event scripts; nil runs none.
 	Hook Hook
 	// Fence reports whether this instance leads, and the lease its event
@@ -137,6 +139,7 @@ type Stats struct {
 	Queued       int       `json:"queued"`                  // submissions waiting
 	Committed    int64     `json:"committed"`               // changes committed since start
 	Rejected     int64     `json:"rejected"`                // changes refused by validation since start
+	Flagged      int64     `json:"flagged"`                 // invalid records stored with their error (modes flag and hide) since start
 	Batches      int64     `json:"batches"`                 // transactions committed since start
 	LastCommitAt time.Time `json:"last_commit_at,omitzero"` // zero before the first
 }
@@ -307,6 +310,10 @@ type Result struct {
 	Accepted int
 	// Rejected lists the changes validation refused.
 	Rejected []Rejection
+	// Flagged lists, among the Accepted, the records their lexicon
+	// refuses that are stored with that error (the validation modes flag
+	// and hide), with the error.
+	Flagged []Rejection
 	// Of the Accepted, once committed (Write, WriteBulk and Remove wait
 	// for it; Submit leaves these empty): Skipped counts the changes a
 	// record-event script or hook chose not to write, and ScriptFailed
@@ -604,6 +611,7 @@ func batchOf(items []*item) (storage.Batch, map[string]time.Time) {
 		for _, c := range it.changes {
 			rec := storage.Record{
 				URI: c.URI(), DID: c.DID, Collection: c.Collection, RKey: c.RKey, CID: c.CID, Rev: c.Rev, Value: c.Record,
+				Invalid: c.Invalid,
 			}
 			b.Ops = append(b.Ops, storage.RecordOp{Delete: c.Op == storage.OpDelete, Record: rec})
 			if t, ok := oldest[it.source]; !ok || c.Received.Before(t) {

@@ -26,8 +26,13 @@ func TestWriterRefusesMalformedChanges(t *testing.T) {
 		for _, validation := range []bool{true, false} {
 			store := open(t)
 			w := indexer.New(indexer.Options{Store: store, Lexicons: registry(t, store),
-				Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-				ValidationOff: func(string) bool { return !validation },
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Validation: func(string) indexer.Mode {
+					if validation {
+						return indexer.ModeHide // malformed changes are refused in every mode
+					}
+					return indexer.ModeOff
+				},
 			})
 			if err := w.Start(context.Background()); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lexview/lexview/internal/textclip"
@@ -27,7 +28,15 @@ func (w *Writer) prepare(source string, changes []storage.Change, cursor *storag
 		if c.Received.IsZero() {
 			c.Received = now
 		}
+		c.Invalid = ""
 		if err := valid(snap, c); err != nil {
+			if reason, ok := w.storable(c, err); ok {
+				c.Invalid = reason
+				res.Flagged = append(res.Flagged, Rejection{URI: c.URI(), Err: err})
+				w.flag(source, label)
+				kept = append(kept, c)
+				continue
+			}
 			res.Rejected = append(res.Rejected, Rejection{URI: c.URI(), Err: err})
 			w.reject(source, label, c, err)
 			continue
@@ -39,6 +48,86 @@ func (w *Writer) prepare(source string, changes []storage.Change, cursor *storag
 		return nil, res
 	}
 	return &item{source: source, changes: kept, cursor: cursor, done: make(chan struct{})}, res
+}
+
+// Mode is a collection's validation mode: what the writer does with a
+// record its lexicon refuses.
+type Mode string
+
+// The validation modes.
+const (
+	// ModeReject refuses the record: it is not stored (counted, logged
+	// and listed among the refusals).
+	ModeReject Mode = "reject"
+	// ModeFlag stores the record with its validation error, and it is
+	// served like any other.
+	ModeFlag Mode = "flag"
+	// ModeHide stores the record with its validation error, but the
+	// default and scripted queries leave it out unless asked for it.
+	ModeHide Mode = "hide"
+	// ModeOff does not validate the collection's records against their
+	// lexicon at all (malformed changes are still refused).
+	ModeOff Mode = "off"
+)
+
+// ParseMode reads a mode by name (case-insensitively).
+func ParseMode(s string) (Mode, bool) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case ModeReject, ModeFlag, ModeHide, ModeOff:
+		return m, true
+	}
+	return "", false
+}
+
+// Stores reports whether the mode stores invalid records (flag, hide).
+func (m Mode) Stores() bool { return m == ModeFlag || m == ModeHide }
+
+// mode returns collection's validation mode.
+func (w *Writer) mode(collection string) Mode {
+	if w.opt.Validation == nil {
+		return ModeReject
+	}
+	return w.opt.Validation(collection)
+}
+
+// invalidRecord is a record's refusal by its lexicon: the one refusal
+// that the modes flag and hide store instead (never a malformed change,
+// nor a record of a collection without a record lexicon).
+type invalidRecord struct{ err error }
+
+func (e invalidRecord) Error() string { return e.err.Error() }
+func (e invalidRecord) Unwrap() error { return e.err }
+
+// storable reports whether change c, refused with err, is stored anyway
+// with its validation error (the collection's mode flags or hides
+// invalid records), and that error, cut to storage.MaxInvalidReason.
+func (w *Writer) storable(c storage.Change, err error) (string, bool) {
+	var inv invalidRecord
+	if !errors.As(err, &inv) || !w.mode(c.Collection).Stores() {
+		return "", false
+	}
+	return ClipReason(err.Error()), true
+}
+
+// ClipReason cuts a validation error to what a record stores: at most
+// storage.MaxInvalidReason bytes, cut at a character boundary (marked
+// with "…"); never empty.
+func ClipReason(reason string) string {
+	if reason == "" {
+		return "invalid"
+	}
+	if len(reason) <= storage.MaxInvalidReason {
+		return reason
+	}
+	return textclip.Clip(reason, storage.MaxInvalidReason-len("…"))
+}
+
+// flag counts an invalid record stored with its error.
+func (w *Writer) flag(source, collection string) {
+	w.opt.Metrics.Flagged(source, collection)
+	w.mu.Lock()
+	w.stats.Flagged++
+	w.mu.Unlock()
 }
 
 // ErrMalformed is wrapped by the rejection of a change whose identifiers
@@ -91,7 +180,11 @@ func (w *Writer) validate(snap *lexicon.Snapshot, c storage.Change) error {
 	if err := lexicon.CheckRecordText(c.Record); err != nil {
 		return malformed("%w", err)
 	}
-	return w.checkRecord(snap, c.Collection, c.Record)
+	err := w.checkRecord(snap, c.Collection, c.Record)
+	if err == nil || errors.Is(err, lexicon.ErrNoRecordLexicon) {
+		return err
+	}
+	return invalidRecord{err}
 }
 
 // validateRemoval checks a removal (Writer.Remove): a delete with valid
@@ -106,13 +199,16 @@ func validateRemoval(_ *lexicon.Snapshot, c storage.Change) error {
 // CheckRecord reports why a record of collection would be refused when
 // written (nil when it would not): the lexicon validation every write
 // meets, without writing. A procedure asks before the record reaches the
-// PDS.
+// PDS, and refuses an invalid record in every validation mode but off: a
+// user's own write is refused at the door rather than put into their
+// repository invalid (the modes flag and hide are about records the
+// network already holds).
 func (w *Writer) CheckRecord(collection string, record json.RawMessage) error {
 	return w.checkRecord(w.lexicons.Snapshot(), collection, record)
 }
 
 func (w *Writer) checkRecord(snap *lexicon.Snapshot, collection string, record json.RawMessage) error {
-	if w.opt.ValidationOff != nil && w.opt.ValidationOff(collection) {
+	if w.mode(collection) == ModeOff {
 		if l, ok := snap.Get(collection); !ok || l.Kind != lexicon.KindRecord {
 			return lexicon.ErrNoRecordLexicon
 		}

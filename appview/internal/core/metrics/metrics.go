@@ -18,6 +18,7 @@ type Metrics struct {
 	EventsReceived    *prometheus.CounterVec // source, collection
 	RecordsIndexed    *prometheus.CounterVec // source, collection
 	RecordsRejected   *prometheus.CounterVec // source, collection
+	RecordsFlagged    *prometheus.CounterVec // source, collection
 	EventsSkipped     *prometheus.CounterVec // source, reason
 	CommitsVerified   *prometheus.CounterVec // source
 	Resyncs           *prometheus.CounterVec // source, reason
@@ -45,6 +46,7 @@ type Metrics struct {
 	sources      *sourceCollector
 	links        *linkCollector
 	fieldIndexes *fieldIndexCollector
+	validation   *validationCollector
 	plugins      *pluginCollector
 }
 
@@ -56,6 +58,7 @@ func New() *Metrics {
 		sources:      newSourceCollector(),
 		links:        newLinkCollector(),
 		fieldIndexes: newFieldIndexCollector(),
+		validation:   newValidationCollector(),
 		plugins:      newPluginCollector(),
 		EventsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_received_total", Help: "Record events received, by source and collection.",
@@ -65,6 +68,9 @@ func New() *Metrics {
 		}, []string{"source", "collection"}),
 		RecordsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_records_rejected_total", Help: "Record changes refused by lexicon validation, by source and collection.",
+		}, []string{"source", "collection"}),
+		RecordsFlagged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lexview_records_flagged_total", Help: "Records their lexicon refuses that were stored with their validation error (validation modes flag and hide), by source and collection.",
 		}, []string{"source", "collection"}),
 		EventsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lexview_events_skipped_total", Help: "Stream events an event source went past unused (too large, undecodable, invalid), by source and reason.",
@@ -151,10 +157,10 @@ func New() *Metrics {
 // collectors lists Lexview's own collectors.
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
+		m.EventsReceived, m.RecordsIndexed, m.RecordsRejected, m.RecordsFlagged, m.EventsSkipped, m.CommitsVerified, m.Resyncs, m.BatchSize, m.CommitLag, m.CommitDuration, m.QueueDepth,
 		m.Reconnects, m.Connected, m.BackfillRepos, m.BackfillFailures, m.BackfillRecords, m.BackfillOnDemands,
 		m.LabelsReceived, m.LabelsStored, m.LabelsRefused, m.LabelerConnections, m.LabelLag,
-		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.plugins,
+		m.LexiconFetches, m.ProxiedCalls, m.Leader, m.IndexableScans, m.sources, m.links, m.fieldIndexes, m.validation, m.plugins,
 	}
 }
 
@@ -204,6 +210,13 @@ func (m *Metrics) Indexed(source, collection string, n int) {
 func (m *Metrics) Rejected(source, collection string) {
 	if m != nil {
 		m.RecordsRejected.WithLabelValues(source, collection).Inc()
+	}
+}
+
+// Flagged counts invalid records stored with their validation error.
+func (m *Metrics) Flagged(source, collection string) {
+	if m != nil {
+		m.RecordsFlagged.WithLabelValues(source, collection).Inc()
 	}
 }
 

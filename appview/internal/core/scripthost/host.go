@@ -42,6 +42,13 @@ func (h host) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 	return h.Store.CountMatching(ctx, h.r.withScanHint(q))
 }
 
+// HidesInvalid implements script.InvalidHider.
+func (h host) HidesInvalid(collection string) bool {
+	return h.r.opt.HidesInvalid != nil && h.r.opt.HidesInvalid(collection)
+}
+
+var _ script.InvalidHider = host{}
+
 // withScanHint sets q's OnScan to Options.OnScan unless q has its own.
 func (r *Runtime) withScanHint(q storage.RecordQuery) storage.RecordQuery {
 	if q.OnScan == nil {

@@ -122,6 +122,10 @@ type Options struct {
 	// (storage.RecordQuery.OnScan): the index suggestions. It runs in the
 	// script's query and must not block.
 	OnScan func(storage.ScanHint)
+	// HidesInvalid reports the collections whose records stored with a
+	// validation error scripts' queries leave out by default (the
+	// validation mode hide; script.InvalidHider); nil hides none.
+	HidesInvalid func(collection string) bool
 }
 
 // ErrNoScript is returned by RetryDeadLetter when no script is bound to

@@ -21,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/core/history"
+	"github.com/lexview/lexview/appview/internal/core/indexer"
 	"github.com/lexview/lexview/appview/internal/core/labelsub"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
 	"github.com/lexview/lexview/lexicon"
@@ -31,6 +32,7 @@ import (
 type Store interface {
 	storage.SettingsStore
 	storage.OperatorStore
+	storage.ValidationStore
 	Dialect() string
 }
 
@@ -45,6 +47,10 @@ type Options struct {
 	// SyncStatus reports live ingestion and the batch writer for the
 	// statistics; nil leaves them out.
 	SyncStatus func() map[string]any
+	// ValidationModes reports the validation mode of the instance and
+	// those of the collections with a mode of their own (GET
+	// /admin/stats/validation); nil: reject, none of their own.
+	ValidationModes func() (instance string, collections map[string]string)
 	// History is the sampled history of the instance's figures and its
 	// health (GET /admin/stats/history); nil: none is kept.
 	History *history.History
@@ -204,13 +210,30 @@ func checkSettingValue(key, value string) error {
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < labelsub.MinMaxFrame || n > labelsub.MaxMaxFrame {
 			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, labelsub.MinMaxFrame, labelsub.MaxMaxFrame)
 		}
+	case validationModeSetting:
+		if m, ok := indexer.ParseMode(value); !ok || m == indexer.ModeOff {
+			return fail.Invalidf("%s must be reject, flag or hide", key)
+		}
 	case wasm.MaxMemorySetting:
 		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < wasm.MinMaxMemory || n > wasm.MaxMaxMemory {
 			return fail.Invalidf("%s must be a number of bytes from %d to %d", key, wasm.MinMaxMemory, wasm.MaxMaxMemory)
 		}
+	default:
+		if c, ok := strings.CutPrefix(key, validationSettingPrefix); ok && lexicon.CheckNSID(c) == nil {
+			if _, ok := indexer.ParseMode(value); !ok {
+				return fail.Invalidf("%s must be off, reject, flag or hide", key)
+			}
+		}
 	}
 	return nil
 }
+
+// The validation settings (appview.ValidationModeSetting and
+// appview.ValidationSettingPrefix, docs/ingestion.md#validation).
+const (
+	validationSettingPrefix = "validation."
+	validationModeSetting   = validationSettingPrefix + "mode"
+)
 
 // ErrLogoTooLarge refuses a logo over MaxLogoSize.
 var ErrLogoTooLarge = fail.New(fail.TooLarge, "logo exceeds 1 MiB")

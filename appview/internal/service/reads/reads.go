@@ -43,6 +43,10 @@ type Service struct {
 	records RecordReader
 	handles HandleResolver // nil: handles in AT URIs are not found
 	misses  Misses         // nil: misses are not reported
+	// hides reports the collections whose records stored with a
+	// validation error are not served (the validation modes hide and
+	// reject); nil hides none.
+	hides func(collection string) bool
 }
 
 // Misses hears of the accounts queries found nothing of.
@@ -69,6 +73,19 @@ func (s *Service) OnMiss(m Misses) *Service {
 	return s
 }
 
+// HideInvalid makes the service leave out the records stored with a
+// validation error of the collections hides reports (the validation mode
+// hide): a listing skips them, and getting one is not found. It returns s.
+func (s *Service) HideInvalid(hides func(collection string) bool) *Service {
+	s.hides = hides
+	return s
+}
+
+// hidden reports whether collection's flagged records are left out.
+func (s *Service) hidden(collection string) bool {
+	return s.hides != nil && s.hides(collection)
+}
+
 var (
 	errNotFound  = fail.New(fail.NotFound, "record not found")
 	errBadURI    = fail.New(fail.Invalid, "invalid AT URI")
@@ -90,7 +107,7 @@ func scope(q storage.ListQuery) string {
 // views fn receives are valid only during the call (see
 // storage.RecordView); an error from fn stops the listing and is returned.
 func (s *Service) List(ctx context.Context, collection string, params url.Values, fn func(storage.RecordView) error) (string, error) {
-	q := storage.ListQuery{Collection: collection, Limit: DefaultLimit}
+	q := storage.ListQuery{Collection: collection, Limit: DefaultLimit, ExcludeInvalid: s.hidden(collection)}
 	if params.Has("limit") {
 		n, err := strconv.Atoi(params.Get("limit"))
 		if err != nil || n < 1 || n > MaxLimit {
@@ -187,6 +204,15 @@ func (s *Service) Get(ctx context.Context, collection, raw string, fn func(stora
 	did, err := s.resolve(ctx, id)
 	if err != nil {
 		return err
+	}
+	if s.hidden(collection) {
+		serve := fn
+		fn = func(v storage.RecordView) error {
+			if len(v.Invalid) > 0 {
+				return errNotFound
+			}
+			return serve(v)
+		}
 	}
 	err = s.records.ScanRecord(ctx, "at://"+did.String()+"/"+coll+"/"+rkey, fn)
 	if errors.Is(err, storage.ErrNotFound) {

@@ -30,6 +30,7 @@ var table = map[string]Rule{
 	"GET /admin/stats":                                 need(admins.StatsRead),
 	"GET /admin/stats/history":                         need(admins.StatsRead), // not in the specification: the dashboard's charts
 	"GET /admin/stats/health":                          need(admins.StatsRead), // not in the specification: the dashboard's status indicator
+	"GET /admin/stats/validation":                      need(admins.StatsRead), // not in the specification: records stored with a validation error
 	"POST /admin/backfill":                             need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/cancel":                 need(admins.BackfillCreate),
 	"POST /admin/backfill/{id}/pause":                  need(admins.BackfillCreate),

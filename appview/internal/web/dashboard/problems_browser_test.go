@@ -18,7 +18,8 @@ import (
 // TestBrowserOverviewProblems: the overview shows problems where they
 // happen. A waiting source says why its connection failed, when, and when
 // it dials again; a record its lexicon refused is listed with its reason,
-// its AT URI and a link to its lexicon; the event log's errors are
+// its AT URI and a link to its lexicon, and one stored flagged is counted
+// by lexicon and reason; the event log's errors are
 // summarised by kind with their counts, each entry one line, its detail
 // folded in a <details> with a whole script cut short. The app folder
 // served (appview dev) shows its problems by file and line and the steps
@@ -34,11 +35,23 @@ func TestBrowserOverviewProblems(t *testing.T) {
 	if r := env.Do(t, "POST", "/admin/lexicons", map[string]any{"lexicon_json": doc, "backfill": false}, testenv.Bearer(key)...); r.Status != 201 {
 		t.Fatalf("upload lexicon: %d %s", r.Status, r.Raw)
 	}
-	res, err := env.App.Writer().Write(context.Background(), "jetstream", []storage.Change{{Op: storage.OpCreate,
-		DID: "did:plc:refused", Collection: "app.test.post", RKey: "3kref", CID: "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-		Record: json.RawMessage(`{"$type":"app.test.post"}`)}})
+	// Refused in the validation mode reject; flagged in the default, hide.
+	invalid := func(rkey string) []storage.Change {
+		return []storage.Change{{Op: storage.OpCreate, DID: "did:plc:refused", Collection: "app.test.post", RKey: rkey,
+			CID: "bafyreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Record: json.RawMessage(`{"$type":"app.test.post"}`)}}
+	}
+	if r := env.Do(t, "PUT", "/admin/settings/validation.mode", map[string]any{"value": "reject"}, testenv.Bearer(key)...); r.Status != 200 {
+		t.Fatalf("validation mode: %d %s", r.Status, r.Raw)
+	}
+	res, err := env.App.Writer().Write(context.Background(), "jetstream", invalid("3kref"))
 	if err != nil || len(res.Rejected) != 1 {
 		t.Fatalf("write the refused record: %+v, %v", res, err)
+	}
+	if r := env.Do(t, "DELETE", "/admin/settings/validation.mode", nil, testenv.Bearer(key)...); r.Status != 204 {
+		t.Fatalf("validation mode: %d %s", r.Status, r.Raw)
+	}
+	if res, err := env.App.Writer().Write(context.Background(), "jetstream", invalid("3kflag")); err != nil || len(res.Flagged) != 1 {
+		t.Fatalf("write the flagged record: %+v, %v", res, err)
 	}
 	script := "-- a long script\n" + strings.Repeat("local x = 1\n", 200)
 	detail, _ := json.Marshal(map[string]any{"error": "attempt to index a nil value\nstack traceback: ...", "script_source": script})
@@ -97,6 +110,13 @@ func TestBrowserOverviewProblems(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("#refusal-list .ident button.copy").length`); n != 1 {
 		t.Errorf("%d copy buttons beside the AT URI, want 1", n)
 	}
+
+	// The flagged record, counted by lexicon and reason, in the mode hide.
+	waitText(t, ctx, "#flagged-list tbody", "app.test.post")
+	if row := text(t, ctx, "#flagged-list tbody tr"); !strings.Contains(row, "text") || !strings.HasSuffix(strings.TrimSpace(row), "1") {
+		t.Errorf("flagged row %q lacks its reason or count", row)
+	}
+	waitText(t, ctx, "#validation-mode", "Validation mode: hide")
 
 	// Errors by kind with counts; each entry one line, the detail folded
 	// and the script cut.

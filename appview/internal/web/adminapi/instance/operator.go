@@ -16,6 +16,7 @@ func Mount(m *adminapi.Mux, inst *instance.Service, recs *records.Service) {
 	m.HandleFunc("GET /admin/stats", h.stats)
 	m.HandleFunc("GET /admin/stats/history", h.history)
 	m.HandleFunc("GET /admin/stats/health", h.health)
+	m.HandleFunc("GET /admin/stats/validation", h.validation)
 	m.HandleFunc("GET /admin/feature-flags", h.featureFlags)
 
 	m.HandleFunc("GET /admin/records", h.listRecords)

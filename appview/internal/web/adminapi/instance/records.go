@@ -29,6 +29,9 @@ type record struct {
 	IndexedAt  string          `json:"indexed_at"`
 	CreatedAt  string          `json:"created_at"` // what listings order it by
 	Record     json.RawMessage `json:"record"`
+	// Invalid is the record's validation error when it is stored flagged
+	// (the validation modes flag and hide); absent for a valid record.
+	Invalid string `json:"invalid,omitempty"`
 	// Labels are the labels that apply to the record or its author.
 	Labels []label `json:"labels"`
 }
@@ -84,7 +87,7 @@ func (h handlers) listRecords(w http.ResponseWriter, r *http.Request, _ *admins.
 		out.Records[i] = record{
 			URI: rec.URI, DID: rec.DID, Collection: rec.Collection, RKey: rec.RKey, CID: rec.CID,
 			IndexedAt: adminapi.Timestamp(rec.IndexedAt), CreatedAt: adminapi.Timestamp(rec.CreatedAt), Record: rec.Value,
-			Labels: adminLabels(labels[rec.URI], labels[rec.DID]),
+			Invalid: rec.Invalid, Labels: adminLabels(labels[rec.URI], labels[rec.DID]),
 		}
 		if !utf8.Valid(rec.Value) {
 			// A record stored before the writer refused invalid UTF-8:

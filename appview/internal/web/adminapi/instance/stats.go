@@ -53,6 +53,19 @@ func (h handlers) stats(w http.ResponseWriter, r *http.Request, _ *admins.Princi
 	return nil
 }
 
+// validation answers GET /admin/stats/validation: the validation modes,
+// the records stored with a validation error per collection and reason,
+// and the background re-validations (instance.ValidationReport;
+// docs/admin-api.md#statistics).
+func (h handlers) validation(w http.ResponseWriter, r *http.Request, _ *admins.Principal) error {
+	rep, err := h.instance.Validation(r.Context())
+	if err != nil {
+		return err
+	}
+	respond.JSON(w, http.StatusOK, rep)
+	return nil
+}
+
 // history answers GET /admin/stats/history?window=hour|day (default
 // hour): the instance's sampled figures as history.Window encodes them
 // (docs/admin-api.md#statistics-history).

@@ -1,7 +1,8 @@
 // Overview: the problems, where they happen. A source's last failure
 // beside its state; the records validation refused lately (GET
 // /admin/stats → refusals) with their reasons, links to their records and
-// lexicons; the latest errors of the event log summarised by kind, each
+// lexicons; the stored records flagged with a validation error (GET
+// /admin/stats/validation); the latest errors of the event log summarised by kind, each
 // entry one line with its detail (long strings cut) one click away.
 import { load, query } from "../api.js";
 import { badge, ident, jsonDetails } from "../format.js";
@@ -32,6 +33,31 @@ export function refusals(list) {
     { cell: (f) => lexicon(f.collection) },
     { cell: (f) => el("span", { class: "reason", title: f.reason, text: f.reason }) },
   ], "no-refusals");
+}
+
+// validation renders GET /admin/stats/validation: the modes, the stored
+// records flagged with a validation error by lexicon and reason (each
+// linked to the lexicon), and the re-validations that ran after lexicon
+// revisions (those that validated records, or still run).
+export function validation(rep) {
+  const own = Object.entries(rep.collections || {}).map(([c, m]) => `${c}: ${m}`).join(", ");
+  $("validation-mode").textContent = `Validation mode: ${rep.mode}${own ? ` (${own})` : ""}. ` +
+    `${num(rep.total_invalid)} stored record(s) have a validation error.`;
+  table($("flagged-list"), rep.invalid || [], [
+    { cell: (c) => lexicon(c.collection) },
+    { cell: (c) => el("span", { class: "reason", title: c.reason, text: c.reason }) },
+    { cell: (c) => num(c.count), class: "num" },
+  ], "no-flagged");
+  const passes = (rep.passes || []).filter((p) => !p.done || p.checked > 0);
+  table($("revalidation-list"), passes, [
+    { cell: (p) => lexicon(p.collection) },
+    { cell: (p) => String(p.revision) },
+    { cell: (p) => badge(p.done ? "done" : "running") },
+    { cell: (p) => num(p.checked), class: "num" },
+    { cell: (p) => num(p.flagged), class: "num" },
+    { cell: (p) => num(p.cleared), class: "num" },
+  ]);
+  $("validation").hidden = false;
 }
 
 // record shows a refusal's AT URI (with its copy button), and links the

@@ -3,12 +3,13 @@
 // page is visible, the status and the charts of the instance's history
 // (./overview-charts.js), the app folder served, if any
 // (./overview-appfolder.js), and the problems: sources' failures, refused
-// records and the latest errors of the event log (./overview-problems.js).
+// and flagged records and the latest errors of the event log
+// (./overview-problems.js).
 import { can, load } from "../api.js";
 import { $, ago, denied, duration, el, num, table, time } from "../ui.js";
 import { appFolder } from "./overview-appfolder.js";
 import { startCharts } from "./overview-charts.js";
-import { errors, refusals, sourceState } from "./overview-problems.js";
+import { errors, refusals, sourceState, validation } from "./overview-problems.js";
 
 // REFRESH is how often the statistics are read again, in milliseconds.
 const REFRESH = 2000;
@@ -28,6 +29,7 @@ export default async function overview() {
   }
   $("status").hidden = true;
   show(stats);
+  flagged();
   startCharts();
   if (await can("events:read")) errors();
   setInterval(async () => {
@@ -37,7 +39,18 @@ export default async function overview() {
     } catch {
       // Keep the last reading; the next refresh tries again.
     }
+    flagged();
   }, REFRESH);
+}
+
+// flagged renders the records stored with a validation error and the
+// re-validations (GET /admin/stats/validation).
+async function flagged() {
+  try {
+    validation(await load("/admin/stats/validation"));
+  } catch {
+    // Keep the last reading; the next refresh tries again.
+  }
 }
 
 // show renders one reading of /admin/stats.
@@ -79,6 +92,7 @@ function ingestion(stats) {
   $("writer-queued").textContent = num(w.queued);
   $("writer-committed").textContent = num(w.committed);
   $("writer-rejected").textContent = num(w.rejected);
+  $("writer-flagged").textContent = num(w.flagged);
   $("writer-last").replaceChildren(time(w.last_commit_at));
   refusals(stats.refusals);
   $("ingestion").hidden = false;
