@@ -113,12 +113,17 @@ func TestJetstreamIngestion(t *testing.T) {
 		js.Commit("did:plc:alice", "delete", "app.test.note", "3kaaa", "3kaaaaaaaaaa3", "", nil)
 		eventually(t, "the delete", func() bool { _, ok := text(t, store, uri); return !ok })
 
-		// An invalid record is not indexed; the next valid one is.
+		// An invalid record is stored flagged with its validation error
+		// (the default mode, hide, keeps it out of queries); the next
+		// valid one is stored as it is.
 		js.Commit("did:plc:alice", "create", "app.test.note", "3kbad", "3kaaaaaaaaaa4", cid, map[string]any{"$type": "app.test.note", "text": 42})
 		js.Commit("did:plc:alice", "create", "app.test.note", "3kgood", "3kaaaaaaaaaa5", cid, note("good"))
 		eventually(t, "the valid record", func() bool { _, ok := text(t, store, "at://did:plc:alice/app.test.note/3kgood"); return ok })
-		if _, ok := text(t, store, "at://did:plc:alice/app.test.note/3kbad"); ok {
-			t.Fatal("an invalid record was indexed")
+		if bad, err := store.GetRecord(context.Background(), "at://did:plc:alice/app.test.note/3kbad"); err != nil || bad.Invalid == "" {
+			t.Fatalf("the invalid record: %+v, %v", bad, err)
+		}
+		if good, _ := store.GetRecord(context.Background(), "at://did:plc:alice/app.test.note/3kgood"); good.Invalid != "" {
+			t.Fatalf("the valid record is flagged: %s", good.Invalid)
 		}
 
 		// Adding a lexicon resubscribes within a second, with both collections.

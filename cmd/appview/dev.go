@@ -107,32 +107,35 @@ func printUpdate(w io.Writer, dir string) func(watch.Update) {
 			return
 		}
 		first = false
+		// One write per update, so that a reader never sees half of one.
+		var b strings.Builder
 		at := u.At.Format(time.TimeOnly)
 		switch {
 		case u.Err != nil && u.Plan != nil:
-			fmt.Fprintf(w, "%s %s: applied in part, then failed:\n", at, dir)
+			fmt.Fprintf(&b, "%s %s: applied in part, then failed:\n", at, dir)
 		case u.Err != nil:
-			fmt.Fprintf(w, "%s %s: not applied; the instance keeps what it had:\n", at, dir)
+			fmt.Fprintf(&b, "%s %s: not applied; the instance keeps what it had:\n", at, dir)
 		case u.Plan.Empty():
-			fmt.Fprintf(w, "%s %s: applied, no changes\n", at, dir)
+			fmt.Fprintf(&b, "%s %s: applied, no changes\n", at, dir)
 		default:
-			fmt.Fprintf(w, "%s %s: applied\n", at, dir)
+			fmt.Fprintf(&b, "%s %s: applied\n", at, dir)
 		}
 		if u.Err != nil {
 			for _, p := range u.Status.Problems {
-				fmt.Fprintf(w, "  %s\n", problemLine(p))
+				fmt.Fprintf(&b, "  %s\n", problemLine(p))
 			}
-			return
+		} else {
+			for _, line := range u.Plan.Steps() {
+				fmt.Fprintf(&b, "  %s\n", line)
+			}
+			for _, warning := range u.Warnings {
+				fmt.Fprintf(&b, "  warning: %s\n", warning)
+			}
+			for _, v := range u.Plan.UnsetVariables {
+				fmt.Fprintf(&b, "  note: script variable %s is not set (POST /admin/script-variables sets it)\n", v)
+			}
 		}
-		for _, line := range u.Plan.Steps() {
-			fmt.Fprintf(w, "  %s\n", line)
-		}
-		for _, warning := range u.Warnings {
-			fmt.Fprintf(w, "  warning: %s\n", warning)
-		}
-		for _, v := range u.Plan.UnsetVariables {
-			fmt.Fprintf(w, "  note: script variable %s is not set (POST /admin/script-variables sets it)\n", v)
-		}
+		_, _ = io.WriteString(w, b.String())
 	}
 }
 

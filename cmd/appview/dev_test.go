@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,9 +102,7 @@ func TestDevCommand(t *testing.T) {
 		t.Fatalf("dev's database: %v", err)
 	}
 	for _, want := range []string{"dashboard  " + addr + "/dashboard\n", "app: applied\n  + lexicon com.example.dev.hello (query, new)\n"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Fatalf("dev printed no %q:\n%s", want, stdout.String())
-		}
+		waitFor(t, fmt.Sprintf("dev to print %q", want), func() bool { return strings.Contains(stdout.String(), want) })
 	}
 	status, body := callJSON(t, "POST", addr+"/admin/api-clients", map[string]any{
 		"name": "dev", "client_id_url": "https://app.example/client-metadata.json",
