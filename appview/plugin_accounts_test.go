@@ -251,7 +251,7 @@ func TestPluginAccounts(t *testing.T) {
 		// redirects to the callback with a code; the callback stores the
 		// tokens and syncs.
 		r := annDev.Call(t, "POST", "/plugins/oauth-demo/connect", nil)
-		authURL, _ := r.Object(t)["authorize_url"].(string)
+		authURL := authorizeURL(t, r)
 		if r.Status != 200 || !strings.HasPrefix(authURL, prov.URL+"/oauth/authorize?") ||
 			!strings.Contains(authURL, "redirect_uri="+url.QueryEscape(env.URL+"/plugins/oauth-demo/callback")) {
 			t.Fatalf("connect: %d %s", r.Status, r.Raw)
@@ -319,13 +319,13 @@ func TestPluginAccounts(t *testing.T) {
 		}
 		// A state issued to Ann, brought back with Bob's credentials.
 		r = annDev.Call(t, "POST", "/plugins/oauth-demo/connect", nil)
-		cb := authorize(t, env, r.Object(t)["authorize_url"].(string))
+		cb := authorize(t, env, authorizeURL(t, r))
 		if r := bobDev.Call(t, "GET", cb, nil); r.Status != 403 {
 			t.Fatalf("callback with another user's credentials: %d %s", r.Status, r.Raw)
 		}
 		// A state of another plugin's flow is refused too.
 		r = annDev.Call(t, "POST", "/plugins/oauth-demo/connect", nil)
-		cb = authorize(t, env, r.Object(t)["authorize_url"].(string))
+		cb = authorize(t, env, authorizeURL(t, r))
 		if r := env.Do(t, "GET", strings.Replace(cb, "/oauth-demo/", "/other/", 1), nil); r.Status != 400 {
 			t.Fatalf("state for another plugin: %d %s", r.Status, r.Raw)
 		}
@@ -344,7 +344,7 @@ func TestPluginAccounts(t *testing.T) {
 		// Reconnecting the same external account keeps the cursor: the
 		// first sync finds nothing new.
 		r = annDev.Call(t, "POST", "/plugins/oauth-demo/connect", nil)
-		cb = authorize(t, env, r.Object(t)["authorize_url"].(string))
+		cb = authorize(t, env, authorizeURL(t, r))
 		if r := env.Do(t, "GET", cb, nil); r.Status != 200 || r.Object(t)["sync"].(map[string]any)["written"] != float64(0) {
 			t.Fatalf("reconnect: %d %s", r.Status, r.Raw)
 		}
@@ -364,7 +364,7 @@ func TestPluginAccounts(t *testing.T) {
 		admin.Do(t, "PUT", "/admin/plugins/oauth-demo-nohost/secrets", map[string]any{"secrets": map[string]string{
 			"client_id": demoClientID, "client_secret": demoClientSecret}})
 		r = bobDev.Call(t, "POST", "/plugins/oauth-demo-nohost/connect", nil)
-		cb = authorize(t, env, r.Object(t)["authorize_url"].(string))
+		cb = authorize(t, env, authorizeURL(t, r))
 		if r := env.Do(t, "GET", cb, nil); r.Status != 500 || !strings.Contains(r.Error(t), "allowed_hosts") {
 			t.Fatalf("undeclared host: %d %s", r.Status, r.Raw)
 		}
@@ -404,4 +404,15 @@ func TestPluginAccounts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// authorizeURL is a connect answer's authorize_url; an answer without one
+// fails the test with its status and body.
+func authorizeURL(t *testing.T, r testenv.Response) string {
+	t.Helper()
+	u, ok := r.Object(t)["authorize_url"].(string)
+	if !ok {
+		t.Fatalf("connect: %d %s", r.Status, r.Raw)
+	}
+	return u
 }
