@@ -116,6 +116,7 @@ func (r *run) fetchByCARRev(ctx context.Context, did, pds string) (counts, strin
 	if err != nil {
 		return total, "", err
 	}
+	downloaded(ctx)
 	rev := export.Rev()
 	listings := make(map[string]*listing, len(r.collections))
 	for _, c := range r.collections {

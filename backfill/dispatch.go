@@ -60,6 +60,7 @@ type item struct {
 	notBefore time.Time
 	limited   int    // 429 answers met
 	last      counts // what the last attempt fetched and wrote before it failed
+	freed     bool   // the fetch gave its slot back once its download was done
 }
 
 // hostState is the dispatcher's view of one PDS host.
@@ -78,6 +79,7 @@ type hostState struct {
 type outcome struct {
 	it       *item
 	resolved bool  // a resolution ended (it.repo.PDSEndpoint set when it succeeded)
+	freed    bool  // the fetch's download is done: its slot is free while it writes
 	done     bool  // the repository is finished (fetched or failed for good)
 	retry    error // the fetch failed in a way that may mend
 	wait     time.Duration
@@ -96,7 +98,8 @@ type dispatcher struct {
 	perHost   int
 	hosts     map[string]*hostState
 	results   chan outcome
-	fetching  int
+	fetching  int // fetches holding a slot
+	live      int // fetch goroutines running, holding a slot or writing
 	resolving int
 	toResolve []*item
 	held      int // repositories in memory
@@ -108,7 +111,11 @@ type dispatcher struct {
 
 // dispatch runs the fetching stage (see above).
 func (r *run) dispatch(ctx context.Context) error {
-	d := &dispatcher{r: r, perHost: r.perHost, hosts: map[string]*hostState{}, results: make(chan outcome, r.concurrency+resolveAhead)}
+	d := &dispatcher{r: r, perHost: r.perHost, hosts: map[string]*hostState{}, results: make(chan outcome, 2*(2*r.concurrency+resolveAhead))}
+	// A fetch whose download is done gives its slot back while it writes
+	// (at most concurrency of them at once), so the database's time is
+	// not taken from the network's.
+	r.writeSlots = make(chan struct{}, r.concurrency)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	stopping := false
@@ -125,7 +132,7 @@ func (r *run) dispatch(ctx context.Context) error {
 		if !stopping {
 			d.start(ctx)
 		}
-		if d.fetching == 0 && d.resolving == 0 && (stopping || d.exhausted && d.held == 0) {
+		if d.live == 0 && d.resolving == 0 && (stopping || d.exhausted && d.held == 0) {
 			break
 		}
 		timer.Reset(d.nextWake())
@@ -209,7 +216,8 @@ func (d *dispatcher) start(ctx context.Context) {
 		}
 		h.inflight++
 		d.fetching++
-		d.goDo(func() outcome { return d.r.fetchItem(ctx, it) })
+		d.live++
+		d.goDo(func() outcome { return d.r.fetchItem(ctx, it, d.results) })
 	}
 }
 
@@ -287,9 +295,17 @@ func (d *dispatcher) settle(ctx context.Context, o outcome) {
 		d.enqueue(ctx, o.it)
 		return
 	}
-	d.fetching--
 	h := d.hosts[o.it.host]
-	h.inflight--
+	if o.freed || !o.it.freed {
+		d.fetching--
+		h.inflight--
+	}
+	if o.freed {
+		o.it.freed = true
+		return
+	}
+	d.live--
+	o.it.freed = false
 	now := time.Now()
 	switch {
 	case !o.done && o.systemic == nil && o.retry == nil: // stopped before an outcome; left for the next run
@@ -398,15 +414,32 @@ func (r *run) resolveItem(ctx context.Context, it *item) outcome {
 
 // fetchItem fetches a resolved repository once. A failure that may mend
 // (the network, a 5xx, a 429) comes back as retry, for the dispatcher to
-// schedule; any other outcome is recorded here.
-func (r *run) fetchItem(ctx context.Context, it *item) outcome {
+// schedule; any other outcome is recorded here. Once a verified export is
+// downloaded, the fetch takes a write slot and sends freed on results,
+// giving its fetch slot back while it writes.
+func (r *run) fetchItem(ctx context.Context, it *item, results chan<- outcome) outcome {
 	o := outcome{it: it}
 	if r.checkpoint(ctx) != nil {
 		return o // left as it is, for the next run
 	}
 	q := &quotaProbe{}
 	started := time.Now()
-	n, err := r.fetchRepo(withOnce(withQuotaProbe(ctx, q)), it.repo.DID, it.repo.PDSEndpoint)
+	writing := false
+	defer func() {
+		if writing {
+			<-r.writeSlots
+		}
+	}()
+	downloaded := func() {
+		select {
+		case r.writeSlots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		writing = true
+		results <- outcome{it: it, freed: true}
+	}
+	n, err := r.fetchRepo(withDownloaded(withOnce(withQuotaProbe(ctx, q)), downloaded), it.repo.DID, it.repo.PDSEndpoint)
 	var se *systemicError
 	var xe *XRPCError
 	switch {
@@ -439,4 +472,20 @@ func (r *run) fetchItem(ctx context.Context, it *item) outcome {
 	o.done = true
 	o.systemic = r.finishRepo(ctx, it.repo, storage.RepoFailed, n, err)
 	return o
+}
+
+// downloadedKey carries the function a fetch calls once its download is
+// done and only writing is left.
+type downloadedKey struct{}
+
+func withDownloaded(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, downloadedKey{}, f)
+}
+
+// downloaded tells the dispatcher, when it asked, that the fetch under ctx
+// no longer needs the network.
+func downloaded(ctx context.Context) {
+	if f, ok := ctx.Value(downloadedKey{}).(func()); ok {
+		f()
+	}
 }

@@ -32,6 +32,7 @@ type run struct {
 	collections []string
 	concurrency int
 	perHost     int
+	writeSlots  chan struct{} // during dispatch: fetches writing after their download
 	method      string       // FetchCAR or FetchListRecords
 	deleted     atomic.Int64 // stored records removed by reconciliation in this run
 }
