@@ -153,10 +153,12 @@ func TestBackfillByCARRetriesCutDownloads(t *testing.T) {
 		if r := repos[did(0)]; r.Status != storage.RepoFetched || r.FetchMethod != backfill.FetchCAR || r.RecordsFetched != 4 {
 			t.Errorf("cut twice: %+v", r)
 		}
-		if r := repos[did(1)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "unexpected EOF") {
+		if r := repos[did(1)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "unexpected EOF") ||
+			r.FailureReason != backfill.ReasonUnreachable {
 			t.Errorf("cut every time: %+v", r)
 		}
-		if r := repos[did(2)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "does not match its hashes") {
+		if r := repos[did(2)]; r.Status != storage.RepoFailed || !strings.Contains(r.Error, "does not match its hashes") ||
+			r.FailureReason != backfill.ReasonVerification {
 			t.Errorf("tampered: %+v", r)
 		}
 		// 3 for did(0), 4 for did(1), 1 for did(2).
