@@ -33,8 +33,8 @@ type run struct {
 	concurrency int
 	perHost     int
 	writeSlots  chan struct{} // during dispatch: fetches writing after their download
-	method      string       // FetchCAR or FetchListRecords
-	deleted     atomic.Int64 // stored records removed by reconciliation in this run
+	method      string        // FetchCAR or FetchListRecords
+	deleted     atomic.Int64  // stored records removed by reconciliation in this run
 }
 
 func newRun(m *Manager, job storage.BackfillJob, act *active) *run {
