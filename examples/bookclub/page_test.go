@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestPage runs the example as `go run ./examples/bookclub` does (the app
@@ -53,8 +52,8 @@ func TestPage(t *testing.T) {
 	defer cancelTab()
 	tab, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
 	defer cancelTimeout()
-	var errs consoleErrors
-	errs.listen(tab)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(tab)
 	defer func() {
 		if t.Failed() {
 			page, _ := chromedp.Run(tab, chromedp.Evaluate[string](`document.body.innerText`))
@@ -123,66 +122,21 @@ func TestPage(t *testing.T) {
 	if status := wait("the status", `[document.getElementById('status').textContent]`); status[0] != "" {
 		t.Errorf("the page's status: %q", status[0])
 	}
-	if msgs := errs.all(); len(msgs) > 0 {
+	if msgs := errs.All(); len(msgs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
 	}
 }
 
-// chromium returns the headless browser to use, found as the dashboard's
-// browser tests find it: $LEXVIEW_CHROMIUM, else Debian's chromium, else
-// a chromium or chrome on PATH. Without one the test is skipped, or fails
-// under CI=true.
+// chromium returns the headless browser to use (browsertest.Find).
+// Without one the test is skipped, or fails under CI=true.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("LEXVIEW_CHROMIUM"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("/usr/lib/chromium/chromium"); err == nil {
-		return "/usr/lib/chromium/chromium"
-	}
-	names := []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
-	for _, name := range names {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
+	p, err := browsertest.Find()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
 		}
+		t.Skip("SKIPPED: " + err.Error())
 	}
-	msg := fmt.Sprintf("no headless browser found (looked for %s on PATH and $LEXVIEW_CHROMIUM); "+
-		"install Debian's chromium (apt-get install chromium) to run the page's test", strings.Join(names, ", "))
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip("SKIPPED: " + msg)
-	return ""
-}
-
-// consoleErrors collects a tab's console errors and uncaught exceptions
-// (a Content-Security-Policy violation is one).
-type consoleErrors struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-// listen collects the errors of ctx's tab until ctx ends.
-func (c *consoleErrors) listen(ctx context.Context) {
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type != chromedp.ConsoleException && m.Type != chromedp.ConsoleError {
-				continue
-			}
-			c.mu.Lock()
-			c.msgs = append(c.msgs, fmt.Sprintf("%s %s: %s (%s)", m.Type, m.Source, m.Text, m.URL))
-			c.mu.Unlock()
-		}
-	}()
-}
-
-// all returns the errors collected so far.
-func (c *consoleErrors) all() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.msgs)
+	return p
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // inPage returns whether s is anywhere in the page: its markup, its
@@ -47,8 +48,8 @@ func submit(t *testing.T, ctx context.Context, sel string, fields ...string) {
 func TestBrowserClientSecretOnce(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/api-clients", "#create-client")
 
@@ -156,8 +157,8 @@ func TestBrowserClientSecretOnce(t *testing.T) {
 func TestBrowserAdminKeySecretOnce(t *testing.T) {
 	ctx := browser(t, 15*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/api-keys", "#create-key")
 
@@ -242,8 +243,8 @@ func TestBrowserReadOnlyAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	for _, tc := range []struct {
 		path, rows string
@@ -295,8 +296,8 @@ func TestBrowserReadOnlyAdmin(t *testing.T) {
 func TestBrowserUsers(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/users", "#add-user")
 
@@ -381,8 +382,8 @@ func TestBrowserUsers(t *testing.T) {
 func TestBrowserScriptVariables(t *testing.T) {
 	ctx := browser(t, 15*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/script-variables", "#set-var")
 

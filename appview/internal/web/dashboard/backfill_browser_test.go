@@ -21,6 +21,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/dashboard"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
@@ -108,8 +109,8 @@ func TestBrowserBackfill(t *testing.T) {
 	w := startBackfill(t, 6, 120)
 	held, release := holdAt(t, w.pds, 4)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, w.env, w.key)
 	open(t, ctx, w.env, "/dashboard/backfill", "#create")
 	waitText(t, ctx, "#no-jobs", "No backfill job yet")
@@ -332,8 +333,8 @@ func TestBrowserBackfillReconnect(t *testing.T) {
 	id, _ := r.Object(t)["id"].(string)
 	<-held
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	if err := chromedp.Do(ctx, fakeEventSource()); err != nil {
 		t.Fatal(err)
 	}

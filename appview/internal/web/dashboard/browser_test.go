@@ -4,26 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/internal/browsertest"
 )
-
-// BrowserEnv names a browser binary to use instead of looking for one.
-const BrowserEnv = "LEXVIEW_CHROMIUM"
-
-// debianChromium is the binary of Debian's chromium package behind its
-// /usr/bin/chromium launcher script, used directly when present: the
-// launcher adds nothing headless tests need.
-const debianChromium = "/usr/lib/chromium/chromium"
-
-// browserNames are the binaries looked for on PATH, in order.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // The one headless browser of the test binary, started by the first test
 // that asks for it and stopped by TestMain.
@@ -43,31 +32,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// findBrowser returns the browser binary: $LEXVIEW_CHROMIUM, else Debian's
-// chromium, else the first of browserNames on PATH.
-func findBrowser() (string, error) {
-	if p := os.Getenv(BrowserEnv); p != "" {
-		return p, nil
-	}
-	if _, err := os.Stat(debianChromium); err == nil {
-		return debianChromium, nil
-	}
-	for _, name := range browserNames {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no headless browser found (looked for %s on PATH and $%s); install Debian's chromium "+
-		"(apt-get install chromium) to run the browser tests", strings.Join(browserNames, ", "), BrowserEnv)
-}
-
 // browser returns a new tab of the shared browser in a fresh browser
 // context (no cookies), bounded by three times timeout.
 // Without a browser the test is skipped, or fails when CI=true.
 func browser(t *testing.T, timeout time.Duration) context.Context {
 	t.Helper()
 	shared.once.Do(func() {
-		bin, err := findBrowser()
+		bin, err := browsertest.Find()
 		if err != nil {
 			shared.missing = err
 			return
@@ -127,37 +98,4 @@ func screenshot(t *testing.T, tab context.Context) {
 		return
 	}
 	t.Logf("screenshot of the page: %s", path)
-}
-
-// consoleErrors collects the tab's console errors: console.error calls,
-// uncaught exceptions and error entries of the browser log (a
-// Content-Security-Policy violation is one).
-type consoleErrors struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-// listen starts collecting the errors of ctx's tab until ctx ends.
-func (c *consoleErrors) listen(ctx context.Context) {
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type != chromedp.ConsoleException && m.Type != chromedp.ConsoleError {
-				continue
-			}
-			c.mu.Lock()
-			c.msgs = append(c.msgs, fmt.Sprintf("%s %s: %s (%s)", m.Type, m.Source, m.Text, m.URL))
-			c.mu.Unlock()
-		}
-	}()
-}
-
-// all returns the errors collected so far.
-func (c *consoleErrors) all() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.msgs...)
 }

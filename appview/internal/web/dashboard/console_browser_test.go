@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -41,8 +42,8 @@ func TestBrowserConsoleReading(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/records", "#records")
 	waitTrue(t, ctx, "the record's row", `document.querySelectorAll("#records tbody tr").length === 1`)

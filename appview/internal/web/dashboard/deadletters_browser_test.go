@@ -12,6 +12,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 )
@@ -67,8 +68,8 @@ func TestBrowserRetryDeadLetter(t *testing.T) {
 	})
 	other := deadLetter(t, env.Store, "3kaaaaaaaaaa3", 0, nil)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/dead-letters", "#letters")
 	waitText(t, ctx, "#count-line", "3 unresolved dead letters.")
@@ -191,8 +192,8 @@ func TestBrowserDeadLettersReadOnly(t *testing.T) {
 		deadLetter(t, env.Store, fmt.Sprintf("3kbbbbbbbb%03d", i), 1+i, nil)
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/dead-letters#"+d.ID, "#detail")
 	waitText(t, ctx, "#limits", "Retrying, reindexing and dismissing dead letters is unavailable: your account lacks the dead-letters:manage permission.")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserDomains: an origin with a path is refused next to the field;
@@ -15,8 +17,8 @@ import (
 func TestBrowserDomains(t *testing.T) {
 	ctx := browser(t, 15*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/domains", "#domains")
 	waitText(t, ctx, "#domains tbody", env.URL)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -54,8 +55,8 @@ func TestBrowserEventLog(t *testing.T) {
 	appendEvent(t, env.Store, "lexicon.script_invalid", "warn", "app.test.post")
 	appendEvent(t, env.Store, "script.created", "info", "record.create:app.test.post")
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/events", "#events")
 	// A page of 100: the three and 97 of the noise; the older ones, the

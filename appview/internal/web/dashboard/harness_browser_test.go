@@ -12,6 +12,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -161,10 +162,10 @@ func confirm(t *testing.T, ctx context.Context) {
 // noConsoleErrors fails the test for every console error but those
 // starting with one of the allowed prefixes (the network log of answers
 // the test provoked).
-func noConsoleErrors(t *testing.T, errs *consoleErrors, allowed ...string) {
+func noConsoleErrors(t *testing.T, errs *browsertest.ConsoleErrors, allowed ...string) {
 	t.Helper()
 next:
-	for _, e := range errs.all() {
+	for _, e := range errs.All() {
 		for _, a := range allowed {
 			if strings.HasPrefix(e, a) {
 				continue next

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserIdentity: the page shows the did:web mode and the instance's
@@ -25,8 +27,8 @@ func TestBrowserIdentity(t *testing.T) {
 		t.Fatalf("upload: %d %s", r.Status, r.Raw)
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/identity", "#identity")
 	u, _ := url.Parse(env.URL)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/apiclients"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserIndexes: a script's query that scanned a collection is
@@ -34,8 +35,8 @@ func TestBrowserIndexes(t *testing.T) {
 		t.Fatalf("the scanning query: %d %s", r.Status, r.Raw)
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/indexes", "#declare-form")
 	waitText(t, ctx, "#no-indexes", "No field indexes")

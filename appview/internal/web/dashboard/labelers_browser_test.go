@@ -10,6 +10,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/labelertest"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserLabelers: a stand-in labeler with one label emitted is added
@@ -24,8 +25,8 @@ func TestBrowserLabelers(t *testing.T) {
 	const subject = "at://did:plc:ewvi7nxzyoun6zhxrhs64oiz/com.example.post/3kabc"
 	lab.Emit(lab.Label(subject, "spam"))
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/labelers", "#add-form")
 	waitText(t, ctx, "#no-labelers", "No labelers")
@@ -91,8 +92,8 @@ func TestBrowserLabelersReadOnly(t *testing.T) {
 	}
 	readerKey, _ := r.Object(t)["key"].(string)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, readerKey)
 	open(t, ctx, env, "/dashboard/labelers", "#labelers")
 	waitText(t, ctx, "#labelers tbody", "did:plc:")
@@ -119,7 +120,7 @@ func TestBrowserLabelersReadOnly(t *testing.T) {
 		t.Errorf("last event column: %v", state["event"])
 	}
 	// The overview, where the sign-in lands, is refused to this admin.
-	for _, e := range errs.all() {
+	for _, e := range errs.All() {
 		if !strings.HasSuffix(e, "status of 403 (Forbidden) ("+env.URL+"/admin/stats)") {
 			t.Errorf("console error: %s", e)
 		}

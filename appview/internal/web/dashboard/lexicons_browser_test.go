@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // recordLexicon and queryLexicon are uploaded through the editor.
@@ -89,8 +90,8 @@ func TestBrowserLexiconPlayground(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
 	seed(t, env.Store, "app.test.post", 3)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signInOnce(t, ctx, env, key)
 
 	save := func(doc, target, want string) {
@@ -158,8 +159,8 @@ func TestBrowserLexiconPlayground(t *testing.T) {
 func TestBrowserLexiconErrors(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/lexicons?new=1", "#lexicon-form")
 

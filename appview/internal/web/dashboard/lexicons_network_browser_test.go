@@ -12,6 +12,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/lexicon/lexresolve"
 	"github.com/lexview/lexview/storage/storagetest"
 )
@@ -49,8 +50,8 @@ func TestBrowserNetworkLexicons(t *testing.T) {
 	su := env.Bootstrap(t)
 	r := su.Do(t, "POST", "/admin/api-keys", map[string]any{"name": "dashboard", "permissions": admins.All()})
 	key, _ := r.Object(t)["key"].(string)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/lexicons", "#network-form")
 	waitText(t, ctx, "#no-network", "No network lexicons are tracked.")
@@ -107,8 +108,8 @@ func TestBrowserLexiconsReadOnly(t *testing.T) {
 		"Authorization", "Bearer "+superKey); r.Status != 201 {
 		t.Fatalf("upload: %d %s", r.Status, r.Raw)
 	}
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	// The key form, as an admin signs in.
 	signIn(t, ctx, env, key)
 	signOutAtEnd(t, ctx)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserLinkedRepoGrantAndInvite: a malformed scope is refused next
@@ -20,8 +21,8 @@ import (
 func TestBrowserLinkedRepoGrantAndInvite(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/linked-repos", "#no-grants")
 
@@ -158,8 +159,8 @@ func TestBrowserReadOnlyPluginsAndLinkedRepos(t *testing.T) {
 	}
 	readerKey, _ := r.Object(t)["key"].(string)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 800)); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
@@ -90,8 +91,8 @@ func TestBrowserOverviewCharts(t *testing.T) {
 		}
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#charts"), chromedp.WaitVisible("#health")); err != nil {
 		t.Fatalf("charts: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/admins"
 	"github.com/lexview/lexview/appview/internal/testing/plugintest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage/storagetest"
 )
 
@@ -80,8 +81,8 @@ func TestBrowserPluginInstallAndSecrets(t *testing.T) {
 	origin := pluginOrigin(t)
 	ctx := browser(t, 40*time.Second)
 	env, key := startPluginInstance(t, origin)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/plugins", "#no-plugins")
 	waitText(t, ctx, "#official-list tbody", "Preview and install")

@@ -12,6 +12,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -73,8 +74,8 @@ func TestBrowserOverviewProblems(t *testing.T) {
 		ProblemsAt: &broken}
 	env.App.SetAppFolderStatus(folder)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	if err := chromedp.Do(ctx, chromedp.WaitVisible("#sources"), chromedp.WaitVisible("#error-kinds")); err != nil {
 		t.Fatalf("overview: %v", err)

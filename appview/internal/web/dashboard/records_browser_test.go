@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/internal/browsertest"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -45,8 +46,8 @@ func TestBrowserRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/records", "#records")
 	waitText(t, ctx, "#summary", "of every collection")
@@ -147,8 +148,8 @@ func TestBrowserDataReadOnly(t *testing.T) {
 	}
 	key, _ := r.Object(t)["key"].(string)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/records?collection=app.test.post", "#records")
 	waitText(t, ctx, "#limits", "Deleting records is unavailable: your account lacks the records:delete permission.")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserScripts: an admin creates a script on the scripts page: a
@@ -15,8 +17,8 @@ import (
 func TestBrowserScripts(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signInOnce(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/scripts", "#list-view")
 	if msg := text(t, ctx, "#no-scripts"); msg != "No scripts yet." {

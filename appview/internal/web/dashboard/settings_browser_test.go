@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserSettings: the branding form stores the app name and shows a
@@ -17,8 +18,8 @@ import (
 func TestBrowserSettings(t *testing.T) {
 	ctx := browser(t, 20*time.Second)
 	env, key := startInstance(t)
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	signIn(t, ctx, env, key)
 	open(t, ctx, env, "/dashboard/settings", "#branding")
 

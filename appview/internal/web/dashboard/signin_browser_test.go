@@ -10,6 +10,7 @@ import (
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/internal/browsertest"
 )
 
 // TestBrowserSignInWithKey, at the README's address, http://localhost:PORT
@@ -32,8 +33,8 @@ func TestBrowserSignInWithKey(t *testing.T) {
 	}
 	base := "http://localhost:" + u.Port()
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitEnabled("#signin-key button")); err != nil {
 		t.Fatalf("unauthenticated visit: %v", err)
 	}
@@ -80,7 +81,7 @@ func TestBrowserSignInWithKey(t *testing.T) {
 		chromedp.WaitVisible("#collections"),
 	)
 	if err != nil {
-		t.Fatalf("sign in: %v (console: %q)", err, errs.all())
+		t.Fatalf("sign in: %v (console: %q)", err, errs.All())
 	}
 	if at := location(t, ctx); at != base+"/dashboard/" {
 		t.Fatalf("sign in: at %q", at)
@@ -102,7 +103,7 @@ func TestBrowserSignInWithKey(t *testing.T) {
 	// Expected in the console: the network errors of the first visit's
 	// 401, of the failed handle sign-in's 400 and of the wrong key's 401.
 	// Anything else (a CSP violation, an exception) fails.
-	for _, e := range errs.all() {
+	for _, e := range errs.All() {
 		if !strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 401") &&
 			!strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 400") {
 			t.Errorf("console error: %s", e)
@@ -123,8 +124,8 @@ func TestBrowserOverviewForbidden(t *testing.T) {
 	}
 	key, _ := r.Object(t)["key"].(string)
 
-	var errs consoleErrors
-	errs.listen(ctx)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(env.URL+"/dashboard/signin"),
 		chromedp.SendKeys("#key", key),
@@ -133,7 +134,7 @@ func TestBrowserOverviewForbidden(t *testing.T) {
 		chromedp.WaitVisible("#denied"),
 	)
 	if err != nil {
-		t.Fatalf("sign in: %v (console: %q)", err, errs.all())
+		t.Fatalf("sign in: %v (console: %q)", err, errs.All())
 	}
 	msg := text(t, ctx, "#denied")
 	if msg != "Your account lacks the stats:read permission this page needs (the admin API answered: insufficient permissions)." {
@@ -142,7 +143,7 @@ func TestBrowserOverviewForbidden(t *testing.T) {
 	if visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("stats").hidden`)); err != nil || visible {
 		t.Errorf("the statistics are shown to an admin without stats:read (%v)", err)
 	}
-	for _, e := range errs.all() {
+	for _, e := range errs.All() {
 		if !strings.HasPrefix(e, "error network: Failed to load resource: the server responded with a status of 403") {
 			t.Errorf("console error: %s", e)
 		}
