@@ -393,12 +393,14 @@ func (m *Manager) fetchOnDemand(ctx context.Context, req odRequest) {
 			"records", res.n.fetched, "deleted", res.n.deleted, "method", res.n.method)
 	}
 	m.countOnDemand(req.trigger, outcome, res.n.fetched)
+	// The lane remembers the outcome before the event log shows it, so a
+	// reader who saw the entry sees the account as fetched lately.
+	m.od.finish(req.did, m.cfg.Now(), err == nil, true)
 	m.audit(context.WithoutCancel(ctx), AuditEntry{Type: "backfill.on_demand", Severity: severity, ActorDID: req.actor, Subject: req.did, Detail: map[string]any{
 		"trigger": req.trigger, "outcome": outcome, "pds_endpoint": nullable(res.pds), "fetch_method": nullable(res.n.method),
 		"records": res.n.fetched, "records_deleted": res.n.deleted, "error": nullable(errMsg),
 		"failure_reason": nullable(res.reason), "duration_ms": time.Since(began).Milliseconds(),
 	}})
-	m.od.finish(req.did, m.cfg.Now(), err == nil, true)
 }
 
 // fetchOneAccount resolves did and fetches its records of every record
