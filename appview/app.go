@@ -28,6 +28,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -51,6 +52,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/service/oauthclient"
 	"github.com/lexview/lexview/appview/internal/service/plugins"
 	"github.com/lexview/lexview/appview/internal/service/plugins/wasm"
+	"github.com/lexview/lexview/appview/internal/service/scripts"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
@@ -58,6 +60,7 @@ import (
 	backfilljobs "github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
+	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/postgres"
 	"github.com/lexview/lexview/storage/sqlite"
@@ -239,7 +242,7 @@ func (a *App) build(ctx context.Context) error {
 	a.validation = newValidationToggles()
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
-		Events: a.events, Sealer: a.sealer, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		Events: a.events, Variables: a.scriptVariables(), SessionExpired: sessionExpired, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan, HidesInvalid: a.validation.hidden,
@@ -428,6 +431,22 @@ func (l linkedReposLink) List(ctx context.Context) ([]storage.LinkedRepoGrant, e
 	return l.a.svc.LinkedRepos.List(ctx)
 }
 
-func (l linkedReposLink) Write(ctx context.Context, w linkedrepos.Write) (linkedrepos.Written, error) {
-	return l.a.svc.LinkedRepos.Write(ctx, l.a.oauthClient, w)
+func (l linkedReposLink) Write(ctx context.Context, w script.LinkedWrite, actorDID, trigger string) (scripthost.LinkedWritten, error) {
+	res, err := l.a.svc.LinkedRepos.Write(ctx, l.a.oauthClient, linkedrepos.ScriptWrite(w, actorDID, trigger))
+	return scripthost.LinkedWritten(res), err
+}
+
+// scriptVariables opens the script variables for the script runtime
+// (nil without token encryption: no variables).
+func (a *App) scriptVariables() func(ctx context.Context) (map[string]string, error) {
+	if a.sealer == nil {
+		return nil
+	}
+	return func(ctx context.Context) (map[string]string, error) { return scripts.Open(ctx, a.store, a.sealer) }
+}
+
+// sessionExpired tells the script runtime which PDS write failures are
+// an expired session: the write path's one mapping.
+func sessionExpired(err error) bool {
+	return errors.Is(writepath.PDSError(err), writepath.ErrSessionExpired)
 }

@@ -1,6 +1,7 @@
 // Package internal_test holds the test of the service line: services
 // (service/...) and the machinery they share (core/...) never import a
-// front end (web/...), and never serve HTTP. Outbound HTTP is theirs to
+// front end (web/...), the machinery never imports a service, and
+// neither serves HTTP. Outbound HTTP is theirs to
 // make: http.Client, http.NewRequest and the *http.Request they build
 // for it are allowed.
 package internal_test
@@ -23,9 +24,14 @@ import (
 )
 
 const (
-	module = "github.com/lexview/lexview/appview/internal/"
-	web    = module + "web"
+	module  = "github.com/lexview/lexview/appview/internal/"
+	web     = module + "web"
+	service = module + "service"
+	core    = module + "core"
 )
+
+// under reports whether the package path is dir or a package below it.
+func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
 // serverImports are packages whose only purpose is serving HTTP.
 var serverImports = []string{"net/http/httptest", "net/http/pprof", "github.com/prometheus/client_golang/prometheus/promhttp"}
@@ -84,8 +90,9 @@ func listPackages(t *testing.T) []pkg {
 }
 
 // TestServiceLine fails when a package under service/ or core/ depends
-// (directly or through another package) on a front end under web/, or
-// serves HTTP: imports a serving-only package, names a net/http server
+// (directly or through another package) on a front end under web/, a
+// package under core/ on a service under service/, or either serves
+// HTTP: imports a serving-only package, names a net/http server
 // type or serving function, or receives an *http.Request in its API (an
 // exported function or method, a named function type, an interface
 // method or a struct field of function type; RoundTrip, an outbound
@@ -93,8 +100,11 @@ func listPackages(t *testing.T) []pkg {
 func TestServiceLine(t *testing.T) {
 	for _, p := range listPackages(t) {
 		for _, dep := range p.Deps {
-			if dep == web || strings.HasPrefix(dep, web+"/") {
+			if under(dep, web) {
 				t.Errorf("%s depends on the front end %s", p.ImportPath, dep)
+			}
+			if under(p.ImportPath, core) && under(dep, service) {
+				t.Errorf("%s (machinery) depends on the service %s", p.ImportPath, dep)
 			}
 		}
 		for _, name := range p.GoFiles {

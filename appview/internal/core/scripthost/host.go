@@ -12,9 +12,6 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
-	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
-	"github.com/lexview/lexview/appview/internal/service/scripts"
-	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
@@ -81,10 +78,10 @@ func (h host) Vars(ctx context.Context) (map[string]string, error) {
 	if c.values != nil && now.Sub(c.at) < c.ttl {
 		return c.values, nil
 	}
-	if h.r.opt.Sealer == nil {
+	if h.r.opt.Variables == nil {
 		return map[string]string{}, nil
 	}
-	vals, err := scripts.Open(ctx, h.Store, h.r.opt.Sealer)
+	vals, err := h.r.opt.Variables(ctx)
 	if err != nil {
 		if vals == nil {
 			return nil, err
@@ -159,7 +156,7 @@ func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.R
 	if w.Delete {
 		status, body, rev, err := pds.DeleteRecord(ctx, caller.SessionID, w.Collection, w.RKey)
 		if err != nil {
-			return script.WriteResult{}, wrapWriteErr(err)
+			return script.WriteResult{}, h.wrapWriteErr(err)
 		}
 		if status != http.StatusOK {
 			return script.WriteResult{}, &errPDS{status, body}
@@ -183,7 +180,7 @@ func (h host) WriteRecord(ctx context.Context, caller *script.Caller, w script.R
 		status, body, res, err = pds.CreateRecord(ctx, caller.SessionID, w.Collection, w.Record, w.RKey)
 	}
 	if err != nil {
-		return script.WriteResult{}, wrapWriteErr(err)
+		return script.WriteResult{}, h.wrapWriteErr(err)
 	}
 	if status != http.StatusOK || res == nil {
 		return script.WriteResult{}, &errPDS{status, body}
@@ -230,19 +227,18 @@ func (h host) WriteLinkedRecord(ctx context.Context, inv *script.Invocation, w s
 	if lr == nil {
 		return script.WriteResult{}, errors.New("linked repos are not available")
 	}
-	lw := linkedrepos.Write{Repo: w.Repo, Action: linkedrepos.ActionCreate, Collection: w.Collection, RKey: w.RKey,
-		Record: w.Record, Trigger: script.Trigger(inv.Kind, inv.Method)}
 	op := storage.OpCreate
 	switch {
 	case w.Delete:
-		lw.Action, lw.Record, op = linkedrepos.ActionDelete, nil, storage.OpDelete
+		op = storage.OpDelete
 	case w.Update:
-		lw.Action, op = linkedrepos.ActionUpdate, storage.OpUpdate
+		op = storage.OpUpdate
 	}
+	actor := ""
 	if inv.Caller != nil {
-		lw.ActorDID = inv.Caller.DID
+		actor = inv.Caller.DID
 	}
-	res, err := lr.Write(ctx, lw)
+	res, err := lr.Write(ctx, w, actor, script.Trigger(inv.Kind, inv.Method))
 	if err != nil {
 		return script.WriteResult{}, err
 	}
@@ -293,8 +289,8 @@ func (h host) CountBacklinks(ctx context.Context, q storage.BacklinkCountQuery) 
 // wrapWriteErr is the script's error for a PDS write that failed: the
 // write path decides what a PDS client's failure means (an expired
 // session, or an upstream failure).
-func wrapWriteErr(err error) error {
-	if errors.Is(writepath.PDSError(err), writepath.ErrSessionExpired) {
+func (h host) wrapWriteErr(err error) error {
+	if h.r.opt.SessionExpired != nil && h.r.opt.SessionExpired(err) {
 		return errors.New("the caller's PDS session has expired")
 	}
 	return fmt.Errorf("writing to the PDS failed: %w", err)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/indexer"
-	"github.com/lexview/lexview/appview/internal/service/linkedrepos"
 	"github.com/lexview/lexview/internal/netguard"
 	"github.com/lexview/lexview/internal/textclip"
 	"github.com/lexview/lexview/lexicon"
@@ -64,7 +63,17 @@ type Plugins interface {
 // client).
 type LinkedRepos interface {
 	List(ctx context.Context) ([]storage.LinkedRepoGrant, error)
-	Write(ctx context.Context, w linkedrepos.Write) (linkedrepos.Written, error)
+	// Write makes w in the linked repository w.Repo and returns the PDS's
+	// answer; actorDID (the script's caller, "" without one) and trigger
+	// (the script) go to the event log.
+	Write(ctx context.Context, w script.LinkedWrite, actorDID, trigger string) (LinkedWritten, error)
+}
+
+// LinkedWritten is a PDS's answer to a write into a linked repository.
+type LinkedWritten struct {
+	URI string
+	CID string // "" for deletes
+	Rev string // the repository revision of the commit, when the PDS sent it
 }
 
 // Labels reads the labels that apply to subjects (storage.LabelStore).
@@ -90,7 +99,6 @@ type Options struct {
 	Store      Store
 	Lexicons   *lexicon.Registry
 	Events     *eventlog.Log
-	Sealer     *oauth.Sealer
 	PDS        PDSWriter
 	Directory  identity.Directory
 	HTTPClient *http.Client // guarded outbound client for http.* and reindex
@@ -98,6 +106,15 @@ type Options struct {
 	Now        func() time.Time
 	// Retry tunes the automatic retries of failed record-event scripts.
 	Retry RetryPolicy
+	// Variables returns the decrypted script variables (the scripts
+	// service). With an error it may return the variables that did
+	// decrypt: scripts run with those, and the error is logged. Nil:
+	// scripts have no variables.
+	Variables func(ctx context.Context) (map[string]string, error)
+	// SessionExpired reports whether a PDS write failed because the
+	// caller's session could not be refreshed (the write path decides);
+	// nil: never.
+	SessionExpired func(err error) bool
 	// Writer commits scripts' writes and retried dead letters. It is
 	// called only once the runtime runs, so it may forward to a writer
 	// built after the runtime (the writer itself runs the runtime's hook).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lexview/lexview/appview/internal/core/eventlog"
 	"github.com/lexview/lexview/appview/internal/core/fail"
+	"github.com/lexview/lexview/script"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -40,6 +41,20 @@ type Write struct {
 	// the script that made it: both go to the event log.
 	ActorDID string
 	Trigger  string
+}
+
+// ScriptWrite is the Write a script asks for (script.LinkedWrite), made
+// for actorDID (the script's caller) by trigger (the script).
+func ScriptWrite(w script.LinkedWrite, actorDID, trigger string) Write {
+	lw := Write{Repo: w.Repo, Action: ActionCreate, Collection: w.Collection, RKey: w.RKey, Record: w.Record,
+		ActorDID: actorDID, Trigger: trigger}
+	switch {
+	case w.Delete:
+		lw.Action, lw.Record = ActionDelete, nil
+	case w.Update:
+		lw.Action = ActionUpdate
+	}
+	return lw
 }
 
 // Written is the PDS's answer to a write.
