@@ -15,8 +15,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,4 +204,48 @@ func servesHTTP(t *testing.T, path string) []string {
 		}
 	}
 	return problems
+}
+
+// TestLayoutDocumented fails when a package of appview/internal has no
+// line in the floor plan of docs/architecture.md, or the floor plan names
+// a package that does not exist: the modules of the admin API share the
+// line of `web/adminapi/*`, which names each.
+func TestLayoutDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	modules := ""
+	for line := range strings.Lines(string(doc)) {
+		if strings.HasPrefix(line, "| `web/adminapi/*` |") {
+			modules = line
+		}
+	}
+	pkgs := map[string]bool{}
+	for _, path := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(path, module)
+		if !ok {
+			continue // the test's own package
+		}
+		pkgs[rel] = true
+		name, isModule := strings.CutPrefix(rel, "web/adminapi/")
+		switch {
+		case strings.Contains(string(doc), "`"+rel+"`"):
+		case isModule && !strings.Contains(name, "/") && strings.Contains(modules, "`"+name+"`"):
+		default:
+			t.Errorf("%s has no line in docs/architecture.md", rel)
+		}
+	}
+	if len(pkgs) < 30 {
+		t.Fatalf("go list found %d packages: the test looks in the wrong place", len(pkgs))
+	}
+	for _, m := range regexp.MustCompile("`((?:service|web|core|testing)/[a-z0-9/]+)`").FindAllStringSubmatch(string(doc), -1) {
+		if !pkgs[m[1]] {
+			t.Errorf("docs/architecture.md names %s, which is not a package", m[1])
+		}
+	}
 }
