@@ -26,8 +26,9 @@ const ValidationModeSetting = ValidationSettingPrefix + "mode"
 // the error, and a lexicon revision or another mode can bring it back)
 // and serves what reject served (the default and scripted queries leave
 // such records out unless asked), so neither clients nor scripts see a
-// record they did not see before; see docs/ingestion.md#validation.
-const DefaultValidationMode = indexer.ModeHide
+// record they did not see before; see docs/ingestion.md#validation. It is
+// a value of ValidationModeSetting, an untyped string.
+const DefaultValidationMode = "hide"
 
 // validationToggles caches the validation modes; the writer consults it
 // for every invalid record, the reads for every query. applySettings keeps
@@ -39,7 +40,7 @@ type validationToggles struct {
 }
 
 func newValidationToggles() *validationToggles {
-	return &validationToggles{def: DefaultValidationMode, per: map[string]indexer.Mode{}}
+	return &validationToggles{def: indexer.Mode(DefaultValidationMode), per: map[string]indexer.Mode{}}
 }
 
 // mode returns collection's validation mode.
@@ -77,7 +78,7 @@ func (v *validationToggles) report() (string, map[string]string) {
 // mode (stored by hand, or by a version that knew only off) leaves the
 // collection to the instance's mode.
 func (v *validationToggles) set(settings map[string]string) {
-	def := DefaultValidationMode
+	def := indexer.Mode(DefaultValidationMode)
 	if m, ok := indexer.ParseMode(settings[ValidationModeSetting]); ok && m != indexer.ModeOff {
 		def = m
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -196,4 +197,15 @@ func TestRevalidationAfterLexiconRevision(t *testing.T) {
 			t.Fatalf("listed %d records after the lenient revision", len(got))
 		}
 	})
+}
+
+// TestDefaultValidationMode: the default mode is a plain string, a value
+// of the setting an embedder can compare and store, and the mode an
+// instance without the setting reports.
+func TestDefaultValidationMode(t *testing.T) {
+	t.Parallel()
+	e := newScriptEnv(t, storagetest.SQLite(t))
+	if rep := e.validationReport(t); rep.Mode != appview.DefaultValidationMode {
+		t.Fatalf("mode %q without the setting, want %q", rep.Mode, appview.DefaultValidationMode)
+	}
 }
