@@ -2,6 +2,7 @@ package appfolder
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,17 @@ func TestCheckIndexRoom(t *testing.T) {
 	err := checkIndexRoom(want, &Definition{Indexes: text("d", "e")})
 	if err == nil || !strings.Contains(err.Error(), "collection com.example.note would have 5 field indexes (5 text)") {
 		t.Errorf("five text indexes: %v", err)
+	}
+}
+
+// TestRemoteDefaultClient: Remote without a client does not fall back to
+// http.DefaultClient, whose requests never time out.
+func TestRemoteDefaultClient(t *testing.T) {
+	r, ok := Remote("http://127.0.0.1:1", "key", nil).(remote)
+	if !ok {
+		t.Fatalf("Remote returned %T", Remote("http://127.0.0.1:1", "key", nil))
+	}
+	if r.client == http.DefaultClient || r.client.Timeout != RemoteTimeout {
+		t.Fatalf("default client %+v, want a timeout of %v", r.client, RemoteTimeout)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
@@ -27,13 +28,19 @@ type remote struct {
 // definition leaves out the network lexicons. The key needs
 // lexicons:read, lexicons:create, lexicons:delete, scripts:read,
 // scripts:manage, indexes:read, indexes:manage and
-// script-variables:read. A nil client is http.DefaultClient.
+// script-variables:read. A nil client is one whose requests time out
+// after RemoteTimeout. It is not the guarded client of the instance's
+// own outbound calls: the instance is the operator's, often on this
+// machine or its private network.
 func Remote(baseURL, adminKey string, client *http.Client) Target {
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{Timeout: RemoteTimeout}
 	}
 	return remote{base: strings.TrimRight(baseURL, "/"), key: adminKey, client: client}
 }
+
+// RemoteTimeout bounds each admin API request of Remote's default client.
+const RemoteTimeout = 2 * time.Minute
 
 // apiError is an admin API answer that is not a success.
 type apiError struct {
