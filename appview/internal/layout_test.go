@@ -208,8 +208,9 @@ func servesHTTP(t *testing.T, path string) []string {
 
 // TestLayoutDocumented fails when a package of appview/internal has no
 // line in the floor plan of docs/architecture.md, or the floor plan names
-// a package that does not exist: the modules of the admin API share the
-// line of `web/adminapi/*`, which names each.
+// a package that does not exist (the modules of the admin API share the
+// line of `web/adminapi/*`, which names each), or a public package is
+// not in the table of public packages.
 func TestLayoutDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/architecture.md")
 	if err != nil {
@@ -242,6 +243,22 @@ func TestLayoutDocumented(t *testing.T) {
 	}
 	if len(pkgs) < 30 {
 		t.Fatalf("go list found %d packages: the test looks in the wrong place", len(pkgs))
+	}
+	// The public packages (outside any internal/, and the commands,
+	// examples and scripts) are in the table of public packages.
+	out, err = exec.Command("go", "list", "github.com/lexview/lexview/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, path := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(path, "github.com/lexview/lexview/")
+		if strings.Contains("/"+rel+"/", "/internal/") || strings.HasPrefix(rel, "cmd/") ||
+			strings.HasPrefix(rel, "examples/") || strings.HasPrefix(rel, "scripts/") {
+			continue
+		}
+		if !strings.Contains(string(doc), "`"+rel+"`") {
+			t.Errorf("the public package %s is not in the table of public packages of docs/architecture.md", rel)
+		}
 	}
 	for _, m := range regexp.MustCompile("`((?:service|web|core|testing)/[a-z0-9/]+)`").FindAllStringSubmatch(string(doc), -1) {
 		if !pkgs[m[1]] {
