@@ -369,3 +369,29 @@ func TestProcedureURIOfAnotherRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestProcedureUpstreamFailure: a procedure's write the PDS refuses is
+// forwarded with the PDS's status and body; one whose PDS cannot be
+// reached is the specification's upstream PDS failure, 500.
+func TestProcedureUpstreamFailure(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		env := testenv.New(t, open(t), appview.Config{})
+		pds := oauthtest.New(t, oauthtest.Options{})
+		did := env.PLC.NewAccount(t, false, pds.URL).DID.String()
+		client, secret := env.NewClient(t, apiclients.NewClient{})
+		putNoteLexicons(t, env)
+		dev := signIn(t, env, pds, client.Key, secret, did)
+
+		pds.FailNext("com.atproto.repo.createRecord", 400, "InvalidRequest", "refused by the PDS")
+		r := dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "refused"})
+		if r.Status != 400 || !strings.Contains(string(r.Raw), "refused by the PDS") {
+			t.Fatalf("a write the PDS refuses: %d %s", r.Status, r.Raw)
+		}
+		pds.Close()
+		r = dev.call(t, "POST", "/xrpc/app.test.createNote", map[string]any{"text": "unreachable"})
+		if r.Status != 500 || r.Error(t) != "upstream PDS failure" {
+			t.Fatalf("a write to an unreachable PDS: %d %s", r.Status, r.Raw)
+		}
+	})
+}
