@@ -57,7 +57,7 @@ import (
 	"github.com/lexview/lexview/appview/internal/web/server"
 	"github.com/lexview/lexview/appview/internal/web/sessioncookie"
 	"github.com/lexview/lexview/appview/internal/web/userauth"
-	backfilljobs "github.com/lexview/lexview/backfill"
+	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/script"
@@ -100,7 +100,7 @@ type App struct {
 	scripts       *scripthost.Runtime
 	backlinks     *backlinks.Service    // backlink queries, for the XRPC methods and scripts
 	fieldIndexes  *fieldindexes.Service // declared field indexes, their build and the index suggestions
-	backfill      *backfilljobs.Manager
+	backfill      *backfill.Manager
 	resyncSlots   chan struct{}     // bounds the repositories fetched again after gaps (sources.go)
 	labelSubs     *labelsub.Manager // one subscription per active labeler
 	sources       []ingest.Source   // live event sources; none when ingestion is off
@@ -263,14 +263,14 @@ func (a *App) build(ctx context.Context) error {
 		BulkWriters: bulkWriters, BulkMaxBatch: bulkBatch,
 	})
 	// Backfill: the job manager writes through the one batch writer.
-	bcfg := backfilljobs.Options{
+	bcfg := backfill.Options{
 		Store: a.store, Writer: bulkWriter{a.writer}, Lexicons: a.lexicons, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		RelayURL: cfg.Ingest.RelayURL, RelayHTTPClient: cfg.sourceHTTPClient(cfg.Ingest.RelayURL), Events: backfillAudit{a.events}, Logger: a.log, Now: cfg.Now, Instance: a.cfg.Cluster.InstanceID,
 	}
 	if a.metrics != nil {
 		bcfg.Metrics = a.metrics
 	}
-	if a.backfill, err = backfilljobs.New(bcfg); err != nil {
+	if a.backfill, err = backfill.New(bcfg); err != nil {
 		return err
 	}
 	a.labelSubs = labelsub.New(labelsub.Options{
