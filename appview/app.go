@@ -28,7 +28,6 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -242,7 +241,7 @@ func (a *App) build(ctx context.Context) error {
 	a.validation = newValidationToggles()
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
-		Events: a.events, Variables: a.scriptVariables(), SessionExpired: sessionExpired, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		Events: a.events, Variables: a.scriptVariables(), SessionExpired: writepath.SessionExpired, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
 		Logger: a.log, Now: cfg.Now,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan, HidesInvalid: a.validation.hidden,
@@ -443,10 +442,4 @@ func (a *App) scriptVariables() func(ctx context.Context) (map[string]string, er
 		return nil
 	}
 	return func(ctx context.Context) (map[string]string, error) { return scripts.Open(ctx, a.store, a.sealer) }
-}
-
-// sessionExpired tells the script runtime which PDS write failures are
-// an expired session: the write path's one mapping.
-func sessionExpired(err error) bool {
-	return errors.Is(writepath.PDSError(err), writepath.ErrSessionExpired)
 }

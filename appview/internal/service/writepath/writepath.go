@@ -129,6 +129,11 @@ func PDSError(err error) error {
 	return fail.Wrap(errUpstream.Kind, errUpstream.Message, err)
 }
 
+// SessionExpired reports whether a PDS client's failure is the expired
+// session PDSError makes of it, for callers that answer in their own
+// words (scripts' writes).
+func SessionExpired(err error) bool { return errors.Is(PDSError(err), ErrSessionExpired) }
+
 // Write makes body (a JSON object) a record of collection in the caller's
 // repository: created, or replaced when body's `uri` is the AT URI of a
 // record of collection in the caller's repository. Any other `uri` is a

@@ -27,11 +27,17 @@ func TestPDSError(t *testing.T) {
 		if !errors.Is(got, writepath.ErrSessionExpired) || fail.KindOf(got) != fail.Unauthenticated || fail.Message(got) != "token_expired" {
 			t.Errorf("%v: %v (%v)", err, got, fail.KindOf(got))
 		}
+		if !writepath.SessionExpired(err) {
+			t.Errorf("%v: not an expired session", err)
+		}
 	}
 	down := errors.New("connection refused")
 	got := writepath.PDSError(down)
 	if fail.KindOf(got) != fail.Upstream || fail.Message(got) != "upstream PDS failure" || !errors.Is(got, down) {
 		t.Errorf("unreachable PDS: %v (%v)", got, fail.KindOf(got))
+	}
+	if writepath.SessionExpired(down) {
+		t.Error("an unreachable PDS is not an expired session")
 	}
 	if writepath.PDSError(nil) != nil {
 		t.Error("nil is not a failure")
