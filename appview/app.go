@@ -241,8 +241,8 @@ func (a *App) build(ctx context.Context) error {
 	a.validation = newValidationToggles()
 	a.scripts = scripthost.New(scripthost.Options{
 		Engine: cfg.Scripts.Engine, Retry: scripthost.RetryPolicy(cfg.Scripts.Retry), Store: a.store, Lexicons: a.lexicons,
-		Events: a.events, Variables: a.scriptVariables(), SessionExpired: writepath.SessionExpired, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
-		Logger: a.log, Now: cfg.Now,
+		Events: a.events, PDS: a.pds, Directory: cfg.Network.Directory, HTTPClient: cfg.Network.HTTPClient,
+		Logger: a.log, Now: cfg.Now, Variables: a.scriptVariables(), SessionExpired: writepath.SessionExpired,
 		Writer: writerLink{a}, LocalXRPC: a.localXRPC, LinkedRepos: linkedReposLink{a}, Labels: a.store, Plugins: a.plugins,
 		Backlinks: a.backlinks, OnScan: a.fieldIndexes.ObserveScan, HidesInvalid: a.validation.hidden,
 	})
