@@ -21,6 +21,7 @@ func RunValidation(t *testing.T, open func(t testing.TB) storage.Store) {
 		{"RewriteChangesTheFlag", testInvalidRewrite},
 		{"ListingsExcludeInvalid", testListingsExcludeInvalid},
 		{"QueriesExcludeInvalid", testQueriesExcludeInvalid},
+		{"LinkQueriesExcludeInvalid", testLinkQueriesExcludeInvalid},
 		{"SearchExcludesInvalid", testSearchExcludesInvalid},
 		{"InvalidCounts", testInvalidCounts},
 		{"SetRecordValidation", testSetRecordValidation},
@@ -227,6 +228,46 @@ func testQueriesExcludeInvalid(t *testing.T, s storage.Store) {
 	}
 	buildAll(t, s, 100)
 	check("value index")
+}
+
+// testLinkQueriesExcludeInvalid: a query or count whose filter is an
+// equality to a link, which the link index answers (a count from the
+// number it keeps), leaves flagged records out when asked, as a scan does.
+func testLinkQueriesExcludeInvalid(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	const target = "at://did:plc:bob/app.test.post/p1"
+	var ops []storage.RecordOp
+	for i := range 6 {
+		r := Rec("did:plc:alice", validationCol, fmt.Sprintf("l%d", i), base.Add(time.Duration(i)*time.Second),
+			map[string]any{"subject": map[string]any{"uri": target}})
+		if i < 2 {
+			r.Invalid = "record/createdAt: required"
+		}
+		ops = append(ops, put(r))
+	}
+	apply(t, s, ops...)
+	for _, exclude := range []bool{false, true} {
+		q := storage.RecordQuery{Collection: validationCol, ExcludeInvalid: exclude,
+			Filter: &storage.Filter{Field: "subject.uri", Op: "=", Value: target}}
+		want := 6
+		if exclude {
+			want = 4
+		}
+		page, err := s.QueryRecords(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) != want {
+			t.Errorf("exclude=%v: %d records, want %d", exclude, len(page.Records), want)
+		}
+		n, err := s.CountMatching(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(want) {
+			t.Errorf("exclude=%v: CountMatching = %d, want %d", exclude, n, want)
+		}
+	}
 }
 
 func testSearchExcludesInvalid(t *testing.T, s storage.Store) {

@@ -354,8 +354,15 @@ func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 		}
 		if l := p.link; l != nil && l.sole && !l.marked && len(rq.labels.terms) == 0 && rq.didLo == "" {
 			// Every link to the target from the field is a record whose
-			// field holds it, and the index keeps their number.
-			return l.records, nil
+			// field holds it, and the index keeps their number: flagged
+			// records included, so only when none is to be left out.
+			flagged, err := db.anyFlagged(ctx, rq)
+			if err != nil {
+				return 0, err
+			}
+			if !flagged {
+				return l.records, nil
+			}
 		}
 		stmt, args, err := db.countStatement(rq, p)
 		if err != nil {
@@ -376,6 +383,19 @@ func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 			return n, err
 		}
 	}
+}
+
+// anyFlagged reports whether rq leaves out flagged records and its
+// collection holds any.
+func (db *DB) anyFlagged(ctx context.Context, rq *recordQuery) (bool, error) {
+	if !rq.q.ExcludeInvalid {
+		return false, nil
+	}
+	var n int
+	if err := db.reads.queryRow(ctx, db.q.anyFlagged, rq.q.Collection).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for flagged records: %w", err)
+	}
+	return n > 0, nil
 }
 
 // countStatement renders the count of a query as p plans it.

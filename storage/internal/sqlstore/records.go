@@ -61,6 +61,9 @@ func hideIndex(exclude bool) int {
 // queries are the hot statements, bound once for the dialect.
 type queries struct {
 	getRecord string
+	// anyFlagged counts 1 when a collection holds a record stored with a
+	// validation error (through the partial index records_invalid), else 0.
+	anyFlagged string
 	// list[hide][after] selects a page of a collection, newest created
 	// first (records_collection_created); listByKey[hide] a page of one
 	// repository's records, in a collection or in all, by URI (that is,
@@ -117,6 +120,7 @@ func newQueries(d Dialect) queries {
 	q.countCollection = Bind(d, `SELECT COUNT(*) FROM records WHERE collection = ?`)
 	q.countAll = `SELECT COUNT(*) FROM records`
 	q.linkTarget = Bind(d, `SELECT id, records FROM link_targets WHERE target = ? AND source = ?`)
+	q.anyFlagged = Bind(d, `SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE collection = ? AND invalid IS NOT NULL LIMIT 1) f`)
 	q.linkDIDCount = Bind(d, `SELECT COUNT(DISTINCT did) FROM record_links WHERE tid = ?`)
 	q.backlinks = [2]string{Bind(d, backlinksPage(`tid = ?`)), Bind(d, backlinksPage(`tid = ?`+afterPosition))}
 	q.getCursor = Bind(d, `SELECT value FROM stream_cursors WHERE name = ?`)
