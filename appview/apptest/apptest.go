@@ -80,6 +80,9 @@ type Record struct {
 	// Record is the record's value; its $type is the collection when
 	// absent. None for a delete.
 	Record json.RawMessage `json:"record,omitempty"`
+	// CID is the record's CID; when left out, the one its value has in a
+	// repository (appview records import takes the same lines).
+	CID string `json:"cid,omitempty"`
 }
 
 // Step is one action of a test and what it expects: exactly one of
@@ -286,6 +289,14 @@ func (r *Record) check(withValue bool) error {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(r.Record, &obj) != nil || obj == nil {
 			return errors.New("record must be a JSON object")
+		}
+	}
+	if r.CID != "" {
+		if !withValue {
+			return errors.New("cid is given with a record's value only")
+		}
+		if _, err := syntax.ParseCID(r.CID); err != nil {
+			return fmt.Errorf("cid %q: %w", r.CID, err)
 		}
 	}
 	return nil

@@ -17,12 +17,11 @@ import (
 
 	"github.com/bluesky-social/indigo/atproto/identity"
 	"github.com/bluesky-social/indigo/atproto/syntax"
-	"github.com/ipfs/go-cid"
-	"github.com/multiformats/go-multihash"
 
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/appfolder"
 	"github.com/lexview/lexview/internal/oauthtest"
+	"github.com/lexview/lexview/internal/repocar"
 	"github.com/lexview/lexview/oauth"
 	"github.com/lexview/lexview/storage"
 )
@@ -182,7 +181,11 @@ func (in *instance) index(ctx context.Context, recs []Record) error {
 	}
 	changes := make([]storage.Change, len(recs))
 	for i, r := range recs {
-		changes[i] = in.change(storage.OpCreate, r)
+		c, err := in.change(storage.OpCreate, r)
+		if err != nil {
+			return fmt.Errorf("fixture: %w", err)
+		}
+		changes[i] = c
 	}
 	res, err := in.app.Writer().Write(ctx, source, changes)
 	if err != nil {
@@ -201,30 +204,31 @@ func (in *instance) index(ctx context.Context, recs []Record) error {
 	return errors.Join(errs...)
 }
 
-// change is r as a change of the event stream: $type set, a CID of its
-// value, a fresh revision, a TID for a missing rkey.
-func (in *instance) change(op storage.ChangeOp, r Record) storage.Change {
+// change is r as a change of the event stream: $type set, its CID (the
+// one given, else the one its value has in a repository), a fresh
+// revision, a TID for a missing rkey.
+func (in *instance) change(op storage.ChangeOp, r Record) (storage.Change, error) {
 	c := storage.Change{Op: op, DID: r.Repo, Collection: r.Collection, RKey: r.RKey, Rev: in.revs.Next().String()}
 	if c.RKey == "" {
 		c.RKey = in.revs.Next().String()
 	}
-	if op != storage.OpDelete {
-		var fields map[string]json.RawMessage
-		json.Unmarshal(r.Record, &fields) // checked by Load
-		if _, ok := fields["$type"]; !ok {
-			fields["$type"], _ = json.Marshal(r.Collection)
-		}
-		c.Record, _ = json.Marshal(fields)
-		c.CID = cidOf(c.Record)
+	if op == storage.OpDelete {
+		return c, nil
 	}
-	return c
-}
-
-// cidOf is a CID of a record's bytes (sha-256, dag-cbor codec, as a
-// record's CID is written).
-func cidOf(value []byte) string {
-	h, _ := multihash.Sum(value, multihash.SHA2_256, -1)
-	return cid.NewCidV1(cid.DagCBOR, h).String()
+	var fields map[string]json.RawMessage
+	json.Unmarshal(r.Record, &fields) // checked by Load
+	if _, ok := fields["$type"]; !ok {
+		fields["$type"], _ = json.Marshal(r.Collection)
+	}
+	c.Record, _ = json.Marshal(fields)
+	c.CID = r.CID
+	if c.CID == "" {
+		var err error
+		if c.CID, err = repocar.RecordCID(c.Record); err != nil {
+			return c, fmt.Errorf("at://%s/%s/%s is not atproto data: %w", c.DID, c.Collection, c.RKey, err)
+		}
+	}
+	return c, nil
 }
 
 // handleOf is the handle the stand-ins give did: its identifier as a name

@@ -243,7 +243,11 @@ func (in *instance) checkWrites(want []Write, got []oauthtest.Operation, caller 
 // event delivers st's event to the App's writer and checks its outcome.
 func (in *instance) event(ctx context.Context, st *Step, f *Failure) error {
 	ev := st.Event
-	res, err := in.app.Writer().Write(ctx, source, []storage.Change{in.change(storage.ChangeOp(ev.Action), ev.Record)})
+	c, err := in.change(storage.ChangeOp(ev.Action), ev.Record)
+	if err != nil {
+		return err
+	}
+	res, err := in.app.Writer().Write(ctx, source, []storage.Change{c})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bluesky-social/indigo/atproto/syntax"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/internal/repocar"
 	"github.com/lexview/lexview/storage"
 )
 
@@ -48,7 +49,8 @@ func importCommand() *command {
 		name: "records import", synopsis: "FILE", nargs: 1, scope: scopeApp,
 		summary: "store records from a JSON-lines file (- for stdin)",
 		about: "Stores records from FILE (\"-\" reads standard input): one\n" +
-			"{\"uri\", \"cid\", \"record\"} JSON object per line, optional \"rev\". They go\n" +
+			"{\"uri\", \"record\"} JSON object per line, optional \"cid\" (by default the\n" +
+			"CID the record has in a repository) and \"rev\". They go\n" +
 			"through the batch writer like ingested records: validated against their\n" +
 			"record lexicon and run through the collection's record-event scripts.\n" +
 			"It prints how many records were stored, refused by validation, failed\n" +
@@ -266,12 +268,17 @@ func parseImportLine(raw []byte, now time.Time) (storage.Change, error) {
 	if err != nil {
 		return storage.Change{}, errors.New("the AT URI authority must be a DID")
 	}
-	if _, err := syntax.ParseCID(l.CID); err != nil {
-		return storage.Change{}, fmt.Errorf("invalid cid %q", l.CID)
-	}
 	var fields map[string]any
 	if err := json.Unmarshal(l.Record, &fields); err != nil || fields == nil {
 		return storage.Change{}, errors.New("record must be a JSON object")
+	}
+	if l.CID == "" {
+		// The CID the record has in a repository.
+		if l.CID, err = repocar.RecordCID(l.Record); err != nil {
+			return storage.Change{}, fmt.Errorf("record is not atproto data: %w", err)
+		}
+	} else if _, err := syntax.ParseCID(l.CID); err != nil {
+		return storage.Change{}, fmt.Errorf("invalid cid %q", l.CID)
 	}
 	return storage.Change{
 		Op: storage.OpCreate, DID: did.String(), Collection: uri.Collection().String(), RKey: uri.RecordKey().String(),

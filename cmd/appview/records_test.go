@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lexview/lexview/appview"
+	"github.com/lexview/lexview/internal/repocar"
 	"github.com/lexview/lexview/lexicon"
 	"github.com/lexview/lexview/storage"
 	"github.com/lexview/lexview/storage/storagetest"
@@ -71,6 +72,16 @@ func TestImportRecords(t *testing.T) {
 		if c, _ := store.CountRecords(context.Background(), "app.test.post"); c != 2500 {
 			t.Fatalf("stored %d", c)
 		}
+		// Without a cid, a record gets the one its value has in a
+		// repository.
+		noCID := `{"uri":"at://did:plc:imp/app.test.post/nocid","record":{"$type":"app.test.post","n":7}}` + "\n"
+		if tally, err := importRecords(context.Background(), app.Writer(), strings.NewReader(noCID), false, io.Discard); err != nil || tally.Stored != 1 {
+			t.Fatalf("no cid: %+v %v", tally, err)
+		}
+		want, _ := repocar.RecordCID([]byte(`{"$type":"app.test.post","n":7}`))
+		if r, err := store.GetRecord(context.Background(), "at://did:plc:imp/app.test.post/nocid"); err != nil || r.CID != want || !strings.HasPrefix(want, "bafyrei") {
+			t.Fatalf("no cid: stored %+v %v, want the CID %s", r, err, want)
+		}
 		good := func(rkey string) string {
 			return `{"uri":"at://did:plc:x/app.test.post/` + rkey + `","cid":"` + testCID + `","record":{"$type":"app.test.post","n":1}}`
 		}
@@ -80,6 +91,7 @@ func TestImportRecords(t *testing.T) {
 			`{"uri":"at://alice.test/app.test.post/k","cid":"` + testCID + `","record":{}}`,
 			`{"uri":"at://did:plc:x/app.test.post/k","cid":"nope","record":{}}`,
 			`{"uri":"at://did:plc:x/app.test.post/k","cid":"` + testCID + `","record":[1]}`,
+			`{"uri":"at://did:plc:x/app.test.post/k","record":{"$type":"app.test.post","n":1.5}}`, // no CID: floats are no atproto data
 		} {
 			in := good("before") + "\n" + bad + "\n" + good("after") + "\n"
 			var report strings.Builder
