@@ -231,12 +231,14 @@ func (s *Service) logScan(e Suggestion) {
 // the suggestions of the collection that became due.
 func (s *Service) countSize(collection string) {
 	g := &s.sug
-	defer func() { <-g.counter }()
 	ctx, cancel := context.WithTimeout(context.Background(), sizeCountTimeout)
 	defer cancel()
 	n, err := s.opt.Store.CountRecords(ctx, collection)
 	now := s.opt.Now()
 	g.mu.Lock()
+	// The slot is free again as the count is seen to end: a scan that
+	// finds the size stale may count it at once.
+	<-g.counter
 	size := g.sizes[collection]
 	size.counting = false
 	if err != nil {
