@@ -66,6 +66,11 @@ type Manager struct {
 	fetch fetcher
 	reg   *registry
 
+	// storeMu is held while the loaded set and the store change together
+	// (an install, a reload, a deletion) and through a whole Sync, so
+	// that a Sync never lists the store before an install and reads the
+	// loaded set after it (it would unload the plugin just installed).
+	storeMu sync.Mutex
 	mu      sync.RWMutex
 	plugins map[string]*plugin
 	// syncFailed remembers, by plugin, the install (its update time) that
@@ -250,6 +255,8 @@ func (m *Manager) Install(ctx context.Context, actor, url, pin string) (Summary,
 
 // installFetched loads f and stores it with the stored pin.
 func (m *Manager) installFetched(ctx context.Context, actor string, f fetched, pin, event string) error {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
 	if err := m.load(ctx, f.Manifest, SourceURL, f.ManifestURL, pin, f.WASM); err != nil {
 		return fail.Wrap(fail.Invalid, "the module does not load: "+err.Error(), err)
 	}
@@ -278,6 +285,8 @@ func (m *Manager) unload(ctx context.Context, id string) bool {
 // Delete unloads plugin id and forgets its install; its secrets are
 // kept. NotFound when it is not loaded.
 func (m *Manager) Delete(ctx context.Context, actor, id string) error {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
 	p, ok := m.get(id)
 	if !ok {
 		return fail.Newf(fail.NotFound, "plugin %s is not loaded", id)
@@ -348,6 +357,8 @@ func (m *Manager) event(ctx context.Context, typ, severity, actor, subject strin
 // updated since it was loaded here) is loaded, one deleted or disabled
 // there is unloaded. File-based plugins are left as they are.
 func (m *Manager) Sync(ctx context.Context) error {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
 	list, err := m.opt.Store.ListPlugins(ctx)
 	if err != nil {
 		return fmt.Errorf("plugins: %w", err)
