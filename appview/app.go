@@ -311,6 +311,7 @@ func (a *App) build(ctx context.Context) error {
 		PrivateKey: func(k storage.ClientAuthKey) (*ecdsa.PrivateKey, error) { return clientkeys.PrivateKey(a.sealer, k) },
 		HTTPClient: cfg.Network.HTTPClient, Directory: cfg.Network.Directory, AllowHTTP: cfg.Network.AllowPrivateNetworks,
 		UserAgent: "lexview/" + Version, Now: cfg.Now, Logger: a.log,
+		Leases: a.store, Holder: a.cfg.Cluster.InstanceID,
 	})
 	a.surfaces = a.routes()
 	a.life = lifecycle{parts: a.components()}

@@ -66,6 +66,11 @@ type Options struct {
 	UserAgent  string
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Leases, when set, make WithSession hold a session against the other
+	// instances sharing the database too (a lease per session, held by
+	// Holder, this instance's ID); nil holds it within the process only.
+	Leases SessionLeases
+	Holder string
 }
 
 // Client starts and finishes OAuth flows as the instance.

@@ -2,10 +2,14 @@ package oauthclient
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	indigooauth "github.com/bluesky-social/indigo/atproto/auth/oauth"
 	"github.com/bluesky-social/indigo/atproto/syntax"
+
+	"github.com/lexview/lexview/storage"
 )
 
 // sessionLocks serialises the use of each kept session within the
@@ -70,14 +74,67 @@ func (l *sessionLocks) lock(ctx context.Context, key string) (func(), error) {
 // the automatic one of a request whose access token expired) never races
 // another. The session is read from the store after the lock is taken.
 func (c *Client) WithSession(ctx context.Context, did syntax.DID, sessionID string, fn func(*indigooauth.ClientSession) error) error {
-	unlock, err := c.locks.lock(ctx, did.String()+" "+sessionID)
+	release, err := c.hold(ctx, did.String()+" "+sessionID)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer release()
 	sess, err := c.Session(ctx, did, sessionID)
 	if err != nil {
 		return err
 	}
 	return fn(sess)
+}
+
+// SessionLeases are the database's leases (storage.ClusterStore), which
+// hold a session against the other instances sharing the database.
+type SessionLeases interface {
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storage.Lease, bool, error)
+	ReleaseLease(ctx context.Context, l storage.Lease) error
+}
+
+const (
+	// sessionLeaseTTL bounds how long a session stays held by an instance
+	// that stopped without releasing it. A use of a session (a refresh, a
+	// write to the PDS) ends well within it.
+	sessionLeaseTTL = time.Minute
+	// sessionLeaseWait is the first pause between tries of a lease
+	// another instance holds; it doubles up to sessionLeaseMaxWait.
+	sessionLeaseWait    = 10 * time.Millisecond
+	sessionLeaseMaxWait = 250 * time.Millisecond
+)
+
+// hold takes the session key within the process, then (with Leases)
+// against the other instances, or gives up when ctx ends; it returns the
+// release of both.
+func (c *Client) hold(ctx context.Context, key string) (func(), error) {
+	unlock, err := c.locks.lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if c.opt.Leases == nil {
+		return unlock, nil
+	}
+	name := "oauth-session:" + key
+	for wait := sessionLeaseWait; ; wait = min(2*wait, sessionLeaseMaxWait) {
+		l, ok, err := c.opt.Leases.AcquireLease(ctx, name, c.opt.Holder, sessionLeaseTTL)
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("hold the OAuth session: %w", err)
+		}
+		if ok {
+			return func() {
+				if err := c.opt.Leases.ReleaseLease(context.WithoutCancel(ctx), l); err != nil {
+					c.opt.Logger.Warn("releasing an OAuth session's lease failed; it expires by itself", "err", err)
+				}
+				unlock()
+			}, nil
+		}
+		select {
+		case <-ctx.Done():
+			unlock()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lexview/lexview/storage"
+	"github.com/lexview/lexview/storage/storagetest"
 )
 
 // TestSessionLocks: users of one key take turns, other keys run beside
@@ -68,4 +71,66 @@ func TestSessionLocks(t *testing.T) {
 			t.Fatalf("%d lock entries left", n)
 		}
 	}
+}
+
+// TestSessionHeldAcrossInstances: two clients on one database (two
+// instances) take turns with a session through its lease, a waiter gives
+// up when its context ends, and each release frees the lease at once.
+func TestSessionHeldAcrossInstances(t *testing.T) {
+	t.Parallel()
+	storagetest.ForEach(t, func(t *testing.T, open func(testing.TB) storage.Store) {
+		store := open(t)
+		a := New(Options{Leases: store, Holder: "instance-a"})
+		b := New(Options{Leases: store, Holder: "instance-b"})
+		var inside, most atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 12 {
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			wg.Go(func() {
+				release, err := c.hold(context.Background(), "did:plc:alice s1")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := inside.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(2 * time.Millisecond)
+				inside.Add(-1)
+				release()
+			})
+		}
+		wg.Wait()
+		if most.Load() != 1 {
+			t.Fatalf("%d users of one session at once across two instances", most.Load())
+		}
+
+		release, err := a.hold(context.Background(), "did:plc:alice s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := b.hold(context.Background(), "did:plc:alice s2") // another session
+		if err != nil {
+			t.Fatal(err)
+		}
+		other()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := b.hold(ctx, "did:plc:alice s1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a waiter on another instance past its deadline: %v", err)
+		}
+		release()
+		info, err := store.GetLease(context.Background(), "oauth-session:did:plc:alice s1")
+		if err != nil || info.Holder != "" {
+			t.Fatalf("lease after the release: %+v %v", info, err)
+		}
+		release, err = b.hold(context.Background(), "did:plc:alice s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	})
 }
