@@ -3,6 +3,7 @@ package appview_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -95,15 +96,9 @@ func TestXRPCParams(t *testing.T) {
 		}
 
 		// The script ran for the two valid calls only.
-		var events struct {
-			Events []struct {
-				Detail map[string]any `json:"detail"`
-			} `json:"events"`
-		}
-		e.admin.Do(t, "GET", "/admin/events?event_type=script.log&subject=xrpc.query:app.test.search", nil).JSON(t, &events)
 		ran := []string{}
-		for _, ev := range events.Events {
-			ran = append(ran, ev.Detail["message"].(string))
+		for _, d := range eventDetails(t, e.admin, "event_type=script.log&subject=xrpc.query:app.test.search") {
+			ran = append(ran, fmt.Sprint(d["message"]))
 		}
 		if got := strings.Join(ran, "|"); got != "search ran for local|search ran for hi" {
 			t.Errorf("the script ran: %q", got)
