@@ -65,6 +65,23 @@ func (e *scriptEnv) seed(t *testing.T, n int) {
 	}
 }
 
+// eventDetails is the detail of each event GET /admin/events lists for
+// query (its query string), newest first.
+func eventDetails(t testing.TB, admin *testenv.Admin, query string) []map[string]any {
+	t.Helper()
+	var events struct {
+		Events []struct {
+			Detail map[string]any `json:"detail"`
+		} `json:"events"`
+	}
+	admin.Do(t, "GET", "/admin/events?"+query, nil).JSON(t, &events)
+	out := make([]map[string]any, len(events.Events))
+	for i, ev := range events.Events {
+		out[i] = ev.Detail
+	}
+	return out
+}
+
 // setScript installs a trigger-keyed script through the admin API.
 func (e *scriptEnv) setScript(t testing.TB, trigger, source string) {
 	t.Helper()
@@ -208,17 +225,11 @@ func TestScriptFailures(t *testing.T) {
 				t.Errorf("%s: %d %s", tc.src, r.Status, r.Raw)
 			}
 		}
-		ev := e.admin.Do(t, "GET", "/admin/events?event_type=script.error", nil)
-		var events struct {
-			Events []struct {
-				Detail map[string]any `json:"detail"`
-			} `json:"events"`
+		details := eventDetails(t, e.admin, "event_type=script.error")
+		if len(details) == 0 {
+			t.Fatal("no script.error event")
 		}
-		ev.JSON(t, &events)
-		if len(events.Events) == 0 {
-			t.Fatalf("no script.error event: %s", ev.Raw)
-		}
-		d := events.Events[len(events.Events)-1].Detail
+		d := details[len(details)-1]
 		for _, k := range []string{"error", "script_source", "input", "caller_did", "method"} {
 			if _, ok := d[k]; !ok {
 				t.Errorf("script.error detail lacks %s: %v", k, d)
@@ -389,16 +400,11 @@ func TestScriptErrorTextIsBounded(t *testing.T) {
 	if r := e.get(t, "/xrpc/app.test.feed?client_key="+e.key); r.Status != 500 || r.Error(t) != "script execution failed" {
 		t.Fatalf("failing script: %d %s", r.Status, r.Raw)
 	}
-	var events struct {
-		Events []struct {
-			Detail map[string]any `json:"detail"`
-		} `json:"events"`
+	details := eventDetails(t, e.admin, "event_type=script.error")
+	if len(details) != 1 {
+		t.Fatalf("script.error events: %+v", details)
 	}
-	e.admin.Do(t, "GET", "/admin/events?event_type=script.error", nil).JSON(t, &events)
-	if len(events.Events) != 1 {
-		t.Fatalf("script.error events: %+v", events)
-	}
-	if msg := fmt.Sprint(events.Events[0].Detail["error"]); len(msg) > 5<<10 || !strings.Contains(msg, "EEEE") {
+	if msg := fmt.Sprint(details[0]["error"]); len(msg) > 5<<10 || !strings.Contains(msg, "EEEE") {
 		t.Fatalf("error text of %d bytes in the event", len(msg))
 	}
 }

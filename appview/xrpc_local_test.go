@@ -110,17 +110,12 @@ func TestScriptLocalCalls(t *testing.T) {
 		// Record scripts call with no caller: procedures are refused,
 		// queries run anonymously.
 		admin := env.Bootstrap(t)
-		var events struct {
-			Events []struct {
-				Detail map[string]any `json:"detail"`
-			} `json:"events"`
-		}
-		admin.Do(t, "GET", "/admin/events?event_type=script.log", nil).JSON(t, &events)
-		if len(events.Events) == 0 {
+		details := eventDetails(t, admin, "event_type=script.log")
+		if len(details) == 0 {
 			t.Fatal("the record script logged nothing")
 		}
-		for _, e := range events.Events {
-			if msg, _ := e.Detail["message"].(string); !strings.HasPrefix(msg, "from a record script: nil authentication required 401, ") {
+		for _, d := range details {
+			if msg, _ := d["message"].(string); !strings.HasPrefix(msg, "from a record script: nil authentication required 401, ") {
 				t.Errorf("record script's calls: %q", msg)
 			}
 		}

@@ -39,6 +39,10 @@ type Lexicon struct {
 	// top-level `uri` property: a default procedure's body may then carry
 	// `uri` as a field of the record (see docs/oauth.md).
 	RecordURI bool
+	// Params checks a call's query-string parameters against a query's or
+	// procedure's declared `parameters`, compiled when the lexicon was
+	// stored or loaded; nil (which checks nothing) when it declares none.
+	Params    *Params
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -285,8 +289,17 @@ func fromStorage(s storage.Lexicon) *Lexicon {
 		TargetCollection: s.TargetCollection, Script: s.Script, IndexHook: s.IndexHook,
 		OutputLabels: Kind(s.Type) == KindQuery && declaresOutputLabels(s.JSON),
 		RecordURI:    Kind(s.Type) == KindRecord && declaresRecordProperty(s.JSON, "uri"),
+		Params:       methodParams(Kind(s.Type), s.JSON),
 		CreatedAt:    s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
+}
+
+// methodParams compiles the parameters of a query or procedure lexicon.
+func methodParams(kind Kind, raw json.RawMessage) *Params {
+	if kind != KindQuery && kind != KindProcedure {
+		return nil
+	}
+	return compileParams(raw)
 }
 
 // declaresRecordProperty reports whether a record lexicon's record schema

@@ -15,28 +15,29 @@ type Scripts interface {
 	MethodScript(lex *lexicon.Lexicon) (*scripthost.MethodScript, bool)
 }
 
-// runScript answers c with the script bound to its method and reports
-// whether one was bound (false leaves the call to the default behaviour).
-func (d *Dispatcher) runScript(ctx context.Context, c Call, dst []byte) (Answer, bool, error) {
+// methodScript is the script bound to lex's method, if any (none leaves
+// the call to the default behaviour).
+func (d *Dispatcher) methodScript(lex *lexicon.Lexicon) (*scripthost.MethodScript, bool) {
 	if d.scripts == nil {
-		return Answer{}, false, nil
+		return nil, false
 	}
-	ms, ok := d.scripts.MethodScript(c.Lexicon)
-	if !ok {
-		return Answer{}, false, nil
-	}
+	return d.scripts.MethodScript(lex)
+}
+
+// runScript answers c with ms, the script bound to its method.
+func (d *Dispatcher) runScript(ctx context.Context, ms *scripthost.MethodScript, c Call, dst []byte) (Answer, error) {
 	call := scripthost.MethodCall{Lexicon: c.Lexicon, Params: c.Params, Caller: scriptCaller(c)}
 	if c.Lexicon.Kind == lexicon.KindProcedure && len(c.Input) > 0 {
 		if !json.Valid(c.Input) {
-			return Answer{}, true, errInvalidInput
+			return Answer{}, errInvalidInput
 		}
 		call.Input = c.Input
 	}
 	out, err := ms.Append(ctx, call, dst)
 	if err != nil {
-		return Answer{}, true, err
+		return Answer{}, err
 	}
-	return Answer{Status: http.StatusOK, Body: out}, true, nil
+	return Answer{Status: http.StatusOK, Body: out}, nil
 }
 
 // scriptCaller is the script's view of the call's user.

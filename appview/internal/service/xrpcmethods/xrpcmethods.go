@@ -125,7 +125,8 @@ func Admit(lex *lexicon.Lexicon, user *caller.User) error {
 }
 
 // Call runs c's method: its script when one is bound, otherwise the
-// default query or procedure. Answers Lexview composes (a script's, a
+// default query or procedure. The parameters are checked against the
+// lexicon's first (checkParams): a refused call runs nothing. Answers Lexview composes (a script's, a
 // default query's) are appended to dst, a buffer the caller may reuse
 // once the answer is sent; a procedure's PDS answer is returned as the
 // PDS sent it. A refusal is a *fail.Error the front end answers.
@@ -133,8 +134,12 @@ func (d *Dispatcher) Call(ctx context.Context, c Call, dst []byte) (Answer, erro
 	if err := Admit(c.Lexicon, c.User); err != nil {
 		return Answer{}, err
 	}
-	if ans, ok, err := d.runScript(ctx, c, dst); ok {
-		return ans, err
+	ms, scripted := d.methodScript(c.Lexicon)
+	if err := checkParams(c, scripted); err != nil {
+		return Answer{}, err
+	}
+	if scripted {
+		return d.runScript(ctx, ms, c, dst)
 	}
 	switch c.Lexicon.Kind {
 	case lexicon.KindProcedure:
@@ -150,4 +155,24 @@ func (d *Dispatcher) Call(ctx context.Context, c Call, dst []byte) (Answer, erro
 		return d.query(ctx, c, dst)
 	}
 	return Answer{}, errMethodNotFound
+}
+
+// defaultQueryParams are the default query's own parameters. Its answers
+// to them are the interface specification's (`limit` from 1 to 100, an
+// opaque `cursor`, ...), whatever a lexicon declares of them, so they are
+// left to it.
+var defaultQueryParams = []string{"limit", "cursor", "did", "uri"}
+
+// checkParams refuses (400) a call whose parameters its lexicon's declared
+// `parameters` refuse; undeclared parameters pass. A query answered by the
+// default behaviour leaves that behaviour's own parameters unchecked.
+func checkParams(c Call, scripted bool) error {
+	var except []string
+	if !scripted && c.Lexicon.Kind == lexicon.KindQuery {
+		except = defaultQueryParams
+	}
+	if err := c.Lexicon.Params.Validate(c.Params, except...); err != nil {
+		return fail.Wrap(fail.Invalid, err.Error(), err)
+	}
+	return nil
 }

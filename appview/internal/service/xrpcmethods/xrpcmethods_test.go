@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lexview/lexview/appview/internal/core/caller"
+	"github.com/lexview/lexview/appview/internal/core/fail"
 	"github.com/lexview/lexview/appview/internal/service/reads"
 	"github.com/lexview/lexview/appview/internal/service/writepath"
 	"github.com/lexview/lexview/appview/internal/service/xrpcmethods"
@@ -108,4 +111,115 @@ func TestDispatcher(t *testing.T) {
 			t.Fatal("a record lexicon answered as a method")
 		}
 	})
+}
+
+// paramsLexicon declares parameters of the default query's own names,
+// with constraints the interface's answers ignore, and one of its own.
+const paramsLexicon = `{"lexicon":1,"id":"app.test.find","defs":{"main":{"type":"%s","parameters":{"type":"params",
+	"required":["tag","uri"],"properties":{
+	"tag":{"type":"string","maxLength":3},
+	"limit":{"type":"integer","maximum":5},
+	"uri":{"type":"string","format":"at-uri"},
+	"did":{"type":"string","format":"did"},
+	"cursor":{"type":"integer"}}}}}}`
+
+// TestDispatcherParams: declared parameters are checked before a method
+// runs (a refused procedure writes nothing), undeclared ones pass, and
+// the default query's own parameters keep the interface's answers,
+// whatever the lexicon declares of them.
+func TestDispatcherParams(t *testing.T) {
+	ctx := context.Background()
+	store := storagetest.SQLite(t)
+	reg := lexicon.NewRegistry(store)
+	for kind, nsid := range map[string]string{"query": "app.test.find", "procedure": "app.test.put"} {
+		doc := strings.Replace(fmt.Sprintf(paramsLexicon, kind), "app.test.find", nsid, 1)
+		if _, _, err := reg.Put(ctx, lexicon.Upload{Document: json.RawMessage(doc), TargetCollection: "app.test.post"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &writer{}
+	d := xrpcmethods.New(xrpcmethods.Options{Reads: reads.New(store, nil), Writes: w})
+	call := func(nsid, query string) (xrpcmethods.Answer, error) {
+		t.Helper()
+		l, _ := reg.Snapshot().Get(nsid)
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Call(ctx, xrpcmethods.Call{Lexicon: l, Params: q, User: &caller.User{DID: "did:plc:alice"}, Input: []byte(`{}`)}, nil)
+	}
+	for _, tc := range []struct{ query, err string }{
+		{"tag=a", ""},
+		{"tag=a&extra=anything", ""},
+		{"", "missing required parameter tag"},
+		{"tag=abcd", "invalid parameter tag: must be at most 3 bytes long"},
+		// The default query's own parameters: the interface's answers.
+		{"tag=a&limit=50", ""},
+		{"tag=a&limit=500", "limit must be an integer between 1 and 100"},
+		{"tag=a&cursor=abc", "invalid cursor"},
+		{"tag=a&did=nope", "invalid did"},
+		{"tag=a&uri=nope", "invalid AT URI"},
+	} {
+		_, err := call("app.test.find", tc.query)
+		if got := errText(err); got != tc.err {
+			t.Errorf("query %q: error %q, want %q", tc.query, got, tc.err)
+		}
+		if err != nil && fail.KindOf(err) != fail.Invalid {
+			t.Errorf("query %q: kind %v", tc.query, fail.KindOf(err))
+		}
+	}
+	// A procedure checks every declared parameter, before writing.
+	for _, tc := range []struct{ query, err string }{
+		{"tag=a&uri=nope", "invalid parameter uri: must be a valid at-uri"},
+		{"tag=a", "missing required parameter uri"},
+		{"tag=a&uri=at://did:plc:alice/app.test.post/3kaaa&limit=50", "invalid parameter limit: must be at most 5"},
+	} {
+		if _, err := call("app.test.put", tc.query); errText(err) != tc.err || w.user != nil {
+			t.Errorf("procedure %q: error %v, want %q; writer called with %+v", tc.query, err, tc.err, w.user)
+		}
+	}
+	if ans, err := call("app.test.put", "tag=a&uri=at://did:plc:alice/app.test.post/3kaaa&limit=5"); err != nil || ans.Status != 200 || w.user == nil {
+		t.Fatalf("valid procedure call: %+v %v", ans, err)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fail.Message(err)
+}
+
+// BenchmarkDispatcherParams is what checking parameters adds to a call:
+// a default query without a target collection (the cheapest answer),
+// without declared parameters and with five.
+func BenchmarkDispatcherParams(b *testing.B) {
+	ctx := context.Background()
+	reg := lexicon.NewRegistry(storagetest.SQLite(b))
+	for _, doc := range []string{
+		`{"lexicon":1,"id":"app.test.plain","defs":{"main":{"type":"query"}}}`,
+		`{"lexicon":1,"id":"app.test.checked","defs":{"main":{"type":"query","parameters":{"type":"params","required":["actor"],"properties":{
+			"actor":{"type":"string","format":"at-identifier"},"n":{"type":"integer","minimum":1,"maximum":100},
+			"q":{"type":"string","maxGraphemes":64},"tags":{"type":"array","items":{"type":"string"},"maxLength":10},
+			"reverse":{"type":"boolean"}}}}}}`,
+	} {
+		if _, _, err := reg.Put(ctx, lexicon.Upload{Document: json.RawMessage(doc)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := xrpcmethods.New(xrpcmethods.Options{Reads: reads.New(nil, nil)})
+	q := url.Values{"actor": {"did:plc:z72i7hdynmk6r22z27h6tvur"}, "n": {"20"}, "q": {"hello world"}, "tags": {"a", "b"}, "reverse": {"true"}}
+	for _, nsid := range []string{"app.test.plain", "app.test.checked"} {
+		b.Run(nsid, func(b *testing.B) {
+			l, _ := reg.Snapshot().Get(nsid)
+			c := xrpcmethods.Call{Lexicon: l, Params: q}
+			buf := make([]byte, 0, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Call(ctx, c, buf[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
