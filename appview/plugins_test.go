@@ -2,11 +2,6 @@ package appview_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,24 +17,7 @@ import (
 // returns the manifest URL and the module's sha256.
 func servePlugin(t testing.TB) (string, string) {
 	t.Helper()
-	bin := plugintest.Build(t, "examples/plugins/wordfilter")
-	mf, err := os.ReadFile("../examples/plugins/wordfilter/manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/word-filter/manifest.json":
-			_, _ = w.Write(mf)
-		case "/word-filter/wordfilter.wasm":
-			_, _ = w.Write(bin)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	sum := sha256.Sum256(bin)
-	return srv.URL + "/word-filter/manifest.json", hex.EncodeToString(sum[:])
+	return plugintest.Serve(t, "examples/plugins/wordfilter")
 }
 
 // TestScriptCallsPlugin installs the word-filter example through the

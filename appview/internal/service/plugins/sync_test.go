@@ -3,8 +3,6 @@ package plugins_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -53,29 +51,14 @@ func (s *stalledStore) ListPlugins(ctx context.Context) ([]storage.Plugin, error
 func TestSyncDuringInstall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bin := plugintest.Build(t, "examples/plugins/wordfilter")
-	mf, err := os.ReadFile("../../../../examples/plugins/wordfilter/manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/manifest.json":
-			_, _ = w.Write(mf)
-		case "/wordfilter.wasm":
-			_, _ = w.Write(bin)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
+	manifestURL, _ := plugintest.Serve(t, "examples/plugins/wordfilter")
 	rt, err := wasm.New(ctx, wasm.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	store := &stalledStore{Store: storagetest.SQLite(t)}
-	m := plugins.New(plugins.Options{Store: store, Runtime: rt, Fetch: srv.Client(), Plugin: srv.Client()})
+	m := plugins.New(plugins.Options{Store: store, Runtime: rt, Fetch: http.DefaultClient, Plugin: http.DefaultClient})
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +70,7 @@ func TestSyncDuringInstall(t *testing.T) {
 	<-store.read // the Sync has read the store: no plugin installed
 	installed := make(chan error, 1)
 	go func() {
-		_, err := m.Install(ctx, "did:plc:admin", srv.URL+"/manifest.json", "")
+		_, err := m.Install(ctx, "did:plc:admin", manifestURL, "")
 		installed <- err
 	}()
 	// The install must not load the plugin while the Sync runs (without
