@@ -59,7 +59,11 @@ func TestXRPCParams(t *testing.T) {
 		e.setScript(t, "xrpc.query:app.test.feed", `function handle()
 			local ok = xrpc.query("app.test.search", {q = "local", limit = 3})
 			local bad, err, status = xrpc.query("app.test.search", {q = "local", limit = "abc"})
-			return {ok = ok.limit, bad = bad == nil, err = err, status = status}
+			local two = xrpc.query("app.test.search", {q = "two", tags = {"a", "b"}})
+			local _, many = xrpc.query("app.test.search", {q = "many", tags = {"a", "b", "c"}})
+			local _, keyed = pcall(xrpc.query, "app.test.search", {q = {a = 1}})
+			return {ok = ok.limit, bad = bad == nil, err = err, status = status, two = two.tags, many = many,
+				keyed = string.find(tostring(keyed), "a table must be a non%-empty list of values") ~= nil}
 		end`)
 
 		r := e.get(t, "/xrpc/app.test.search?q=hi&limit=5&tags=a&tags=b&since=2024-01-02T03:04:05Z&actor=alice.test&mine=true&extra=x")
@@ -91,7 +95,8 @@ func TestXRPCParams(t *testing.T) {
 
 		// A script's in-process call is checked the same way.
 		r = e.get(t, "/xrpc/app.test.feed")
-		if string(r.Raw) != `{"bad":true,"err":"invalid parameter limit: must be an integer","ok":"3","status":400}` {
+		if string(r.Raw) != `{"bad":true,"err":"invalid parameter limit: must be an integer","keyed":true,`+
+			`"many":"invalid parameter tags: must be given at most 2 times","ok":"3","status":400,"two":"a"}` {
 			t.Errorf("xrpc.query from a script: %d %s", r.Status, r.Raw)
 		}
 
@@ -100,7 +105,7 @@ func TestXRPCParams(t *testing.T) {
 		for _, d := range eventDetails(t, e.admin, "event_type=script.log&subject=xrpc.query:app.test.search") {
 			ran = append(ran, fmt.Sprint(d["message"]))
 		}
-		if got := strings.Join(ran, "|"); got != "search ran for local|search ran for hi" {
+		if got := strings.Join(ran, "|"); got != "search ran for two|search ran for local|search ran for hi" {
 			t.Errorf("the script ran: %q", got)
 		}
 

@@ -21,10 +21,34 @@ func (v *vm) xrpcQuery(L *lua.LState) int {
 	params := url.Values{}
 	if t := v.plain(L.OptTable(2, nil)); t != nil {
 		t.ForEach(func(k, val lua.LValue) {
-			params.Set(lua.LVAsString(k), lua.LVAsString(L.ToStringMeta(val)))
+			name := lua.LVAsString(k)
+			list, ok := val.(*lua.LTable)
+			if !ok {
+				params.Set(name, paramString(L, name, val))
+				return
+			}
+			// A list is an array parameter: the parameter repeated.
+			n := list.Len()
+			if n == 0 || countKeys(v.plain(list)) != n {
+				L.RaiseError("xrpc.query: parameter %s: a table must be a non-empty list of values", name)
+			}
+			for i := 1; i <= n; i++ {
+				params.Add(name, paramString(L, name, list.RawGetInt(i)))
+			}
 		})
 	}
 	return v.xrpcCall(L, http.MethodGet, nsid, params, nil)
+}
+
+// paramString is a query parameter's value: a string, number or boolean
+// as tostring writes it.
+func paramString(L *lua.LState, name string, val lua.LValue) string {
+	switch val.Type() {
+	case lua.LTString, lua.LTNumber, lua.LTBool:
+		return lua.LVAsString(L.ToStringMeta(val))
+	}
+	L.RaiseError("xrpc.query: parameter %s: a %s is no parameter value", name, val.Type())
+	return ""
 }
 
 // xrpc.procedure(nsid, input): the decoded response, or nil, error, status.
