@@ -54,7 +54,7 @@ func TestXRPCParams(t *testing.T) {
 		e.setScript(t, "xrpc.query:app.test.search", `function handle()
 			log("search ran for " .. params.q)
 			return {q = params.q, limit = params.limit, limit_type = type(params.limit), tags = params.tags,
-				mine = params.mine, extra = params.extra}
+				all_tags = param_values("tags"), none = param_values("none"), mine = params.mine, extra = params.extra}
 		end`)
 		e.setScript(t, "xrpc.query:app.test.feed", `function handle()
 			local ok = xrpc.query("app.test.search", {q = "local", limit = 3})
@@ -72,7 +72,8 @@ func TestXRPCParams(t *testing.T) {
 		}
 		if got := string(r.Raw); !strings.Contains(got, `"q":"hi"`) || !strings.Contains(got, `"limit":"5"`) ||
 			!strings.Contains(got, `"limit_type":"string"`) || !strings.Contains(got, `"tags":"a"`) ||
-			!strings.Contains(got, `"mine":"true"`) || !strings.Contains(got, `"extra":"x"`) {
+			!strings.Contains(got, `"mine":"true"`) || !strings.Contains(got, `"extra":"x"`) ||
+			!strings.Contains(got, `"all_tags":["a","b"]`) || !strings.Contains(got, `"none":[]`) {
 			t.Errorf("the script's params (strings, first values, undeclared ones kept): %s", got)
 		}
 		for _, tc := range []struct{ query, err string }{

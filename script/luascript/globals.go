@@ -24,7 +24,7 @@ func (v *vm) installHostLibs() {
 			t.RawSetString(name, L.NewFunction(f))
 		}
 	}
-	set(v.base, map[string]lua.LGFunction{"log": v.logFn, "now": v.nowFn})
+	set(v.base, map[string]lua.LGFunction{"log": v.logFn, "now": v.nowFn, "param_values": v.paramValues})
 	set(v.lib("json"), map[string]lua.LGFunction{"encode": v.jsonEncode, "decode": v.jsonDecode, "array": v.jsonArray})
 	v.lib("json").RawSetString("null", v.null)
 	v.lib("json").RawSetString("empty_array", v.empty)
@@ -152,6 +152,26 @@ func (v *vm) loadVars() *lua.LTable {
 }
 
 // log(message): debug log and event log.
+// param_values(name): every value of a query-string parameter, in the
+// order given, as a list of strings (empty when absent, and encoded as a
+// JSON array then too): an array parameter (?uris=a&uris=b), of which
+// params holds the first value only.
+func (v *vm) paramValues(L *lua.LState) int {
+	vals := v.run.inv.Params[L.CheckString(1)]
+	size := 16 * len(vals)
+	for _, s := range vals {
+		size += len(s)
+	}
+	v.charge(int64(size))
+	t := L.CreateTable(len(vals), 0)
+	for _, s := range vals {
+		t.Append(lua.LString(s))
+	}
+	t.Metatable = v.arrayMT // a JSON array even when empty
+	L.Push(t)
+	return 1
+}
+
 func (v *vm) logFn(L *lua.LState) int {
 	msg := L.ToStringMeta(L.CheckAny(1)).String()
 	if len(msg) > maxLogMessage {
