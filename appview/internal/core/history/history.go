@@ -321,7 +321,7 @@ func (h *History) track(r *Reading, now time.Time) {
 	names := map[string]bool{}
 	for _, s := range r.Sources {
 		names[s.Name] = true
-		if s.State == Connected || !r.Leading {
+		if s.State == Connected || s.State == Idle || !r.Leading {
 			delete(h.down, s.Name)
 		} else if _, ok := h.down[s.Name]; !ok {
 			h.down[s.Name] = now

@@ -194,3 +194,27 @@ func TestBrowserOverviewCharts(t *testing.T) {
 	}
 	noConsoleErrors(t, &errs)
 }
+
+// TestBrowserOverviewIdleSource: on a fresh instance, whose event source
+// is idle because no lexicon gives it a collection to follow, the status
+// says Healthy and why the source is idle, in the overview and in the
+// indicator of another page: a newcomer's first look is no false alarm
+// (how long it may stay idle: history's TestHealth).
+func TestBrowserOverviewIdleSource(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	src := &standIn{}
+	src.set(ingest.StateIdle, 0, 0)
+	env, key := startInstanceWith(t, appview.Config{Ingest: appview.IngestConfig{EventSource: src},
+		Metrics: appview.MetricsConfig{HistoryInterval: 50 * time.Millisecond}})
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
+	signIn(t, ctx, env, key)
+	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "standin: idle, no collection to follow yet")
+	waitText(t, ctx, "#health-text", "Healthy")
+	open(t, ctx, env, "/dashboard/records", "#health")
+	waitText(t, ctx, "#health-text", "Healthy")
+	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "standin: idle") {
+		t.Errorf("indicator title: %q", title)
+	}
+	noConsoleErrors(t, &errs)
+}
