@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
@@ -58,7 +59,8 @@ func pathOf(id, series string) string {
 // (healthy, every part listed) and charts whose SVG paths hold the points
 // sampled and change with a new sample (events per second); an XRPC
 // method's calls get a series of their own and its latency is charted
-// once picked; the day window is one click away; a running backfill job
+// once picked; a failing script's errors are charted by kind; the day
+// window is one click away; a running backfill job
 // has its progress bar with its rate and estimated time left; the status
 // indicator turns degraded, then failing, when the source stays
 // disconnected, and degraded when it lags; another page shows the
@@ -126,6 +128,17 @@ func TestBrowserOverviewCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTrue(t, ctx, "the method's latency", pathOf("chart-latency", "p50")+` !== "" && `+pathOf("chart-latency", "p99")+` !== ""`)
+
+	// A failing script: its errors charted by kind.
+	if r := su.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "script": `function handle() error("boom") end`,
+		"lexicon_json": `{"lexicon":1,"id":"app.test.boom","defs":{"main":{"type":"query"}}}`}); r.Status != 201 {
+		t.Fatalf("upload the failing query: %d %s", r.Status, r.Raw)
+	}
+	client, _ := env.NewClient(t, apiclients.NewClient{})
+	if r := env.Do(t, "GET", "/xrpc/app.test.boom", nil, "X-Client-Key", client.Key); r.Status < 500 {
+		t.Fatalf("the failing query answered %d %s", r.Status, r.Raw)
+	}
+	waitTrue(t, ctx, "the script's errors per minute", pathOf("chart-problems", "script.error")+` !== ""`)
 
 	// The day window, and back.
 	if err := chromedp.Do(ctx, chromedp.Click("#window-day")); err != nil {
