@@ -212,7 +212,8 @@ func TestBrowserOverviewCharts(t *testing.T) {
 // is idle because no lexicon gives it a collection to follow, the status
 // says Healthy and why the source is idle, in the overview and in the
 // indicator of another page: a newcomer's first look is no false alarm
-// (how long it may stay idle: history's TestHealth).
+// (how long it may stay idle: history's TestHealth). That no record is
+// flagged is said once.
 func TestBrowserOverviewIdleSource(t *testing.T) {
 	ctx := browser(t, 30*time.Second)
 	src := &standIn{}
@@ -224,6 +225,11 @@ func TestBrowserOverviewIdleSource(t *testing.T) {
 	signIn(t, ctx, env, key)
 	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "standin: idle, no collection to follow yet")
 	waitText(t, ctx, "#health-text", "Healthy")
+	// No flagged record: said once, not counted as "0 record(s)" too.
+	waitText(t, ctx, "#validation-mode", "Validation mode: hide")
+	if mode, none := text(t, ctx, "#validation-mode"), text(t, ctx, "#no-flagged"); mode != "Validation mode: hide." || none != "No stored record has a validation error." {
+		t.Errorf("validation mode %q, then %q", mode, none)
+	}
 	open(t, ctx, env, "/dashboard/records", "#health")
 	waitText(t, ctx, "#health-text", "Healthy")
 	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "standin: idle") {
