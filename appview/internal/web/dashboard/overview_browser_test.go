@@ -144,7 +144,7 @@ func TestBrowserOverviewCharts(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Click("#window-day")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#charts-note", "min, since this instance started")
+	waitText(t, ctx, "#charts-note", "min: the last day is stored")
 	if pressed := eval[string](t, ctx, `document.getElementById("window-day").getAttribute("aria-pressed")`); pressed != "true" {
 		t.Errorf("day button pressed: %s", pressed)
 	}
@@ -234,6 +234,55 @@ func TestBrowserOverviewIdleSource(t *testing.T) {
 	waitText(t, ctx, "#health-text", "Healthy")
 	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "standin: idle") {
 		t.Errorf("indicator title: %q", title)
+	}
+	noConsoleErrors(t, &errs)
+}
+
+// TestBrowserOverviewDayAfterRestart: the day window of the history is
+// stored and restored at start: after a restart on the same database,
+// with no event source any more, the overview's day charts still show the
+// lag the previous start sampled from its source.
+func TestBrowserOverviewDayAfterRestart(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	store := storagetest.SQLite(t)
+	src := &standIn{}
+	src.set(ingest.StateConnected, 0, 0.5)
+	first := testenv.New(t, store, appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Ingest:   appview.IngestConfig{EventSource: src},
+		Metrics:  appview.MetricsConfig{HistoryInterval: 20 * time.Millisecond},
+	})
+	// A point of the day window every 30 samples: wait for one stored
+	// with the source's lag.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := store.GetBlob(context.Background(), "history.day")
+		if err == nil && strings.Contains(string(b.Data), `"standin"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no day window stored with the source's lag: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.App.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	again := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{SessionSecret: sessionSecret}})
+	key := claim(t, again)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
+	signIn(t, ctx, again, key)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#charts"), chromedp.Click("#window-day")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#charts-note", "the last day is stored, and survives a restart")
+	waitTrue(t, ctx, "the day's lag of the previous start", pathOf("chart-lag", "standin")+` !== ""`)
+	// The hour window starts empty.
+	r := again.Do(t, "GET", "/admin/stats/history?window=hour", nil, testenv.Bearer(key)...)
+	if r.Status != 200 || strings.Contains(string(r.Raw), `"standin"`) {
+		t.Errorf("the hour window after the restart: %d %s", r.Status, r.Raw)
 	}
 	noConsoleErrors(t, &errs)
 }
