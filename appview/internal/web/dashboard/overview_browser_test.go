@@ -199,13 +199,20 @@ func TestBrowserOverviewCharts(t *testing.T) {
 	waitText(t, ctx, "#health-text", "Degraded")
 	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "2 min behind its stream")
 
-	// Another page shows the indicator, read on its own.
-	open(t, ctx, env, "/dashboard/records", "#health")
-	waitText(t, ctx, "#health-text", "Degraded")
-	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "ingestion: standin: 2 min behind") {
-		t.Errorf("indicator title: %q", title)
-	}
+	indicatorElsewhere(t, ctx, env, "Degraded", "ingestion: standin: 2 min behind")
 	noConsoleErrors(t, &errs)
+}
+
+// indicatorElsewhere opens another page than the overview and waits for
+// its status indicator, read on its own, to say status, with part in its
+// title.
+func indicatorElsewhere(t *testing.T, ctx context.Context, env *testenv.Env, status, part string) {
+	t.Helper()
+	open(t, ctx, env, "/dashboard/records", "#health")
+	waitText(t, ctx, "#health-text", status)
+	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, part) {
+		t.Errorf("indicator title: %q, want it to hold %q", title, part)
+	}
 }
 
 // TestBrowserOverviewIdleSource: on a fresh instance, whose event source
@@ -230,11 +237,7 @@ func TestBrowserOverviewIdleSource(t *testing.T) {
 	if mode, none := text(t, ctx, "#validation-mode"), text(t, ctx, "#no-flagged"); mode != "Validation mode: hide." || none != "No stored record has a validation error." {
 		t.Errorf("validation mode %q, then %q", mode, none)
 	}
-	open(t, ctx, env, "/dashboard/records", "#health")
-	waitText(t, ctx, "#health-text", "Healthy")
-	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "standin: idle") {
-		t.Errorf("indicator title: %q", title)
-	}
+	indicatorElsewhere(t, ctx, env, "Healthy", "ingestion: standin: idle")
 	noConsoleErrors(t, &errs)
 }
 
