@@ -64,7 +64,7 @@ func (a *App) components() []*part {
 			init: a.plugins.Start,
 			run:  func(ctx context.Context) { a.plugins.RunRegistry(ctx, a.cfg.Plugins.RegistryRefresh) },
 		}},
-		{name: "history", component: &worker{run: a.history.Run}},
+		{name: "history", component: &worker{run: a.runHistory}},
 	}
 	if a.cfg.Metrics.Addr != "" {
 		parts = append(parts, &part{name: "metrics listener", component: &metricsListener{app: a}})

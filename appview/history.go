@@ -2,6 +2,7 @@ package appview
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -13,12 +14,55 @@ import (
 // historyTimeout bounds the database round trips of one history sample.
 const historyTimeout = 2 * time.Second
 
+// historyBlob is the stored blob (SettingsStore) holding the day window
+// of the history of the leading instance, as JSON (history.Saved).
+const historyBlob = "history.day"
+
 // newHistory makes the history of the instance's figures behind the
 // dashboard's charts and status indicator (GET /admin/stats/history and
 // /admin/stats/health), sampled by the "history" component every
-// Metrics.HistoryInterval.
+// Metrics.HistoryInterval. Its day window is stored at each of its points
+// and restored at start (runHistory).
 func (a *App) newHistory() *history.History {
-	return history.New(history.Options{Read: a.reading, Now: a.cfg.Now, Interval: a.cfg.Metrics.HistoryInterval})
+	return history.New(history.Options{Read: a.reading, Now: a.cfg.Now, Interval: a.cfg.Metrics.HistoryInterval,
+		Save: a.saveHistory})
+}
+
+// runHistory restores the stored day window, then samples until ctx ends.
+func (a *App) runHistory(ctx context.Context) {
+	b, err := a.store.GetBlob(ctx, historyBlob)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		a.log.Warn("reading the stored history failed; the day's charts start empty", "err", err)
+	default:
+		var s history.Saved
+		if err := json.Unmarshal(b.Data, &s); err != nil {
+			a.log.Warn("the stored history is unreadable; the day's charts start empty", "err", err)
+			break
+		}
+		a.history.Restore(s)
+	}
+	a.history.Run(ctx)
+}
+
+// saveHistory stores the day window s, on the leading instance only: it
+// runs the event sources, whose figures the charts follow (instances
+// sharing a database would otherwise overwrite one another's).
+func (a *App) saveHistory(ctx context.Context, s history.Saved) {
+	if !a.leadership.State().Leading {
+		return
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		a.log.Warn("storing the history failed", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	if err := a.store.PutBlob(ctx, historyBlob, storage.Blob{ContentType: "application/json", Data: raw, UpdatedAt: a.cfg.Now()}); err != nil && ctx.Err() == nil {
+		a.log.Warn("storing the history failed", "err", err)
+	}
 }
 
 // reading reads the figures the history follows: the event sources', the

@@ -7,12 +7,10 @@ import (
 )
 
 // program is how this binary was run, as its user would type it again:
-// `go run ./cmd/appview` when `go run` built it (the binary lives in the
-// go command's temporary build directory), else its first argument as
-// given (`appview` found on PATH, `./appview`, a full path).
+// `go run ./cmd/appview` when `go run` built it, else its first argument
+// as given (`appview` found on PATH, `./appview`, a full path).
 func program(arg0 string, exists func(path string) bool) string {
-	dir := filepath.ToSlash(filepath.Dir(arg0))
-	if !strings.Contains(dir, "/go-build") || !strings.HasSuffix(dir, "/exe") {
+	if !builtByGoRun(arg0) {
 		return shellQuote(arg0)
 	}
 	switch {
@@ -22,6 +20,26 @@ func program(arg0 string, exists func(path string) bool) string {
 		return "go run ."
 	}
 	return "go run " + packagePath
+}
+
+// builtByGoRun reports whether the binary at arg0 is one `go run` built:
+// it lives in the go command's temporary build directory
+// (.../go-build123/b001/exe/appview) or, from the second run on (Go 1.24
+// caches what `go run` links), in its build cache
+// ($GOCACHE/2f/2fede1...-d/appview: a directory named by the build's
+// SHA-256, in hexadecimal, under one named by its first byte).
+func builtByGoRun(arg0 string) bool {
+	dir := filepath.Dir(arg0)
+	if d := filepath.ToSlash(dir); strings.Contains(d, "/go-build") && strings.HasSuffix(d, "/exe") {
+		return true
+	}
+	hash, ok := strings.CutSuffix(filepath.Base(dir), "-d")
+	return ok && len(hash) == 64 && isHex(hash) && filepath.Base(filepath.Dir(dir)) == hash[:2]
+}
+
+// isHex reports whether s holds only lowercase hexadecimal digits.
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // packagePath is this command's package.

@@ -27,7 +27,8 @@ type Limits struct {
 	// its stream is degraded, and failing. Defaults 1 min and 10 min.
 	LagWarn, LagBad time.Duration
 	// Disconnected: a source not connected (connecting, waiting to dial
-	// again, idle) for this long is failing; before that it is degraded.
+	// again) for this long is failing; before that it is degraded. An
+	// idle source (no collection to follow) is no problem.
 	// Default 6 intervals (1 min at the default interval).
 	Disconnected time.Duration
 	// SlowDatabase: a database round trip this long is degraded. Default
@@ -100,8 +101,9 @@ func (h *History) judge(r *Reading, now time.Time) Health {
 // ingestion: off with no event source; ok on an instance that does not
 // lead (another runs the sources); otherwise the worst of the sources':
 // connected and less than LagWarn behind is ok, LagWarn behind is
-// degraded and LagBad failing; not connected is degraded, and failing
-// once it has lasted Disconnected.
+// degraded and LagBad failing; idle (no collection to follow, as on a
+// fresh instance) is ok; otherwise not connected is degraded, and
+// failing once it has lasted Disconnected.
 func (h *History) ingestion(r *Reading, now time.Time) Part {
 	p := Part{Name: "ingestion", Status: StatusOK}
 	switch {
@@ -116,6 +118,8 @@ func (h *History) ingestion(r *Reading, now time.Time) Part {
 	for _, s := range r.Sources {
 		lag := time.Duration(s.Lag * float64(time.Second))
 		switch {
+		case s.State == Idle:
+			fine = append(fine, s.Name+": idle, no collection to follow yet")
 		case s.State != Connected:
 			since := now.Sub(h.down[s.Name])
 			st := StatusWarn

@@ -13,8 +13,9 @@
 // (288 of them: a day at 5 min). Counters become rates over each point's
 // interval (a counter that went down was reset and counts from zero);
 // gauges (lag, the writer's queue, the database's round trip) are the
-// highest value seen during the interval. Nothing is stored: the history
-// starts empty at each start.
+// highest value seen during the interval. The day window can be stored
+// at each of its points (Options.Save) and restored at start (Restore);
+// the hour window starts empty at each start.
 package history
 
 import (
@@ -82,6 +83,10 @@ type Options struct {
 	// Limits are the health rules' thresholds; zero fields take their
 	// defaults.
 	Limits Limits
+	// Save, when set, is given the day window's points at each of its
+	// new points (every DayEvery samples), to store them for Restore
+	// after a restart. It runs in the sampling goroutine.
+	Save func(ctx context.Context, s Saved)
 }
 
 // History is the sampled history of one instance; safe for concurrent
@@ -91,6 +96,7 @@ type History struct {
 	now      func() time.Time
 	interval time.Duration
 	limits   Limits
+	onSave   func(ctx context.Context, s Saved)
 
 	mu     sync.Mutex
 	tiers  []*tier // hour, day
@@ -114,7 +120,7 @@ type jobPoint struct {
 
 // New returns a History that samples through o.Read.
 func New(o Options) *History {
-	h := &History{read: o.Read, now: o.Now, interval: o.Interval,
+	h := &History{read: o.Read, now: o.Now, interval: o.Interval, onSave: o.Save,
 		slots: map[string]bool{}, down: map[string]time.Time{}, health: Health{Status: StatusUnknown}}
 	if h.now == nil {
 		h.now = time.Now
@@ -144,24 +150,33 @@ func (h *History) Run(ctx context.Context) {
 	}
 }
 
-// Sample reads the instance once and adds the reading to the windows.
+// Sample reads the instance once and adds the reading to the windows;
+// when the day window got a point, it hands the window to Options.Save.
 func (h *History) Sample(ctx context.Context) {
 	r := h.read(ctx)
 	now := h.now()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.assign(&r)
+	var day *Saved
 	for _, t := range h.tiers {
-		h.step(t, &r, now)
+		if h.step(t, &r, now) && t.name == Day && h.onSave != nil {
+			s := h.saved(t)
+			day = &s
+		}
 	}
 	h.track(&r, now)
 	h.health = h.judge(&r, now)
 	h.last = &r
+	h.mu.Unlock()
+	if day != nil {
+		h.onSave(ctx, *day)
+	}
 }
 
 // step folds reading r, taken at now, into tier t, adding a point when
-// its interval is complete (and at the first reading).
-func (h *History) step(t *tier, r *Reading, now time.Time) {
+// its interval is complete (and at the first reading); it reports
+// whether it added one.
+func (h *History) step(t *tier, r *Reading, now time.Time) bool {
 	for k, v := range gauges(r) {
 		if p, ok := t.peaks[k]; !ok || v > p {
 			t.peaks[k] = v
@@ -169,7 +184,7 @@ func (h *History) step(t *tier, r *Reading, now time.Time) {
 	}
 	t.count++
 	if t.base != nil && t.count < t.every {
-		return
+		return false
 	}
 	vals := map[key]float64{}
 	if t.base != nil {
@@ -181,6 +196,7 @@ func (h *History) step(t *tier, r *Reading, now time.Time) {
 	t.add(now, vals)
 	t.base, t.baseAt, t.count = r, now, 0
 	clear(t.peaks)
+	return true
 }
 
 // gauges are r's instantaneous values.
@@ -321,7 +337,7 @@ func (h *History) track(r *Reading, now time.Time) {
 	names := map[string]bool{}
 	for _, s := range r.Sources {
 		names[s.Name] = true
-		if s.State == Connected || !r.Leading {
+		if s.State == Connected || s.State == Idle || !r.Leading {
 			delete(h.down, s.Name)
 		} else if _, ok := h.down[s.Name]; !ok {
 			h.down[s.Name] = now

@@ -424,6 +424,17 @@ func TestHealth(t *testing.T) {
 	f.r.Leading = true
 	f.sample(h, 10*time.Second)
 	check("leading again", StatusWarn, 0, StatusWarn, "for less than 1 ms")
+	// No collection to follow (a fresh instance): idle, which is fine
+	// however long it lasts; a connection failing afterwards counts from
+	// then.
+	f.r.Sources[0].State, f.r.Sources[0].LastError = "idle", ""
+	f.sample(h, 10*time.Second)
+	check("idle", StatusOK, 0, StatusOK, "jetstream: idle, no collection to follow yet.")
+	f.sample(h, 10*time.Minute)
+	check("idle for long", StatusOK, 0, StatusOK, "jetstream: idle")
+	f.r.Sources[0].State = "waiting"
+	f.sample(h, 10*time.Second)
+	check("waiting after idle", StatusWarn, 0, StatusWarn, "jetstream: not connected (waiting) for less than 1 ms")
 	f.r.Sources = nil
 	f.sample(h, 10*time.Second)
 	check("no source", StatusOK, 0, StatusOff, "Live ingestion is off")

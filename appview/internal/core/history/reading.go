@@ -38,8 +38,13 @@ type Source struct {
 	LastError string
 }
 
-// Connected is the State of a connected source.
-const Connected = "connected"
+// States of a Source the health rules tell apart (ingest.Status): a
+// connected source, and an idle one, not connected because it has no
+// collection to follow.
+const (
+	Connected = "connected"
+	Idle      = "idle"
+)
 
 // Writer is the batch writer's totals.
 type Writer struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/lexview/lexview/appview"
 	"github.com/lexview/lexview/appview/ingest"
 	"github.com/lexview/lexview/appview/internal/service/admins"
+	"github.com/lexview/lexview/appview/internal/service/apiclients"
 	"github.com/lexview/lexview/appview/internal/testing/testenv"
 	"github.com/lexview/lexview/backfill"
 	"github.com/lexview/lexview/internal/backfilltest"
@@ -58,7 +59,8 @@ func pathOf(id, series string) string {
 // (healthy, every part listed) and charts whose SVG paths hold the points
 // sampled and change with a new sample (events per second); an XRPC
 // method's calls get a series of their own and its latency is charted
-// once picked; the day window is one click away; a running backfill job
+// once picked; a failing script's errors are charted by kind; the day
+// window is one click away; a running backfill job
 // has its progress bar with its rate and estimated time left; the status
 // indicator turns degraded, then failing, when the source stays
 // disconnected, and degraded when it lags; another page shows the
@@ -127,11 +129,22 @@ func TestBrowserOverviewCharts(t *testing.T) {
 	}
 	waitTrue(t, ctx, "the method's latency", pathOf("chart-latency", "p50")+` !== "" && `+pathOf("chart-latency", "p99")+` !== ""`)
 
+	// A failing script: its errors charted by kind.
+	if r := su.Do(t, "POST", "/admin/lexicons", map[string]any{"backfill": false, "script": `function handle() error("boom") end`,
+		"lexicon_json": `{"lexicon":1,"id":"app.test.boom","defs":{"main":{"type":"query"}}}`}); r.Status != 201 {
+		t.Fatalf("upload the failing query: %d %s", r.Status, r.Raw)
+	}
+	client, _ := env.NewClient(t, apiclients.NewClient{})
+	if r := env.Do(t, "GET", "/xrpc/app.test.boom", nil, "X-Client-Key", client.Key); r.Status < 500 {
+		t.Fatalf("the failing query answered %d %s", r.Status, r.Raw)
+	}
+	waitTrue(t, ctx, "the script's errors per minute", pathOf("chart-problems", "script.error")+` !== ""`)
+
 	// The day window, and back.
 	if err := chromedp.Do(ctx, chromedp.Click("#window-day")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#charts-note", "min, since this instance started")
+	waitText(t, ctx, "#charts-note", "min: the last day is stored")
 	if pressed := eval[string](t, ctx, `document.getElementById("window-day").getAttribute("aria-pressed")`); pressed != "true" {
 		t.Errorf("day button pressed: %s", pressed)
 	}
@@ -186,11 +199,93 @@ func TestBrowserOverviewCharts(t *testing.T) {
 	waitText(t, ctx, "#health-text", "Degraded")
 	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "2 min behind its stream")
 
-	// Another page shows the indicator, read on its own.
+	indicatorElsewhere(t, ctx, env, "Degraded", "ingestion: standin: 2 min behind")
+	noConsoleErrors(t, &errs)
+}
+
+// indicatorElsewhere opens another page than the overview and waits for
+// its status indicator, read on its own, to say status, with part in its
+// title.
+func indicatorElsewhere(t *testing.T, ctx context.Context, env *testenv.Env, status, part string) {
+	t.Helper()
 	open(t, ctx, env, "/dashboard/records", "#health")
-	waitText(t, ctx, "#health-text", "Degraded")
-	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, "ingestion: standin: 2 min behind") {
-		t.Errorf("indicator title: %q", title)
+	waitText(t, ctx, "#health-text", status)
+	if title := eval[string](t, ctx, `document.getElementById("health").title`); !strings.Contains(title, part) {
+		t.Errorf("indicator title: %q, want it to hold %q", title, part)
+	}
+}
+
+// TestBrowserOverviewIdleSource: on a fresh instance, whose event source
+// is idle because no lexicon gives it a collection to follow, the status
+// says Healthy and why the source is idle, in the overview and in the
+// indicator of another page: a newcomer's first look is no false alarm
+// (how long it may stay idle: history's TestHealth). That no record is
+// flagged is said once.
+func TestBrowserOverviewIdleSource(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	src := &standIn{}
+	src.set(ingest.StateIdle, 0, 0)
+	env, key := startInstanceWith(t, appview.Config{Ingest: appview.IngestConfig{EventSource: src},
+		Metrics: appview.MetricsConfig{HistoryInterval: 50 * time.Millisecond}})
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
+	signIn(t, ctx, env, key)
+	waitText(t, ctx, `#health-parts li[data-part="ingestion"]`, "standin: idle, no collection to follow yet")
+	waitText(t, ctx, "#health-text", "Healthy")
+	// No flagged record: said once, not counted as "0 record(s)" too.
+	waitText(t, ctx, "#validation-mode", "Validation mode: hide")
+	if mode, none := text(t, ctx, "#validation-mode"), text(t, ctx, "#no-flagged"); mode != "Validation mode: hide." || none != "No stored record has a validation error." {
+		t.Errorf("validation mode %q, then %q", mode, none)
+	}
+	indicatorElsewhere(t, ctx, env, "Healthy", "ingestion: standin: idle")
+	noConsoleErrors(t, &errs)
+}
+
+// TestBrowserOverviewDayAfterRestart: the day window of the history is
+// stored and restored at start: after a restart on the same database,
+// with no event source any more, the overview's day charts still show the
+// lag the previous start sampled from its source.
+func TestBrowserOverviewDayAfterRestart(t *testing.T) {
+	ctx := browser(t, 30*time.Second)
+	store := storagetest.SQLite(t)
+	src := &standIn{}
+	src.set(ingest.StateConnected, 0, 0.5)
+	first := testenv.New(t, store, appview.Config{
+		Security: appview.SecurityConfig{SessionSecret: sessionSecret},
+		Ingest:   appview.IngestConfig{EventSource: src},
+		Metrics:  appview.MetricsConfig{HistoryInterval: 20 * time.Millisecond},
+	})
+	// A point of the day window every 30 samples: wait for one stored
+	// with the source's lag.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := store.GetBlob(context.Background(), "history.day")
+		if err == nil && strings.Contains(string(b.Data), `"standin"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no day window stored with the source's lag: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.App.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	again := testenv.New(t, store, appview.Config{Security: appview.SecurityConfig{SessionSecret: sessionSecret}})
+	key := claim(t, again)
+	var errs browsertest.ConsoleErrors
+	errs.Listen(ctx)
+	signIn(t, ctx, again, key)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#charts"), chromedp.Click("#window-day")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#charts-note", "the last day is stored, and survives a restart")
+	waitTrue(t, ctx, "the day's lag of the previous start", pathOf("chart-lag", "standin")+` !== ""`)
+	// The hour window starts empty.
+	r := again.Do(t, "GET", "/admin/stats/history?window=hour", nil, testenv.Bearer(key)...)
+	if r.Status != 200 || strings.Contains(string(r.Raw), `"standin"`) {
+		t.Errorf("the hour window after the restart: %d %s", r.Status, r.Raw)
 	}
 	noConsoleErrors(t, &errs)
 }

@@ -117,7 +117,7 @@ func TestBrowserOverviewProblems(t *testing.T) {
 	if row := text(t, ctx, "#flagged-list tbody tr"); !strings.Contains(row, "text") || !strings.HasSuffix(strings.TrimSpace(row), "1") {
 		t.Errorf("flagged row %q lacks its reason or count", row)
 	}
-	waitText(t, ctx, "#validation-mode", "Validation mode: hide")
+	waitText(t, ctx, "#validation-mode", "Validation mode: hide. 1 stored record has a validation error.")
 
 	// Errors by kind with counts; each entry one line, the detail folded
 	// and the script cut.

@@ -2,7 +2,7 @@
 // one with a name and permissions within the signed-in admin's own (POST;
 // the key is shown once), and revoking one (DELETE).
 import { call, can, load, me } from "../api.js";
-import { $, action, busy, denied, el, fieldError, gate, limit, notify, secret, showError, table, time } from "../ui.js";
+import { $, action, busy, denied, el, fieldError, gate, ident, limit, notify, secret, showError, table, time } from "../ui.js";
 import { picker } from "../perms.js";
 
 export default async function apikeys() {
@@ -38,7 +38,7 @@ function render(page) {
   table($("keys"), page.keys, [
     { cell: (k) => k.name, class: "keep" },
     { cell: (k) => el("code", { text: `${k.key_prefix}…` }), class: "keep" },
-    { cell: (k) => (k.user_did ? el("code", { text: k.user_did }) : "removed admin") },
+    { cell: (k) => (k.user_did ? ident(k.user_did, { what: "DID" }) : "removed admin") },
     { cell: (k) => el("details", {}, el("summary", { text: `${k.permissions.length} permission${k.permissions.length === 1 ? "" : "s"}` }),
       el("ul", { class: "plain" }, ...k.permissions.map((p) => el("li", {}, el("code", { text: p }))))) },
     { cell: (k) => time(k.created_at) },

@@ -4,7 +4,7 @@
 // TAIL_EVERY milliseconds and adds the entries not shown yet. The filters
 // and the tail's state live in the query string.
 import { APIError, load, query } from "../api.js";
-import { $, code, denied, el, showError, time } from "../ui.js";
+import { $, code, copyButton, denied, el, ident, showError, time } from "../ui.js";
 
 const READ = "events:read";
 
@@ -192,10 +192,20 @@ function row(e) {
     el("td", { class: "when", dataset: { label: "When" } }, time(e.created_at)),
     el("td", { class: "type", dataset: { label: "Type" } }, narrow("f-type", e.event_type, "type")),
     el("td", { dataset: { label: "Severity" } }, el("span", { class: `badge severity ${e.severity}`, text: e.severity })),
-    el("td", { class: "subject", dataset: { label: "Subject" } }, e.subject ? narrow("f-subject", e.subject, "subject") : "–"),
-    el("td", { class: "subject", dataset: { label: "Actor" } }, e.actor_did ?? "–"),
+    el("td", { class: "subject", dataset: { label: "Subject" } }, e.subject ? subject(e.subject) : "–"),
+    el("td", { class: "subject", dataset: { label: "Actor" } }, ident(e.actor_did, { what: "DID" })),
     el("td", { class: "detail", dataset: { label: "Detail" } }, detail),
   );
+}
+
+// subject renders an entry's subject as an identifier (format.js ident:
+// one line, cut with an ellipsis, a copy button) whose text is the
+// button that filters the log by it.
+function subject(value) {
+  const b = narrow("f-subject", value, "subject");
+  b.classList.add("ident-text");
+  b.title = value;
+  return el("span", { class: "ident" }, b, copyButton(value, "subject"));
 }
 
 // narrow renders value as a button that filters the log by it (the

@@ -114,7 +114,9 @@ function render(w) {
   draw("chart-backfill", series(w, "backfill_per_second", { first: ["records"], skip: ["repos"] }), units.perSecond);
   draw("chart-database", series(w, "database_ping_ms"), units.millis, "The database did not answer.");
   const step = w.window === "hour" ? `${short(w.interval_seconds)} s` : `${short(w.interval_seconds / 60)} min`;
-  $("charts-note").textContent = `A point every ${step}, since this instance started: the history is kept in memory.`;
+  $("charts-note").textContent = w.window === "hour"
+    ? `A point every ${step}, since this instance started: the last hour is kept in memory.`
+    : `A point every ${step}: the last day is stored, and survives a restart.`;
   speed(w.backfill);
   $("charts").hidden = false;
 }

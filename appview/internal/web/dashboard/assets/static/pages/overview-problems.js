@@ -41,8 +41,10 @@ export function refusals(list) {
 // revisions (those that validated records, or still run).
 export function validation(rep) {
   const own = Object.entries(rep.collections || {}).map(([c, m]) => `${c}: ${m}`).join(", ");
-  $("validation-mode").textContent = `Validation mode: ${rep.mode}${own ? ` (${own})` : ""}. ` +
-    `${num(rep.total_invalid)} stored record(s) have a validation error.`;
+  // The count only when there are some: "no-flagged" says there are none.
+  const n = rep.total_invalid;
+  const flagged = n === 1 ? " 1 stored record has a validation error." : n > 1 ? ` ${num(n)} stored records have a validation error.` : "";
+  $("validation-mode").textContent = `Validation mode: ${rep.mode}${own ? ` (${own})` : ""}.${flagged}`;
   table($("flagged-list"), rep.invalid || [], [
     { cell: (c) => lexicon(c.collection) },
     { cell: (c) => el("span", { class: "reason", title: c.reason, text: c.reason }) },
