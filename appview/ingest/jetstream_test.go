@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +30,15 @@ func recordLexicon(id string) string {
 func startApp(t *testing.T, store storage.Store, cfg appview.Config) *appview.App {
 	t.Helper()
 	cfg.Store = store
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The App's log is shown when the test fails: what the source did
+	// (reconnections, resyncs, refusals) is what a timeout hides.
+	var logs tailBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the App's log (its last %d KiB):\n%s", tailBytes>>10, logs.String())
+		}
+	})
 	cfg.Security.TokenEncryptionKey = testenv.TokenKey
 	app, err := appview.New(cfg)
 	if err != nil {
@@ -40,6 +48,32 @@ func startApp(t *testing.T, store storage.Store, cfg appview.Config) *appview.Ap
 		t.Fatal(err)
 	}
 	return app
+}
+
+// tailBytes bounds what a tailBuffer keeps.
+const tailBytes = 64 << 10
+
+// tailBuffer keeps the last tailBytes written to it; it is safe for
+// concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - tailBytes; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 func stop(t *testing.T, app *appview.App) {
