@@ -126,10 +126,11 @@ func Admit(lex *lexicon.Lexicon, user *caller.User) error {
 
 // Call runs c's method: its script when one is bound, otherwise the
 // default query or procedure. The parameters are checked against the
-// lexicon's first (checkParams): a refused call runs nothing. Answers Lexview composes (a script's, a
-// default query's) are appended to dst, a buffer the caller may reuse
-// once the answer is sent; a procedure's PDS answer is returned as the
-// PDS sent it. A refusal is a *fail.Error the front end answers.
+// lexicon's first (checkParams): a refused call runs nothing. Answers
+// Lexview composes (a script's, a default query's) are appended to dst, a
+// buffer the caller may reuse once the answer is sent; a procedure's PDS
+// answer is returned as the PDS sent it. A refusal is a *fail.Error the
+// front end answers.
 func (d *Dispatcher) Call(ctx context.Context, c Call, dst []byte) (Answer, error) {
 	if err := Admit(c.Lexicon, c.User); err != nil {
 		return Answer{}, err
