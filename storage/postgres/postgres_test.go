@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,24 +67,34 @@ func TestEveryCollectionPlans(t *testing.T) {
 	for name, q := range queries {
 		// ANALYZE: a work table scan sets up its target list, and so shows
 		// its subplan, only when it runs.
-		rows, err := conn.QueryContext(ctx, "EXPLAIN (ANALYZE) "+q.sql, q.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "\n")
+		joined := explainPlan(t, conn, name, "EXPLAIN (ANALYZE) "+q.sql, q.args...)
 		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, "using records_collection_created") {
 			t.Errorf("%s: plan scans records or misses the index:\n%s", name, joined)
 		}
 	}
+}
+
+// explainPlan runs an EXPLAIN statement on conn and returns its plan's
+// lines joined.
+func explainPlan(t *testing.T, conn *sql.Conn, name, explain string, args ...any) string {
+	t.Helper()
+	rows, err := conn.QueryContext(context.Background(), explain, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return strings.Join(plan, "\n")
 }
 
 // dollars numbers the ? placeholders of q as PostgreSQL's $1, $2, ...
@@ -126,21 +137,9 @@ func TestValidOnlyPlans(t *testing.T) {
 			"records_collection_created", []any{"c", at, at, "u", 21}},
 		"flagged of a collection": {`SELECT uri FROM records WHERE collection = $1 AND invalid IS NOT NULL`,
 			"records_invalid", []any{"c"}},
+		"any flagged": {dollars(sqlstore.AnyFlaggedQuery), "records_invalid", []any{"c"}},
 	} {
-		rows, err := conn.QueryContext(ctx, "EXPLAIN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
-		joined := strings.Join(plan, "\n")
+		joined := explainPlan(t, conn, name, "EXPLAIN "+q.sql, q.args...)
 		if strings.Contains(joined, "Seq Scan") || !strings.Contains(joined, q.index) || strings.Contains(joined, "Sort") {
 			t.Errorf("%s: plan scans, sorts or misses %s:\n%s", name, q.index, joined)
 		}

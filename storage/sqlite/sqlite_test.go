@@ -61,6 +61,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		"by uri":                       "SELECT uri FROM records WHERE uri = ?",
 		"collection page, valid only":  "SELECT uri FROM records WHERE collection = ? AND created_at <= ? AND (created_at < ? OR uri < ?) AND invalid IS NULL ORDER BY created_at DESC, uri DESC LIMIT 21",
 		"flagged of a collection":      "SELECT uri FROM records WHERE collection = ? AND invalid IS NOT NULL",
+		"any flagged":                  sqlstore.AnyFlaggedQuery,
 		"filtered query page":          "SELECT uri FROM records WHERE collection = ? AND (CASE WHEN json_type(record, ?) = 'text' THEN json_extract(record, ?) END) LIKE ? ESCAPE ? ORDER BY created_at DESC, uri DESC LIMIT 21",
 		"dead letters":                 "SELECT id FROM dead_letters WHERE created_at <= ? AND (created_at < ? OR id < ?) ORDER BY created_at DESC, id DESC LIMIT 51",
 		"dead letters of a collection": "SELECT id FROM dead_letters WHERE collection = ? AND resolved_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 51",

@@ -356,6 +356,9 @@ func (db *DB) CountMatching(ctx context.Context, q storage.RecordQuery) (int64, 
 			// Every link to the target from the field is a record whose
 			// field holds it, and the index keeps their number: flagged
 			// records included, so only when none is to be left out.
+			if l.records == 0 {
+				return 0, nil
+			}
 			flagged, err := db.anyFlagged(ctx, rq)
 			if err != nil {
 				return 0, err
